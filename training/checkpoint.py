@@ -1,0 +1,139 @@
+"""Atomic, verifiable checkpoints in RUN_DIR/checkpoints/step_XXXXXXXX/.
+
+A checkpoint is written into a hidden temporary directory, every file fsynced, a manifest with each
+file's size and SHA-256 written last, and only then renamed into place (rename is atomic on POSIX
+filesystems, EFS and Filestore included). A crash at any point leaves either no new directory or a
+temporary one that loading ignores, so the previous checkpoint stays loadable. Loading verifies the
+manifest and falls back to the previous checkpoint, with a warning, when the newest is damaged.
+Damaged checkpoints are never deleted; only retention (keep the newest K) removes anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from training.log import warn
+
+CHECKPOINTS = "checkpoints"
+MANIFEST = "manifest.json"
+PREFIX = "step_"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path
+    step: int
+
+    def load(self) -> dict:
+        """model, optimizer and trainer state (step, RNG states, config), on the CPU."""
+        return {name: torch.load(self.path / f"{name}.pt", map_location="cpu", weights_only=False)
+                for name in ("model", "optimizer", "trainer")}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _step_dir(root: Path, step: int) -> Path:
+    return root / CHECKPOINTS / f"{PREFIX}{step:08d}"
+
+
+def save(run_dir: Path, step: int, states: dict[str, object], keep: int) -> Path:
+    """Write `states` ({"model": ..., "optimizer": ..., "trainer": ...}) as the checkpoint of `step`."""
+    final = _step_dir(run_dir, step)
+    if final.is_dir() and verify(final) is None:
+        return final  # this exact step is already safely on disk (e.g. SIGTERM right after a save)
+    parent = final.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = parent / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    manifest = {"step": step, "files": {}}
+    for name, state in states.items():
+        file = tmp / f"{name}.pt"
+        with open(file, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        manifest["files"][file.name] = {"bytes": file.stat().st_size, "sha256": _sha256(file)}
+    with open(tmp / MANIFEST, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    _fsync_dir(tmp)
+    if final.exists():
+        # A damaged directory for this step: keep it for inspection, under another name.
+        final.rename(parent / f"{final.name}.damaged-{uuid.uuid4().hex[:8]}")
+    os.rename(tmp, final)
+    _fsync_dir(parent)
+    _prune(parent, keep)
+    return final
+
+
+def verify(path: Path) -> str | None:
+    """None when the checkpoint at `path` is complete and intact, else the reason it is not."""
+    manifest_path = path / MANIFEST
+    if not manifest_path.is_file():
+        return "no manifest (write never finished)"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        return f"unreadable manifest ({exc})"
+    for name, expected in manifest.get("files", {}).items():
+        file = path / name
+        if not file.is_file():
+            return f"{name} is missing"
+        if file.stat().st_size != expected["bytes"]:
+            return f"{name} has {file.stat().st_size} bytes, expected {expected['bytes']}"
+        if _sha256(file) != expected["sha256"]:
+            return f"{name} fails its checksum"
+    if {"model.pt", "optimizer.pt", "trainer.pt"} - set(manifest.get("files", {})):
+        return "incomplete file list"
+    return None
+
+
+def _listed(run_dir: Path) -> list[Checkpoint]:
+    root = run_dir / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    found = []
+    for entry in root.iterdir():
+        if entry.is_dir() and entry.name.startswith(PREFIX) and entry.name[len(PREFIX):].isdigit():
+            found.append(Checkpoint(path=entry, step=int(entry.name[len(PREFIX):])))
+    return sorted(found, key=lambda c: c.step, reverse=True)
+
+
+def latest_valid(run_dir: Path, announce: bool = True) -> Checkpoint | None:
+    """Newest intact checkpoint; damaged newer ones are reported and skipped (never deleted)."""
+    for ckpt in _listed(run_dir):
+        problem = verify(ckpt.path)
+        if problem is None:
+            return ckpt
+        if announce:
+            warn(f"checkpoint {ckpt.path} is damaged ({problem}); falling back to the previous one")
+    return None
+
+
+def _prune(root: Path, keep: int) -> None:
+    complete = [c for c in _listed(root.parent) if (c.path / MANIFEST).is_file()]
+    for old in complete[keep:]:
+        shutil.rmtree(old.path, ignore_errors=True)

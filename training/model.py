@@ -1,0 +1,80 @@
+"""GPT-2 model construction: presets, custom sizes, or pretrained weights."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from training.errors import UserError
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    n_layer: int
+    n_embd: int
+    n_head: int
+    block_size: int
+
+
+# The four GPT-2 sizes (124M, 350M, 774M, 1.5B) plus `tiny` for CPUs and tests.
+PRESETS: dict[str, ModelShape] = {
+    "tiny": ModelShape(n_layer=2, n_embd=128, n_head=4, block_size=128),
+    "gpt2": ModelShape(n_layer=12, n_embd=768, n_head=12, block_size=1024),
+    "gpt2-medium": ModelShape(n_layer=24, n_embd=1024, n_head=16, block_size=1024),
+    "gpt2-large": ModelShape(n_layer=36, n_embd=1280, n_head=20, block_size=1024),
+    "gpt2-xl": ModelShape(n_layer=48, n_embd=1600, n_head=25, block_size=1024),
+}
+
+
+def resolve_shape(preset: str, n_layer=None, n_embd=None, n_head=None, block_size=None) -> ModelShape:
+    if preset not in PRESETS:
+        raise UserError(f"unknown preset '{preset}'; choose one of {', '.join(sorted(PRESETS))}")
+    base = asdict(PRESETS[preset])
+    for key, value in (("n_layer", n_layer), ("n_embd", n_embd), ("n_head", n_head), ("block_size", block_size)):
+        if value is not None:
+            base[key] = value
+    shape = ModelShape(**base)
+    if shape.n_embd % shape.n_head:
+        raise UserError(f"--n-embd {shape.n_embd} is not divisible by --n-head {shape.n_head}; "
+                        "pick sizes where n_embd / n_head is a whole number")
+    return shape
+
+
+def padded_vocab(vocab_size: int, multiple: int = 64) -> int:
+    """Round the embedding table up (50257 -> 50304): matmuls on GPUs are faster on aligned sizes."""
+    return ((vocab_size + multiple - 1) // multiple) * multiple
+
+
+def config_for(shape: ModelShape, vocab_size: int, dropout: float, eos_token_id: int):
+    from transformers import GPT2Config
+
+    return GPT2Config(
+        vocab_size=padded_vocab(vocab_size), n_positions=shape.block_size, n_embd=shape.n_embd,
+        n_layer=shape.n_layer, n_head=shape.n_head, resid_pdrop=dropout, embd_pdrop=dropout,
+        attn_pdrop=dropout, bos_token_id=eos_token_id, eos_token_id=eos_token_id, use_cache=False,
+    )
+
+
+def create_model(config):
+    from transformers import GPT2LMHeadModel
+
+    config._attn_implementation = "sdpa"
+    return GPT2LMHeadModel(config)
+
+
+def load_pretrained(name_or_path: str):
+    """Pretrained GPT-2 weights (hub name or local directory), ready for training."""
+    from transformers import GPT2LMHeadModel
+
+    try:
+        model = GPT2LMHeadModel.from_pretrained(name_or_path, attn_implementation="sdpa")
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot load --init-from '{name_or_path}' ({str(exc).splitlines()[0]}); pass a local "
+                        "directory with a GPT-2 checkpoint, or a hub name when the machine is online") from exc
+    model.config.use_cache = False
+    return model
+
+
+def shape_of(config) -> dict:
+    """The parts of a model configuration that a checkpoint's weights depend on."""
+    return {"n_layer": config.n_layer, "n_embd": config.n_embd, "n_head": config.n_head,
+            "block_size": config.n_positions, "vocab_size": config.vocab_size}

@@ -1,0 +1,321 @@
+"""`python -m training prepare`: text in, token shards out.
+
+DATA_DIR layout (everything of one preparation lives in one generation folder; meta.json, replaced
+atomically and last, points at the current one, so a crash or an error never leaves a half-written
+corpus behind and never touches the previous one):
+
+    DATA_DIR/meta.json
+    DATA_DIR/gen-<id>/tokenizer/            tokenizer files (Hugging Face format)
+    DATA_DIR/gen-<id>/{train,val}_0000.bin  token ids, uint16 or uint32, raw little-endian
+    DATA_DIR/.cache/                        datasets' cache (re-runs reuse tokenized pieces)
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from training import tokenizer as tok
+from training.data import FORMAT_VERSION, META_FILE
+from training.errors import UserError
+from training.log import info, warn
+
+STRUCTURED_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
+GOLDEN = 0.6180339887498949  # low-discrepancy sequence: val chunks spread evenly over the corpus
+
+
+# ---------------------------------------------------------------- sources
+def discover(sources: list[str], text_suffixes: set[str]) -> tuple[list[Path], dict[str, list[Path]]]:
+    """Expand files, directories and globs into plain-text files and structured files per format."""
+    text: list[Path] = []
+    structured: dict[str, list[Path]] = {}
+
+    def add(path: Path, explicit: bool) -> None:
+        suffix = path.suffix.lower()
+        if suffix in STRUCTURED_FORMATS:
+            structured.setdefault(STRUCTURED_FORMATS[suffix], []).append(path)
+        elif explicit or suffix in text_suffixes:
+            text.append(path)
+
+    for src in sources:
+        if any(ch in src for ch in "*?["):
+            matches = sorted(Path(m) for m in glob.glob(src, recursive=True) if Path(m).is_file())
+            if not matches:
+                raise UserError(f"--data {src}: no files match this pattern; check the path (quote globs)")
+            for m in matches:
+                add(m, explicit=False)
+        elif Path(src).is_dir():
+            found = sorted(p for p in Path(src).rglob("*") if p.is_file() and not p.name.startswith("."))
+            before = len(text) + sum(map(len, structured.values()))
+            for p in found:
+                add(p, explicit=False)
+            if len(text) + sum(map(len, structured.values())) == before:
+                warn(f"--data {src}: no files with a known suffix ({', '.join(sorted(text_suffixes))}, "
+                     f"{', '.join(STRUCTURED_FORMATS)}); pass --extensions to pick others")
+        elif Path(src).is_file():
+            add(Path(src), explicit=True)
+        else:
+            raise UserError(f"--data {src} does not exist; pass text files, directories or globs")
+    return list(dict.fromkeys(text)), {k: list(dict.fromkeys(v)) for k, v in structured.items()}
+
+
+def readable_text(path: Path, encoding: str) -> bool:
+    """True for a non-empty text file in `encoding`; warns and returns False for anything else."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8192)
+            if b"\x00" in head:
+                warn(f"skipping {path}: binary file")
+                return False
+            import codecs
+
+            decoder = codecs.getincrementaldecoder(encoding)()
+            offset, data, seen_text = 0, head, False
+            while data:
+                try:
+                    seen_text = seen_text or bool(decoder.decode(data).strip())
+                except UnicodeDecodeError as exc:
+                    warn(f"skipping {path}: not valid {encoding} at byte {offset + exc.start}; convert it to "
+                         f"UTF-8 or pass --encoding")
+                    return False
+                offset += len(data)
+                data = f.read(1 << 20)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        warn(f"skipping {path}: ends in the middle of a {encoding} character")
+        return False
+    except OSError as exc:
+        warn(f"skipping {path}: unreadable ({exc.strerror or exc})")
+        return False
+    except LookupError as exc:
+        raise UserError(f"--encoding {encoding}: unknown encoding; use e.g. utf-8 or latin-1") from exc
+    return seen_text
+
+
+def load_corpus(text_files: list[Path], structured: dict[str, list[Path]], args, cache_dir: Path):
+    """One `datasets.Dataset` with a single `text` column: one row per text file or structured record."""
+    import datasets
+
+    parts = []
+    if text_files:
+        parts.append(datasets.load_dataset("text", data_files=[str(p) for p in text_files], sample_by="document",
+                                           encoding=args.encoding, split="train", cache_dir=str(cache_dir)))
+    for fmt, files in structured.items():
+        try:
+            ds = datasets.load_dataset(fmt, data_files=[str(p) for p in files], split="train", cache_dir=str(cache_dir))
+        except Exception as exc:  # datasets raises many types for malformed files
+            raise UserError(f"cannot read {fmt} files {', '.join(map(str, files[:3]))}: "
+                            f"{str(exc).splitlines()[0][:200]}; check the file format") from exc
+        if args.text_column not in ds.column_names:
+            raise UserError(f"{fmt} files ({files[0]}...) have no column '{args.text_column}' (columns: "
+                            f"{', '.join(ds.column_names)}); pass --text-column")
+        ds = ds.select_columns([args.text_column])
+        if args.text_column != "text":
+            ds = ds.rename_column(args.text_column, "text")
+        parts.append(ds.cast_column("text", datasets.Value("string")))
+    corpus = datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+    return corpus.filter(lambda t: t is not None and t.strip() != "", input_columns="text", desc="dropping empty rows")
+
+
+# ---------------------------------------------------------------- shards
+class ShardWriter:
+    def __init__(self, folder: Path, split: str, dtype: np.dtype, shard_tokens: int):
+        self.folder, self.split, self.dtype, self.shard_tokens = folder, split, dtype, shard_tokens
+        self.shards: list[dict] = []
+        self._file = None
+        self._in_shard = 0
+
+    def add(self, tokens: np.ndarray) -> None:
+        while len(tokens):
+            if self._file is None:
+                name = f"{self.split}_{len(self.shards):04d}.bin"
+                self._file = open(self.folder / name, "wb")
+                self.shards.append({"file": f"{self.folder.name}/{name}", "tokens": 0})
+                self._in_shard = 0
+            piece = tokens[: self.shard_tokens - self._in_shard]
+            piece.astype(self.dtype).tofile(self._file)
+            self._in_shard += len(piece)
+            self.shards[-1]["tokens"] += len(piece)
+            tokens = tokens[len(piece):]
+            if self._in_shard == self.shard_tokens:
+                self.close()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+
+    @property
+    def tokens(self) -> int:
+        return sum(s["tokens"] for s in self.shards)
+
+
+def is_val_chunk(index: int, val_fraction: float) -> bool:
+    return (index * GOLDEN) % 1.0 < val_fraction
+
+
+def chunk_tokens(total: int, val_fraction: float) -> int:
+    """Chunk length for the train/val split: about 16 validation chunks, between 256 and 1M tokens."""
+    return int(min(max(total * val_fraction / 16, 256), 1 << 20))
+
+
+# ---------------------------------------------------------------- the command
+def _input_fingerprint(text_files, structured, args, tokenizer_identity: str) -> str:
+    entries = []
+    for p in [*text_files, *(f for files in structured.values() for f in files)]:
+        st = p.stat()
+        entries.append([str(p.resolve()), st.st_size, st.st_mtime_ns])
+    options = [args.text_column, args.encoding, args.val_fraction, args.token_dtype, args.seed, args.shard_tokens]
+    blob = json.dumps([sorted(entries), tokenizer_identity, options], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _existing_meta(out: Path) -> dict | None:
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        raise UserError(f"--out {out} is a file; pick a directory for the prepared data")
+    meta_path = out / META_FILE
+    if not meta_path.is_file():
+        if any(p for p in out.iterdir() if p.name != ".cache"):
+            raise UserError(f"--out {out} already holds other files and no {META_FILE}; refusing to write into "
+                            "it; pick an empty or new directory")
+        return None
+    try:
+        return json.loads(meta_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"{meta_path} is unreadable ({exc}); pick a new --out") from exc
+
+
+def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
+    fits16 = vocab_size <= 2**16
+    if requested == "uint16" and not fits16:
+        raise UserError(f"a vocabulary of {vocab_size} tokens does not fit --token-dtype uint16 (at most 65536); "
+                        "use --token-dtype uint32 or auto")
+    if requested == "auto":
+        return np.dtype(np.uint16 if fits16 else np.uint32)
+    return np.dtype(requested)
+
+
+def prepare(args: argparse.Namespace) -> Path:
+    out = Path(args.out)
+    suffixes = {s if s.startswith(".") else f".{s}" for s in args.extensions.split(",") if s}
+    text_files, structured = discover(args.data, suffixes)
+    text_files = [p for p in text_files if readable_text(p, args.encoding)]
+    if not text_files and not any(structured.values()):
+        raise UserError(f"no usable text in {' '.join(args.data)} (files were missing, empty, binary or not "
+                        f"{args.encoding}); point --data at text files")
+
+    trained_vocab = tok.parse_spec(args.tokenizer)
+    loaded = None if trained_vocab else tok.load(args.tokenizer)
+    if trained_vocab is None:
+        _token_dtype(args.token_dtype, len(loaded))
+    elif args.token_dtype == "uint16" and trained_vocab > 2**16:
+        _token_dtype(args.token_dtype, trained_vocab)
+    identity = args.tokenizer if trained_vocab else tok.fingerprint(loaded)
+    previous = _existing_meta(out)
+    if previous is not None and previous["tokenizer"]["spec_identity"] != identity:
+        raise UserError(f"{out} holds data from tokenizer '{previous['tokenizer']['spec']}', not '{args.tokenizer}'; "
+                        "mixing token ids from different tokenizers is meaningless; use a new --out or "
+                        f"--tokenizer {previous['tokenizer']['spec']}")
+    fingerprint = _input_fingerprint(text_files, structured, args, identity)
+    if previous is not None and previous.get("input_fingerprint") == fingerprint and _shards_intact(out, previous):
+        info(f"{out} is up to date ({previous['splits']['train']['tokens']:,} train tokens); nothing to do")
+        return out
+
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = load_corpus(text_files, structured, args, out / ".cache")
+    if len(corpus) == 0:
+        raise UserError(f"the corpus in {' '.join(args.data)} is empty (no non-blank text); add text")
+    if trained_vocab:
+        info(f"training a byte-level BPE tokenizer with {trained_vocab} tokens on {len(corpus)} documents")
+        tokenizer = tok.train((row["text"] for row in corpus), trained_vocab)
+    else:
+        tokenizer = loaded
+    dtype = _token_dtype(args.token_dtype, len(tokenizer))
+
+    eos = tokenizer.eos_token_id
+    num_proc = min(args.num_proc or os.cpu_count() or 1, max(1, len(corpus)))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the worker processes parallelise instead
+
+    def encode(batch):
+        ids = tokenizer(batch["text"], add_special_tokens=False, verbose=False)["input_ids"]
+        return {"ids": [x + [eos] for x in ids], "n": [len(x) + 1 for x in ids]}
+
+    tokenized = corpus.map(encode, batched=True, batch_size=64, num_proc=num_proc if num_proc > 1 else None,
+                           remove_columns=["text"], desc="tokenizing")
+    total = int(sum(tokenized["n"]))
+
+    generation = out / f"gen-{uuid.uuid4().hex[:10]}"
+    generation.mkdir()
+    try:
+        tokenizer.save_pretrained(generation / "tokenizer")
+        splits = _write_shards(tokenized, total, generation, dtype, args)
+    except BaseException:
+        shutil.rmtree(generation, ignore_errors=True)  # only our own half-written generation
+        raise
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "input_fingerprint": fingerprint,
+        "dtype": dtype.name,
+        "tokenizer": {"spec": args.tokenizer, "spec_identity": identity, "trained": bool(trained_vocab),
+                      "dir": f"{generation.name}/tokenizer", "vocab_size": len(tokenizer), "eos_token_id": eos,
+                      "fingerprint": tok.fingerprint(tokenizer)},
+        "splits": splits,
+        "documents": len(corpus),
+        "sources": [str(p) for p in text_files] + [str(p) for files in structured.values() for p in files],
+    }
+    tmp = out / f".{META_FILE}.tmp"
+    tmp.write_text(json.dumps(meta, indent=1))
+    os.replace(tmp, out / META_FILE)  # the commit point
+    if previous is not None:
+        old = out / previous["tokenizer"]["dir"].split("/")[0]
+        if old.name.startswith("gen-") and old != generation:
+            shutil.rmtree(old, ignore_errors=True)
+    info(f"wrote {splits['train']['tokens']:,} train and {splits['val']['tokens']:,} validation tokens "
+         f"({dtype.name}, vocabulary {len(tokenizer)}) from {len(corpus)} documents to {out}")
+    return out
+
+
+def _write_shards(tokenized, total: int, folder: Path, dtype: np.dtype, args) -> dict:
+    from tqdm import tqdm
+
+    train = ShardWriter(folder, "train", dtype, args.shard_tokens)
+    val = ShardWriter(folder, "val", dtype, args.shard_tokens)
+    chunk = chunk_tokens(total, args.val_fraction)
+    position = 0
+    with tqdm(total=total, unit="tok", unit_scale=True, desc="writing shards") as bar:
+        for batch in tokenized.iter(batch_size=256):
+            for ids in batch["ids"]:
+                tokens = np.asarray(ids, dtype=np.int64)
+                while len(tokens):
+                    room = chunk - position % chunk
+                    piece = tokens[:room]
+                    (val if is_val_chunk(position // chunk, args.val_fraction) else train).add(piece)
+                    position += len(piece)
+                    tokens = tokens[room:]
+                bar.update(len(ids))
+    train.close()
+    val.close()
+    return {"train": {"tokens": train.tokens, "shards": train.shards},
+            "val": {"tokens": val.tokens, "shards": val.shards}}
+
+
+def _shards_intact(out: Path, meta: dict) -> bool:
+    itemsize = np.dtype(meta["dtype"]).itemsize
+    for split in meta["splits"].values():
+        for shard in split["shards"]:
+            path = out / shard["file"]
+            if not path.is_file() or path.stat().st_size != shard["tokens"] * itemsize:
+                return False
+    return (out / meta["tokenizer"]["dir"]).is_dir()

@@ -1,0 +1,286 @@
+"""`python -m training train`: the orchestration of one training run.
+
+Reads top to bottom: set up the process group, validate data and run directory, build the model,
+resume from the newest intact checkpoint, loop (step, log, evaluate, checkpoint, watch for SIGTERM),
+export. The components live in their own modules: data, checkpoint, step, optim, metrics,
+preemption, run_config, export.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import random
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from training import checkpoint, distributed, metrics
+from training.data import SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
+from training.distributed import DistInfo
+from training.errors import UserError
+from training.export import export_model
+from training.log import info as log_info
+from training.log import warn
+from training.model import config_for, create_model, load_pretrained, resolve_shape, shape_of
+from training.optim import Schedule, make_optimizer, set_lr
+from training.preemption import PreemptionWatcher
+from training.run_config import RunConfig, check_tokenizer_matches_model, load_or_create_run_config
+from training.step import Stepper, resolve_precision
+
+
+def run(args: argparse.Namespace) -> int:
+    """Returns the process exit code (0 done or preempted here; PEER_PREEMPTED for a peer's eviction)."""
+    dist_info = distributed.init(args.device, args.dist_timeout)
+    try:
+        return _train(args, dist_info)
+    finally:
+        distributed.shutdown()
+
+
+def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
+    device = dist_info.device
+    precision = resolve_precision(args.precision, device)
+    data = load_meta(args.data)
+    run_dir = Path(args.out)
+
+    # ---- model configuration and the run's fixed settings (validated before anything is written)
+    torch.manual_seed(args.seed)  # identical initial weights on every rank
+    if args.init_from:
+        model = load_pretrained(args.init_from)
+        check_tokenizer_matches_model(data, model.config, args.init_from)
+        config = model.config
+    else:
+        shape = resolve_shape(args.preset, args.n_layer, args.n_embd, args.n_head, args.block_size)
+        config = config_for(shape, data.vocab_size, args.dropout, data.eos_token_id)
+        model = None
+    block_size = args.block_size or config.n_positions
+    if block_size > config.n_positions:
+        raise UserError(f"--block-size {block_size} exceeds the model's {config.n_positions} positions; "
+                        f"use --block-size {config.n_positions} or less")
+    wanted = RunConfig(model=shape_of(config), block_size=block_size,
+                       tokenizer_fingerprint=data.tokenizer_fingerprint,
+                       global_batch_size=args.global_batch_size or args.batch_size * dist_info.world_size,
+                       seed=args.seed, init_from=args.init_from or "")
+    run_config = load_or_create_run_config(run_dir, wanted, explicit_global_batch=args.global_batch_size,
+                                           write=dist_info.is_main)
+    global_batch = run_config.global_batch_size
+    if global_batch < dist_info.world_size:
+        raise UserError(f"global batch of {global_batch} sequences is smaller than the {dist_info.world_size} "
+                        "workers; raise --global-batch-size or run fewer workers")
+
+    train_windows = TokenWindows(data.shards("train"), data.dtype, block_size)
+    if len(train_windows) == 0:
+        raise UserError(f"the training split has {data.split_tokens('train')} tokens, fewer than one block of "
+                        f"{block_size + 1}; add more text or lower --block-size")
+    val_windows = TokenWindows(data.shards("val"), data.dtype, block_size)
+    if len(val_windows) == 0:
+        warn(f"the validation split has {data.split_tokens('val')} tokens, fewer than one block; "
+             "validation is skipped (prepare with a larger --val-fraction to enable it)")
+
+    # ---- model, optimizer, resume
+    if model is None:
+        model = create_model(config)
+    model.to(device)
+    optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2), device)
+    start_step = 0
+    latest = checkpoint.latest_valid(run_dir, announce=dist_info.is_main)
+    if latest is not None:
+        states = latest.load()
+        model.load_state_dict(states["model"])
+        optimizer.load_state_dict(states["optimizer"])
+        start_step = states["trainer"]["step"]
+        _restore_rng(states["trainer"]["rng"], dist_info, args.seed, start_step)
+        if dist_info.is_main:
+            log_info(f"resumed from {latest.path} (step {start_step}, "
+                     f"saved by {len(states['trainer']['rng'])} workers, now {dist_info.world_size})")
+        del states
+    elif dist_info.is_main:
+        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")
+
+    use_compile = args.compile == "on" or (args.compile == "auto" and device.type == "cuda")
+    step_model = torch.compile(model) if use_compile else model
+    if dist_info.is_distributed:
+        step_model = DistributedDataParallel(step_model, device_ids=[device.index] if device.type == "cuda" else None)
+    stepper = Stepper(step_model, optimizer, device, precision, args.grad_clip, dist_info.world_size, global_batch)
+    eval_stepper = Stepper(model, optimizer, device, precision, 0.0, dist_info.world_size, global_batch)
+    schedule = Schedule(lr=args.lr, min_lr=args.min_lr if args.min_lr is not None else args.lr / 10,
+                        warmup_steps=args.warmup_steps if args.warmup_steps is not None else max(1, args.max_steps // 50),
+                        max_steps=args.max_steps)
+    order = SampleOrder(len(train_windows), args.seed)
+    tokens_per_step = global_batch * block_size
+    flops_token = metrics.flops_per_token(metrics.count_params(model), config.n_layer, config.n_embd, block_size)
+    peak = metrics.peak_flops(device)
+
+    def save(step: int) -> float:
+        began = time.perf_counter()
+        rng = distributed.gather_objects(_rng_state(device), dist_info)
+        if dist_info.is_main:
+            trainer = {"step": step, "rng": rng, "run_config": run_config.to_dict(), "schedule": vars(schedule)}
+            checkpoint.save(run_dir, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                            "trainer": trainer}, keep=args.keep_checkpoints)
+        distributed.barrier(dist_info)
+        return time.perf_counter() - began
+
+    # ---- the loop
+    writer = metrics.tensorboard_writer(run_dir / "tensorboard") if dist_info.is_main else None
+    progress = _progress_bar(start_step, args, dist_info)
+    watcher = PreemptionWatcher()
+    step = start_step
+    loss_acc = torch.zeros((), device=device)
+    samples_acc = 0
+    window_start, window_steps = time.perf_counter(), 0
+    if dist_info.is_main:
+        log_info(f"training {metrics.count_params(model) / 1e6:.1f}M parameters on {dist_info.world_size} "
+                 f"worker(s) ({device.type}, {precision}); global batch {global_batch} x {block_size} tokens; "
+                 f"steps {start_step} -> {args.max_steps}")
+    try:
+        while step < args.max_steps:
+            set_lr(optimizer, schedule.lr_at(step))
+            mine = rank_samples(step, global_batch, dist_info.rank, dist_info.world_size)
+            batches = [train_windows.batch([order.window_of(g) for g in mb])
+                       for mb in micro_batches(mine, args.batch_size)]
+            loss_sum, grad_norm = _first_step_guard(stepper, batches, step == start_step, args, block_size)
+            step += 1
+            window_steps += 1
+            loss_acc += loss_sum
+            samples_acc += len(mine)
+
+            if step % args.log_every == 0 or step == args.max_steps:
+                total_loss, total_samples = distributed.all_reduce_sum([loss_acc.item(), samples_acc], dist_info)
+                elapsed = time.perf_counter() - window_start
+                tok_s = window_steps * tokens_per_step / elapsed
+                per_device = tok_s / dist_info.world_size
+                util = metrics.mfu(per_device, flops_token, peak)
+                train_loss = total_loss / total_samples
+                if dist_info.is_main:
+                    writer.add_scalar("train/loss", train_loss, step)
+                    writer.add_scalar("train/lr", schedule.lr_at(step - 1), step)
+                    writer.add_scalar("train/grad_norm", float(grad_norm), step)
+                    writer.add_scalar("perf/tokens_per_s", tok_s, step)
+                    writer.add_scalar("perf/step_ms", 1000 * elapsed / window_steps, step)
+                    if util is not None:
+                        writer.add_scalar("perf/mfu", util, step)
+                    line = (f"step {step}/{args.max_steps} | loss {train_loss:.4f} | lr {schedule.lr_at(step - 1):.2e} "
+                            f"| {tok_s:,.0f} tok/s | {1000 * elapsed / window_steps:.0f} ms/step"
+                            + (f" | mfu {100 * util:.1f}%" if util is not None else ""))
+                    _emit(progress, line, train_loss, tok_s)
+                loss_acc.zero_()
+                samples_acc = 0
+                window_start, window_steps = time.perf_counter(), 0
+
+            if len(val_windows) and (step % args.eval_every == 0 or step == args.max_steps):
+                val_loss = _evaluate(eval_stepper, val_windows, args.eval_batches, args.batch_size, dist_info)
+                if dist_info.is_main:
+                    writer.add_scalar("val/loss", val_loss, step)
+                    writer.add_scalar("val/perplexity", float(np.exp(min(val_loss, 50.0))), step)
+                    _emit(progress, f"step {step} | val loss {val_loss:.4f} | val perplexity "
+                                    f"{np.exp(min(val_loss, 50.0)):.2f}")
+
+            stop = distributed.all_reduce_max(watcher.signalled, dist_info)
+            if stop or step % args.checkpoint_every == 0 or step == args.max_steps:
+                seconds = save(step)
+                if dist_info.is_main:
+                    writer.add_scalar("perf/checkpoint_s", seconds, step)
+                    writer.flush()
+                window_start += seconds  # checkpoint time is reported separately, not as step time
+            if progress is not None:
+                progress.update(1)
+            if stop:
+                code = watcher.exit_code()
+                _emit(progress, f"rank {dist_info.rank}: stop requested; checkpoint of step {step} saved; "
+                                f"exiting with {code}", force=True)
+                return code
+    finally:
+        watcher.restore()
+        if progress is not None:
+            progress.close()
+        if writer is not None:
+            writer.close()
+
+    if dist_info.is_main and not args.no_export:
+        path = export_model(model, run_dir)
+        log_info(f"exported the model to {path} (load it with AutoModelForCausalLM.from_pretrained)")
+    distributed.barrier(dist_info)
+    return 0
+
+
+def _first_step_guard(stepper: Stepper, batches, first: bool, args, block_size: int):
+    """Turn an out-of-memory on the first step into advice; later OOMs are real bugs and propagate."""
+    if not first:
+        return stepper.step(batches)
+    try:
+        return stepper.step(batches)
+    except torch.OutOfMemoryError as exc:
+        raise UserError(f"a micro-batch of {args.batch_size} x {block_size} tokens does not fit in device memory; "
+                        "lower --batch-size (the global batch is kept by gradient accumulation) or "
+                        "--block-size") from exc
+
+
+@torch.no_grad()
+def _evaluate(stepper: Stepper, windows: TokenWindows, n_batches: int, batch_size: int, dist_info: DistInfo) -> float:
+    """Mean loss over a fixed set of validation windows, shared out across ranks."""
+    stepper.model.eval()
+    n = min(len(windows), n_batches * batch_size)
+    mine = list(range(dist_info.rank, n, dist_info.world_size))
+    total = 0.0
+    for mb in micro_batches(mine, batch_size):
+        x, y = windows.batch(mb)
+        total += stepper.forward_loss(x.to(dist_info.device), y.to(dist_info.device)).item() * len(mb)
+    stepper.model.train()
+    loss_sum, count = distributed.all_reduce_sum([total, float(len(mine))], dist_info)
+    return loss_sum / max(count, 1.0)
+
+
+def _rng_state(device: torch.device) -> dict:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _restore_rng(states: list[dict], dist_info: DistInfo, seed: int, step: int) -> None:
+    """Each rank gets its own RNG state back; after a world-size change, a fresh per-rank seed."""
+    if len(states) == dist_info.world_size:
+        state = states[dist_info.rank]
+        random.setstate(state["python"])
+        np.random.set_state(state["numpy"])
+        torch.set_rng_state(state["torch"])
+        if "cuda" in state and dist_info.device.type == "cuda":
+            torch.cuda.set_rng_state(state["cuda"], dist_info.device)
+    else:
+        derived = hash((seed, step, dist_info.rank)) % (2**31)
+        random.seed(derived)
+        np.random.seed(derived)
+        torch.manual_seed(derived)
+
+
+def _copy_tokenizer(source: Path, target: Path) -> None:
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(source, target)
+
+
+def _progress_bar(start_step: int, args, dist_info: DistInfo):
+    if not dist_info.is_main or args.no_progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=args.max_steps, initial=start_step, desc="train", unit="step", dynamic_ncols=True,
+                mininterval=1.0)
+
+
+def _emit(progress, line: str, loss: float | None = None, tok_s: float | None = None, force: bool = False) -> None:
+    if progress is None:
+        print(line, flush=True)
+        return
+    progress.write(line)
+    if loss is not None:
+        progress.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tok_s:,.0f}", refresh=False)
+    with contextlib.suppress(Exception):
+        if force:
+            progress.refresh()
