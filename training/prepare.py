@@ -137,7 +137,7 @@ class ShardWriter:
         while len(tokens):
             if self._file is None:
                 name = f"{self.split}_{len(self.shards):04d}.bin"
-                self._file = open(self.folder / name, "wb")
+                self._file = open(self.folder / name, "wb")  # noqa: SIM115 - kept open across add() calls
                 self.shards.append({"file": f"{self.folder.name}/{name}", "tokens": 0})
                 self._in_shard = 0
             piece = tokens[: self.shard_tokens - self._in_shard]

@@ -1,0 +1,96 @@
+"""Render the training-job chart with Helm's own engine (helm-python-sdk, offline) for the tests."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHART_DIR = REPO_ROOT / "workloads" / "charts" / "training-job"
+VALUES_DIR = Path(__file__).parent / "values"
+VALUE_SETS = sorted(path.stem for path in VALUES_DIR.glob("*.yaml"))
+
+RELEASE = "gpt2-run"
+NAMESPACE = "ml"
+
+
+def _minimum_kubernetes_version() -> str:
+    """The oldest Kubernetes the chart supports, from Chart.yaml `kubeVersion: ">=1.31.0-0"`."""
+    constraint = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())["kubeVersion"]
+    match = re.fullmatch(r">=\s*(\d+\.\d+)\.\d+(-0)?", constraint)
+    assert match, f"Chart.yaml kubeVersion {constraint!r} is not of the form '>=X.Y.Z-0'"
+    return match.group(1)
+
+
+# Manifests are validated against the oldest version the chart claims to support: a field that
+# appeared later would be silently dropped (or rejected) by such a cluster.
+KUBERNETES_VERSION = _minimum_kubernetes_version()
+
+
+@functools.cache
+def chart() -> helm.Chart:
+    return helm.Chart.load(CHART_DIR)
+
+
+def load_values(name: str) -> dict[str, Any]:
+    return yaml.safe_load((VALUES_DIR / f"{name}.yaml").read_text())
+
+
+def render_templates(values: dict[str, Any], *, release: str = RELEASE, namespace: str = NAMESPACE,
+                     **options: Any) -> dict[str, str]:
+    """Template path -> rendered text, exactly as `helm template` produces it."""
+    return chart().render(values, name=release, namespace=namespace, **options)
+
+
+def render(values: dict[str, Any], **kwargs: Any) -> list[dict[str, Any]]:
+    """Every Kubernetes object the chart renders for these values (NOTES.txt left out)."""
+    objects = []
+    for path, text in sorted(render_templates(values, **kwargs).items()):
+        if path.endswith("NOTES.txt"):
+            continue
+        objects.extend(doc for doc in yaml.safe_load_all(text) if doc)
+    return objects
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [obj for obj in objects if obj["kind"] == kind]
+
+
+def one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [obj for obj in by_kind(objects, kind) if name is None or obj["metadata"]["name"] == name]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pod spec of every workload (Job, Deployment, ...)."""
+    return [obj["spec"]["template"]["spec"] for obj in objects if "template" in obj.get("spec", {})]
+
+
+def trainer(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    containers = one(objects, "Job")["spec"]["template"]["spec"]["containers"]
+    return next(c for c in containers if c["name"] == "trainer")
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def parse_launch(container: dict[str, Any]) -> argparse.Namespace:
+    """The container's command parsed by torchrun's own argument parser (torch.distributed.run)."""
+    from torch.distributed.run import get_args_parser  # imported late: torch is slow to import
+
+    assert container["command"] == ["torchrun"], container["command"]
+    return get_args_parser().parse_args(container["args"])

@@ -1,0 +1,79 @@
+"""Bad values fail the render with a message that names the field: values.schema.json for types
+and ranges, templates/_validate.tpl for rules that relate two fields."""
+
+from __future__ import annotations
+
+import helm_python as helm
+import pytest
+
+from training.model import PRESETS
+
+from .chart import CHART_DIR, chart, deep_merge, load_values, render
+
+GOOD = load_values("gpu-4x8-queue-pvc")
+
+BAD_VALUES = {
+    # id: (override deep-merged onto a good value set, text the error must contain)
+    "nodes below one": ({"job": {"nodes": {"min": 0}}}, "/job/nodes/min"),
+    "nodes as a string": ({"job": {"nodes": {"max": "4"}}}, "/job/nodes/max"),
+    "min above max": ({"job": {"nodes": {"min": 5, "max": 4}}}, "job.nodes.min (5) must not exceed job.nodes.max (4)"),
+    "replicas above max": ({"job": {"nodes": {"replicas": 6}}}, "job.nodes.replicas (6)"),
+    "replicas below min": ({"job": {"nodes": {"replicas": 1}}}, "job.nodes.replicas (1)"),
+    "missing image": ({"image": {"repository": ""}}, "/image/repository"),
+    "tag inside repository": ({"image": {"repository": "ecr.example/trainstack:latest"}}, "/image/repository"),
+    "neither digest nor tag": ({"image": {"digest": "", "tag": ""}}, "image.digest or image.tag"),
+    "short digest": ({"image": {"digest": "sha256:abc"}}, "/image/digest"),
+    "negative gpus": ({"resources": {"gpusPerNode": -1}}, "/resources/gpusPerNode"),
+    "fewer processes than gpus": ({"job": {"procsPerNode": 4}}, "job.procsPerNode (4) must equal resources.gpusPerNode (8)"),
+    "typo in a key": ({"job": {"node": {"min": 1}}}, "'/job': additional properties 'node'"),
+    "unknown preset": ({"train": {"preset": "gpt3"}}, "/train/preset"),
+    "zero steps": ({"train": {"maxSteps": 0}}, "/train/maxSteps"),
+    "float batch size": ({"train": {"batchSize": 2.5}}, "/train/batchSize"),
+    "unknown rendezvous backend": ({"job": {"rdzvBackend": "static"}}, "/job/rdzvBackend"),
+    "etcd backend without etcd": ({"job": {"rdzvBackend": "etcd"}}, "job.rdzvBackend \"etcd\" needs etcd.enabled"),
+    "etcd without etcd backend": ({"etcd": {"enabled": True}}, "etcd.enabled is true but job.rdzvBackend is c10d"),
+    "multi-node without a pvc": ({"storage": {"pvc": ""}}, "storage.pvc is required when job.nodes.max > 1"),
+    "tensorboard without a pvc": ({"job": {"nodes": {"min": 1, "max": 1}}, "storage": {"pvc": ""},
+                                   "tensorboard": {"enabled": True}}, "tensorboard.enabled needs storage.pvc"),
+    "cache from http": ({"storage": {"cache": {"enabled": True, "sourceUri": "https://x/y"}}},
+                        "/storage/cache/sourceUri"),
+    "cache without a source": ({"storage": {"cache": {"enabled": True}}}, "storage.cache.sourceUri is required"),
+    "relative mount path": ({"storage": {"mountPath": "mnt/shared"}}, "/storage/mountPath"),
+    "bad memory quantity": ({"resources": {"shmSize": "lots"}}, "/resources/shmSize"),
+    "root user": ({"securityContext": {"runAsUser": 0}}, "/securityContext/runAsUser"),
+    "secret without key": ({"secretEnv": [{"name": "WANDB_API_KEY", "secretName": "wandb"}]}, "/secretEnv/0"),
+    "secret value inline": ({"env": [{"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {}}}]}, "/env/0"),
+    "numeric env value": ({"env": [{"name": "RETRIES", "value": 3}]}, "/env/0/value"),
+    "bad queue name": ({"kueue": {"queueName": "GPU Queue"}}, "/kueue/queueName"),
+}
+
+
+@pytest.mark.parametrize(("override", "expected"), BAD_VALUES.values(), ids=BAD_VALUES.keys())
+def test_bad_values_are_rejected_naming_the_field(override, expected):
+    with pytest.raises(helm.HelmError) as caught:
+        render(deep_merge(GOOD, override))
+    assert expected in str(caught.value)
+
+
+def test_release_names_that_cannot_name_a_service_are_rejected():
+    with pytest.raises(helm.HelmError, match="release name \"9lives\""):
+        render(load_values("cpu-single-node"), release="9lives")
+
+
+def test_the_good_value_sets_pass_the_schema():
+    # The counterpart of the cases above: they fail because of their one change.
+    chart().validate_schema(chart().merge_values(GOOD))
+
+
+def test_chart_defaults_plus_an_image_are_enough():
+    assert render({"image": {"repository": "registry.example.com/trainstack", "tag": "0.1.0"}})
+
+
+def test_schema_presets_are_the_training_packages_presets():
+    assert sorted(chart().schema["properties"]["train"]["properties"]["preset"]["enum"]) == sorted(PRESETS)
+
+
+def test_bare_lint_asks_for_the_image():
+    # There is deliberately no default image: `helm lint` needs a values file (see the README).
+    report = helm.lint(CHART_DIR)
+    assert any("/image/repository" in error for error in report["errors"])

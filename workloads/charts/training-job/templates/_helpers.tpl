@@ -1,0 +1,95 @@
+{{/*
+Names, labels, the image reference and the hardened security contexts every workload shares.
+*/}}
+
+{{/*
+The Job, its Services and ServiceAccount are named after the release. 50 characters leave room
+for the pod hostname "<job>-<index>" and pod name "<job>-<index>-<suffix>" within 63.
+*/}}
+{{- define "training-job.fullname" -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "training-job.serviceAccountName" -}}
+{{- default (include "training-job.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/*
+Selector labels of one component (trainer, tensorboard, etcd): stable for the life of a release,
+so they may sit in pod templates. Argument: (list $ "component").
+*/}}
+{{- define "training-job.selectorLabels" -}}
+{{- $ctx := index . 0 -}}
+app.kubernetes.io/name: {{ $ctx.Chart.Name }}
+app.kubernetes.io/instance: {{ $ctx.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{/*
+Labels for object metadata, never pod templates (a chart upgrade must not touch those).
+Argument: (list $) or (list $ "component").
+*/}}
+{{- define "training-job.labels" -}}
+{{- $ctx := index . 0 -}}
+app.kubernetes.io/name: {{ $ctx.Chart.Name }}
+app.kubernetes.io/instance: {{ $ctx.Release.Name }}
+{{- if gt (len .) 1 }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+app.kubernetes.io/version: {{ $ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ $ctx.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" $ctx.Chart.Name $ctx.Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* "repository@sha256:..." when a digest is given (immutable), else "repository:tag". */}}
+{{- define "training-job.imageRef" -}}
+{{- if .digest -}}
+{{- printf "%s@%s" .repository .digest -}}
+{{- else -}}
+{{- printf "%s:%s" .repository .tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where the built-in trainer writes checkpoints, TensorBoard events and the export. */}}
+{{- define "training-job.runDir" -}}
+{{- default (printf "%s/runs/%s" (trimSuffix "/" .Values.storage.mountPath) .Release.Name) .Values.train.out -}}
+{{- end -}}
+
+{{/* True (non-empty) when torchrun runs our package's `train` built from .Values.train. */}}
+{{- define "training-job.usesBuiltInTrainer" -}}
+{{- if and (not .Values.command.script) (eq .Values.command.module "training") (empty .Values.command.args) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{- define "training-job.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .Values.securityContext.runAsUser }}
+runAsGroup: {{ .Values.securityContext.runAsGroup }}
+fsGroup: {{ .Values.securityContext.fsGroup }}
+fsGroupChangePolicy: OnRootMismatch
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Every container: no root, no privilege escalation, no capabilities, read-only root filesystem. */}}
+{{- define "training-job.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+privileged: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: {{ .Values.securityContext.runAsUser }}
+runAsGroup: {{ .Values.securityContext.runAsGroup }}
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* With a read-only root filesystem, HOME and every cache live on the writable /tmp volume. */}}
+{{- define "training-job.writableHomeEnv" -}}
+- name: HOME
+  value: /tmp
+- name: XDG_CACHE_HOME
+  value: /tmp/.cache
+{{- end -}}

@@ -1,0 +1,51 @@
+{{/*
+Mistakes values.schema.json cannot express (they relate two fields). Each fails the render with one
+line that names the field. Included once, from job.yaml; renders nothing when the values are sound.
+*/}}
+{{- define "training-job.validate" -}}
+{{- $v := .Values -}}
+{{- $nodes := $v.job.nodes -}}
+
+{{- /* The release name becomes the headless Service name, which must be a DNS-1035 label. */ -}}
+{{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" .Release.Name) -}}
+{{- fail (printf "release name %q: must start with a letter and contain only lowercase letters, digits and '-' (it names the rendezvous Service)" .Release.Name) -}}
+{{- end -}}
+
+{{- if gt (int $nodes.min) (int $nodes.max) -}}
+{{- fail (printf "job.nodes.min (%d) must not exceed job.nodes.max (%d)" (int $nodes.min) (int $nodes.max)) -}}
+{{- end -}}
+{{- if not (kindIs "invalid" $nodes.replicas) -}}
+{{- if or (lt (int $nodes.replicas) (int $nodes.min)) (gt (int $nodes.replicas) (int $nodes.max)) -}}
+{{- fail (printf "job.nodes.replicas (%d) must lie between job.nodes.min (%d) and job.nodes.max (%d)" (int $nodes.replicas) (int $nodes.min) (int $nodes.max)) -}}
+{{- end -}}
+{{- end -}}
+
+{{- if and (not $v.image.digest) (not $v.image.tag) -}}
+{{- fail "image.digest or image.tag is required (a digest pins the exact image)" -}}
+{{- end -}}
+
+{{- $gpus := int $v.resources.gpusPerNode -}}
+{{- if and (gt $gpus 0) (ne $gpus (int $v.job.procsPerNode)) -}}
+{{- fail (printf "job.procsPerNode (%d) must equal resources.gpusPerNode (%d): torchrun starts one process per GPU" (int $v.job.procsPerNode) $gpus) -}}
+{{- end -}}
+
+{{- if and (include "training-job.usesBuiltInTrainer" .) (gt (int $nodes.max) 1) (not $v.storage.pvc) -}}
+{{- fail "storage.pvc is required when job.nodes.max > 1: all nodes must share the run directory for checkpoints" -}}
+{{- end -}}
+
+{{- if and $v.tensorboard.enabled (not $v.storage.pvc) -}}
+{{- fail "tensorboard.enabled needs storage.pvc: TensorBoard reads the run's event files from the shared volume" -}}
+{{- end -}}
+
+{{- $usesEtcd := ne $v.job.rdzvBackend "c10d" -}}
+{{- if and $usesEtcd (not $v.etcd.enabled) -}}
+{{- fail (printf "job.rdzvBackend %q needs etcd.enabled=true (the chart's etcd server)" $v.job.rdzvBackend) -}}
+{{- end -}}
+{{- if and $v.etcd.enabled (not $usesEtcd) -}}
+{{- fail "etcd.enabled is true but job.rdzvBackend is c10d: the etcd server would run unused" -}}
+{{- end -}}
+
+{{- if and $v.storage.cache.enabled (not $v.storage.cache.sourceUri) -}}
+{{- fail "storage.cache.sourceUri is required when storage.cache.enabled (s3://... or gs://...)" -}}
+{{- end -}}
+{{- end -}}
