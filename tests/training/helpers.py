@@ -1,0 +1,102 @@
+"""Helpers for running the training CLI (in-process or as real processes) and reading its results."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from training.__main__ import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Tiny and fast, with a constant learning rate after a 2-step warmup: the schedule then does not
+# depend on --max-steps, so "train to 8, then resume to 16" is the same run as "train to 16".
+TINY = ["--preset", "tiny", "--n-layer", "2", "--n-embd", "64", "--n-head", "2", "--block-size", "32",
+        "--lr", "3e-3", "--min-lr", "3e-3", "--warmup-steps", "2", "--log-every", "1", "--eval-every", "1000",
+        "--eval-batches", "2", "--no-progress"]
+
+
+def cli(argv: list[str]) -> tuple[int, str, str]:
+    """Run `python -m training ...` in this process; (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse errors
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def train(data: Path, out: Path, *extra: str) -> tuple[int, str, str]:
+    return cli(["train", "--data", str(data), "--out", str(out), *TINY, *extra])
+
+
+def env() -> dict:
+    e = dict(os.environ)
+    e.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",
+             PYTHONPATH=str(REPO))
+    return e
+
+
+def spawn(args: list[str], log: Path) -> subprocess.Popen:
+    """A real process in its own session (so a test can kill it and everything it started)."""
+    return subprocess.Popen(args, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env(), cwd=REPO,  # noqa: SIM115
+                            start_new_session=True)
+
+
+def torchrun(*args: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", *args]
+
+
+def descendants(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            found += [child, *descendants(child)]
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """kill -9 a process and everything below it (torchrun puts workers in sessions of their own)."""
+    for p in [pid, *descendants(pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+
+
+def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def losses(run_dir: Path, tag: str = "train/loss") -> dict[int, float]:
+    """step -> scalar from the run's TensorBoard event files (the last write of a step wins)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    values: dict[int, float] = {}
+    for events in sorted((run_dir / "tensorboard").glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime):
+        acc = EventAccumulator(str(events))
+        acc.Reload()
+        if tag in acc.Tags()["scalars"]:
+            for e in acc.Scalars(tag):
+                values[e.step] = e.value
+    return values
+
+
+def checkpoint_steps(run_dir: Path) -> list[int]:
+    root = run_dir / "checkpoints"
+    return sorted(int(p.name[5:]) for p in root.glob("step_*") if p.name[5:].isdigit()) if root.exists() else []

@@ -1,0 +1,115 @@
+"""Real multi-process behaviour under torchrun (gloo on CPU): elastic resume, kill -9, SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+
+import pytest
+
+from tests.training.helpers import TINY, checkpoint_steps, kill_tree, losses, spawn, torchrun, train, wait_for
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def train_args(data, run, *extra: str) -> list[str]:
+    return ["-m", "training", "train", "--data", str(data), "--out", str(run), *TINY, "--batch-size", "4",
+            "--global-batch-size", "8", "--dist-timeout", "30", *extra]
+
+
+def standalone(nproc: int) -> list[str]:
+    return torchrun("--nnodes=1", f"--nproc-per-node={nproc}", "--rdzv-backend=c10d",
+                    f"--rdzv-endpoint=127.0.0.1:{free_port()}", "--max-restarts=0")
+
+
+def run_to_end(args: list[str], log) -> str:
+    proc = spawn(args, log)
+    assert proc.wait(timeout=240) == 0, log.read_text()[-3000:]
+    return log.read_text()
+
+
+def test_two_workers_to_one_resume_matches_the_two_worker_run(data_dir, tmp_path):
+    """The global batch is fixed, so 1 worker accumulating 2 micro-batches takes the same steps as 2 workers."""
+    both, shrunk = tmp_path / "both", tmp_path / "shrunk"
+    run_to_end(standalone(2) + train_args(data_dir, both, "--max-steps", "12", "--no-export"), tmp_path / "a.log")
+    run_to_end(standalone(2) + train_args(data_dir, shrunk, "--max-steps", "6", "--checkpoint-every", "6",
+                                          "--no-export"), tmp_path / "b.log")
+    code, out, err = train(data_dir, shrunk, "--batch-size", "4", "--max-steps", "12", "--checkpoint-every", "6",
+                           "--no-export")
+    assert code == 0, err
+    assert "saved by 2 workers, now 1" in out
+    reference, resumed = losses(both), losses(shrunk)
+    for step in range(7, 13):
+        assert resumed[step] == pytest.approx(reference[step], rel=1e-4), step
+    # ...and back to 2 workers
+    log = run_to_end(standalone(2) + train_args(data_dir, shrunk, "--max-steps", "14", "--no-export"),
+                     tmp_path / "c.log")
+    assert "saved by 1 workers, now 2" in log
+    assert checkpoint_steps(shrunk)[-1] == 14
+
+
+def test_sigterm_checkpoints_the_current_step_and_exits_0(data_dir, tmp_path):
+    run = tmp_path / "run"
+    proc = spawn([sys.executable, *train_args(data_dir, run, "--max-steps", "100000", "--checkpoint-every", "100000")],
+                 tmp_path / "log")
+    log = tmp_path / "log"
+    wait_for(lambda: "step 5/" in log.read_text(), 120, "five finished steps")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0, log.read_text()[-2000:]
+    text = log.read_text()
+    finished = max(int(line.split()[1].split("/")[0]) for line in text.splitlines() if line.startswith("step ")
+                   and "/" in line.split()[1])
+    assert f"checkpoint of step {finished} saved" in text
+    assert checkpoint_steps(run) == [finished], "every finished step is in the checkpoint"
+
+
+def test_sigterm_to_torchrun_checkpoints_on_every_worker_path(data_dir, tmp_path):
+    """Pod eviction: SIGTERM reaches torchrun (PID 1 in the pod), which forwards it to its workers."""
+    run, log = tmp_path / "run", tmp_path / "log"
+    proc = spawn(standalone(2) + train_args(data_dir, run, "--max-steps", "100000", "--checkpoint-every", "100000"),
+                 log)
+    wait_for(lambda: "step 3/" in log.read_text(), 120, "three finished steps")
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=90)
+    text = log.read_text()
+    assert "stop requested; checkpoint of step" in text, text[-2000:]
+    finished = max(int(line.split()[1].split("/")[0]) for line in text.splitlines() if line.startswith("step ")
+                   and "/" in line.split()[1])
+    assert checkpoint_steps(run) == [finished]
+
+
+def test_kill_9_one_node_and_start_it_again_the_job_finishes(data_dir, tmp_path):
+    """Two torchrun node agents, c10d rendezvous on 127.0.0.1; node 1 dies hard and comes back."""
+    run, port, steps = tmp_path / "run", free_port(), 120
+
+    def agent(is_host: bool, log_name: str):
+        launcher = torchrun("--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                            f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=kill-test", "--max-restarts=5",
+                            "--monitor-interval=0.5",
+                            f"--rdzv-conf=join_timeout=90,last_call_timeout=2,is_host={str(is_host).lower()}")
+        return spawn(launcher + train_args(data_dir, run, "--max-steps", str(steps), "--checkpoint-every", "5"),
+                     tmp_path / log_name)
+
+    node0 = agent(True, "node0.log")
+    node1 = agent(False, "node1.log")
+    log0 = tmp_path / "node0.log"
+    wait_for(lambda: "on 2 worker(s)" in log0.read_text() and 10 in checkpoint_steps(run), 180,
+             "two workers past the step-10 checkpoint")
+    kill_tree(node1.pid)
+    node1.wait()
+    wait_for(lambda: "failed (exitcode" in log0.read_text() or "resumed from" in log0.read_text(), 120,
+             "node 0 to notice the lost peer")
+    node1 = agent(False, "node1-again.log")
+    assert node0.wait(timeout=240) == 0, log0.read_text()[-3000:]
+    assert node1.wait(timeout=120) == 0, (tmp_path / "node1-again.log").read_text()[-3000:]
+    assert checkpoint_steps(run)[-1] == steps
+    text = log0.read_text()
+    assert "resumed from" in text, "the survivors restart from the newest checkpoint"
+    assert losses(run).keys() >= set(range(steps - 4, steps + 1))

@@ -1,0 +1,124 @@
+"""Training in one process: loss falls, stop-and-resume is exact, checkpoints survive crashes, export loads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from tests.training.helpers import REPO, checkpoint_steps, env, losses, train
+from training import checkpoint
+
+
+def test_loss_falls_on_a_tiny_model(data_dir, tmp_path):
+    code, out, err = train(data_dir, tmp_path / "run", "--max-steps", "40", "--no-export")
+    assert code == 0, err
+    curve = losses(tmp_path / "run")
+    assert sorted(curve) == list(range(1, 41))
+    first, last = sum(curve[s] for s in range(1, 6)) / 5, sum(curve[s] for s in range(36, 41)) / 5
+    assert last < first - 0.5, f"loss did not fall: {first:.3f} -> {last:.3f}"
+
+
+def test_stop_and_resume_reproduces_the_uninterrupted_run(data_dir, tmp_path):
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    assert train(data_dir, whole, "--max-steps", "16", "--checkpoint-every", "8", "--no-export")[0] == 0
+    assert train(data_dir, split, "--max-steps", "8", "--checkpoint-every", "8", "--no-export")[0] == 0
+    code, out, err = train(data_dir, split, "--max-steps", "16", "--checkpoint-every", "8", "--no-export")
+    assert code == 0, err
+    assert "resumed from" in out and "step 8" in out
+    reference, resumed = losses(whole), losses(split)
+    assert sorted(resumed) == list(range(1, 17))
+    for step in range(9, 17):
+        assert resumed[step] == pytest.approx(reference[step], rel=1e-6, abs=1e-6), step
+
+
+def test_checkpoint_holds_everything_needed_to_resume(data_dir, tmp_path):
+    assert train(data_dir, tmp_path / "run", "--max-steps", "4", "--checkpoint-every", "2", "--keep-checkpoints", "2",
+                 "--no-export")[0] == 0
+    assert checkpoint_steps(tmp_path / "run") == [2, 4]  # the newest two kept
+    states = checkpoint.latest_valid(tmp_path / "run").load()
+    assert set(states) == {"model", "optimizer", "trainer"}
+    trainer = states["trainer"]
+    assert trainer["step"] == 4
+    assert {"python", "numpy", "torch"} <= set(trainer["rng"][0])
+    assert trainer["run_config"]["global_batch_size"] == 8
+    assert trainer["schedule"]["warmup_steps"] == 2
+    assert states["optimizer"]["state"], "optimizer moments must be saved"
+
+
+def test_crash_during_checkpoint_write_leaves_the_previous_one_loadable(data_dir, tmp_path):
+    run = tmp_path / "run"
+    assert train(data_dir, run, "--max-steps", "4", "--checkpoint-every", "4", "--no-export")[0] == 0
+    # A real process dies (kill -9) in the middle of writing a large checkpoint.
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys, torch; from pathlib import Path; from training import checkpoint\n"
+        "big = {'w': torch.zeros(64_000_000)}\n"
+        "checkpoint.save(Path(sys.argv[1]), 8, {'model': big, 'optimizer': big, 'trainer': {'step': 8}}, keep=3)\n"
+    ), str(run)], env=env(), cwd=REPO)
+    deadline = time.monotonic() + 60
+    while not list((run / "checkpoints").glob(".tmp-*/model.pt")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    writer.kill()
+    writer.wait()
+    assert list((run / "checkpoints").glob(".tmp-step_00000008-*")), "the writer should have died mid-write"
+    latest = checkpoint.latest_valid(run)
+    assert latest is not None and latest.step == 4
+    code, out, err = train(data_dir, run, "--max-steps", "6", "--checkpoint-every", "6", "--no-export")
+    assert code == 0, err
+    assert "resumed from" in out and "step 4" in out
+
+
+def test_an_exception_while_writing_leaves_no_checkpoint_and_keeps_the_old(tmp_path):
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("disk full")
+
+    good = {"model": {"w": torch.ones(3)}, "optimizer": {}, "trainer": {"step": 1}}
+    checkpoint.save(tmp_path, 1, good, keep=3)
+    with pytest.raises(RuntimeError, match="disk full"):
+        checkpoint.save(tmp_path, 2, {**good, "trainer": Unpicklable()}, keep=3)
+    assert checkpoint.latest_valid(tmp_path).step == 1
+    assert checkpoint_steps(tmp_path) == [1]
+
+
+def test_a_damaged_newest_checkpoint_is_skipped_with_a_warning_and_kept(data_dir, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train(data_dir, run, "--max-steps", "6", "--checkpoint-every", "3", "--no-export")[0] == 0
+    newest = run / "checkpoints" / "step_00000006" / "model.pt"
+    data = bytearray(newest.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    newest.write_bytes(bytes(data))
+    code, out, err = train(data_dir, run, "--max-steps", "8", "--checkpoint-every", "8", "--no-export")
+    assert code == 0, err
+    assert "step_00000006 is damaged (model.pt fails its checksum); falling back" in err
+    assert "resumed from" in out and "step 3" in out
+    assert newest.exists(), "a damaged checkpoint is evidence: never deleted"
+
+
+def test_export_loads_with_transformers_pipeline(data_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, pipeline
+
+    run = tmp_path / "run"
+    code, out, err = train(data_dir, run, "--max-steps", "3")
+    assert code == 0, err
+    export = run / "export"
+    model = AutoModelForCausalLM.from_pretrained(export)
+    assert model.config.n_layer == 2 and model.config.vocab_size == 512
+    generator = pipeline("text-generation", model=str(export))
+    text = generator("def ", max_new_tokens=8, do_sample=False)[0]["generated_text"]
+    assert text.startswith("def ") and len(text) > len("def ")
+    assert json.loads((export / "config.json").read_text())["model_type"] == "gpt2"
+
+
+def test_sample_from_checkpoint_and_export(data_dir, tmp_path):
+    from tests.training.helpers import cli
+
+    run = tmp_path / "run"
+    assert train(data_dir, run, "--max-steps", "2", "--no-export")[0] == 0
+    code, out, err = cli(["sample", str(run), "--prompt", "import", "--max-new-tokens", "5"])
+    assert code == 0, err
+    assert out.startswith("import")
