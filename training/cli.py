@@ -7,6 +7,7 @@ flag here is part of the contract between the training package and the cluster w
 from __future__ import annotations
 
 import argparse
+import sys
 
 from training.model import PRESETS
 
@@ -133,8 +134,16 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nproc", type=_positive_int, default=2, help="local worker processes")
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse, but a bad flag is one line (what is wrong, where to look), like every other input error."""
+
+    def error(self, message: str):
+        sys.stderr.write(f"error: {message}; see `{self.prog} --help`\n")
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m training",
+    parser = OneLineErrorParser(prog="python -m training",
                                      description="Train GPT-2 on your own text, elastic and checkpointed.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_prepare(sub)

@@ -100,10 +100,35 @@ def readable_text(path: Path, encoding: str) -> bool:
     return seen_text
 
 
+def peek_columns(path: Path, fmt: str) -> list[str] | None:
+    """Column names from a structured file's header, without loading it (None when not cheap to tell)."""
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+        if fmt == "csv":
+            import csv
+
+            return next(csv.reader([first]), [])
+        record = json.loads(first)  # JSON Lines; a pretty-printed or array JSON file is checked after loading
+        return list(record) if isinstance(record, dict) else None
+    except (OSError, ValueError, ImportError):
+        return None
+
+
 def load_corpus(text_files: list[Path], structured: dict[str, list[Path]], args, cache_dir: Path):
     """One `datasets.Dataset` with a single `text` column: one row per text file or structured record."""
     import datasets
 
+    for fmt, files in structured.items():
+        for path in files:
+            columns = peek_columns(path, fmt)
+            if columns is not None and args.text_column not in columns:
+                raise UserError(f"{path} has no column '{args.text_column}' (columns: {', '.join(columns)}); "
+                                "pass --text-column")
     parts = []
     if text_files:
         parts.append(datasets.load_dataset("text", data_files=[str(p) for p in text_files], sample_by="document",
@@ -160,8 +185,11 @@ class ShardWriter:
         return sum(s["tokens"] for s in self.shards)
 
 
-def is_val_chunk(index: int, val_fraction: float) -> bool:
-    return (index * GOLDEN) % 1.0 < val_fraction
+def val_chunks(n_chunks: int, val_fraction: float) -> set[int]:
+    """Which chunks hold out validation data: spread evenly, chunk 0 always trains, and a corpus of
+    two or more chunks always gets at least one (its last) for validation."""
+    chosen = {i for i in range(n_chunks) if ((i + 1) * GOLDEN) % 1.0 < val_fraction}
+    return chosen or ({n_chunks - 1} if n_chunks >= 2 else set())
 
 
 def chunk_tokens(total: int, val_fraction: float) -> int:
@@ -293,6 +321,7 @@ def _write_shards(tokenized, total: int, folder: Path, dtype: np.dtype, args) ->
     train = ShardWriter(folder, "train", dtype, args.shard_tokens)
     val = ShardWriter(folder, "val", dtype, args.shard_tokens)
     chunk = chunk_tokens(total, args.val_fraction)
+    held_out = val_chunks(-(-total // chunk), args.val_fraction)
     position = 0
     with tqdm(total=total, unit="tok", unit_scale=True, desc="writing shards") as bar:
         for batch in tokenized.iter(batch_size=256):
@@ -301,7 +330,7 @@ def _write_shards(tokenized, total: int, folder: Path, dtype: np.dtype, args) ->
                 while len(tokens):
                     room = chunk - position % chunk
                     piece = tokens[:room]
-                    (val if is_val_chunk(position // chunk, args.val_fraction) else train).add(piece)
+                    (val if position // chunk in held_out else train).add(piece)
                     position += len(piece)
                     tokens = tokens[room:]
                 bar.update(len(ids))

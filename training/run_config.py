@@ -66,15 +66,19 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
 
 def check_tokenizer_matches_model(data: DataMeta, model_config, init_from: str) -> None:
     """Pretrained weights only make sense with token ids from the tokenizer they were trained with."""
-    if data.vocab_size > model_config.vocab_size:
-        raise UserError(f"{data.root} was tokenized with a {data.vocab_size}-token vocabulary but --init-from "
-                        f"{init_from} has {model_config.vocab_size} embeddings; re-run prepare with "
-                        f"--tokenizer {init_from}")
-    source = Path(init_from)
-    if (source / "vocab.json").is_file() and (data.tokenizer_dir / "vocab.json").is_file():
-        if (source / "vocab.json").read_bytes() != (data.tokenizer_dir / "vocab.json").read_bytes():
-            raise UserError(f"{data.root} was prepared with a different tokenizer than {init_from}; re-run "
-                            f"prepare with --tokenizer {init_from}")
+    from training import tokenizer
+
+    fix = f"re-run prepare with --tokenizer {init_from}"
+    try:
+        source = tokenizer.load(init_from)
+    except UserError:
+        source = None  # weights without tokenizer files: judge by what we know of the data
+    if source is not None:
+        if tokenizer.fingerprint(source) != data.tokenizer_fingerprint:
+            raise UserError(f"{data.root} was prepared with a different tokenizer than {init_from}; {fix}")
     elif data.raw["tokenizer"].get("trained"):
         raise UserError(f"{data.root} uses a tokenizer trained on your corpus, which --init-from {init_from} "
-                        f"does not understand; re-run prepare with --tokenizer {init_from}")
+                        f"does not understand; {fix}")
+    if data.vocab_size > model_config.vocab_size:
+        raise UserError(f"{data.root} was tokenized with a {data.vocab_size}-token vocabulary but --init-from "
+                        f"{init_from} has {model_config.vocab_size} embeddings; {fix}")

@@ -37,6 +37,10 @@ def load(name_or_path: str):
         raise UserError(f"cannot load tokenizer '{name_or_path}' ({str(exc).splitlines()[0][:160]}); pass a "
                         "directory with GPT-2 BPE files (vocab.json + merges.txt or tokenizer.json), a hub name "
                         "when online, or --tokenizer train:VOCAB to train one on the corpus offline") from exc
+    if len(tokenizer) < MIN_TRAINED_VOCAB:
+        # transformers builds an empty tokenizer from a directory without tokenizer files
+        raise UserError(f"'{name_or_path}' holds no GPT-2 BPE tokenizer files (vocab.json + merges.txt or "
+                        "tokenizer.json); pass a tokenizer directory or --tokenizer train:VOCAB")
     if tokenizer.eos_token_id is None:
         raise UserError(f"tokenizer '{name_or_path}' has no end-of-text token; use a GPT-2 style tokenizer")
     return tokenizer

@@ -66,12 +66,11 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
                        tokenizer_fingerprint=data.tokenizer_fingerprint,
                        global_batch_size=args.global_batch_size or args.batch_size * dist_info.world_size,
                        seed=args.seed, init_from=args.init_from or "")
+    _check_global_batch(wanted.global_batch_size, dist_info)
     run_config = load_or_create_run_config(run_dir, wanted, explicit_global_batch=args.global_batch_size,
                                            write=dist_info.is_main)
     global_batch = run_config.global_batch_size
-    if global_batch < dist_info.world_size:
-        raise UserError(f"global batch of {global_batch} sequences is smaller than the {dist_info.world_size} "
-                        "workers; raise --global-batch-size or run fewer workers")
+    _check_global_batch(global_batch, dist_info)
 
     train_windows = TokenWindows(data.shards("train"), data.dtype, block_size)
     if len(train_windows) == 0:
@@ -209,13 +208,26 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
     return 0
 
 
+def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
+    if global_batch < dist_info.world_size:
+        raise UserError(f"global batch of {global_batch} sequences is smaller than the {dist_info.world_size} "
+                        "workers; raise --global-batch-size or run fewer workers")
+
+
+# How torch's CPU allocator words an allocation failure (CUDA raises torch.OutOfMemoryError).
+OUT_OF_MEMORY_MESSAGES = ("not enough memory", "can't allocate memory", "Cannot allocate memory")
+
+
 def _first_step_guard(stepper: Stepper, batches, first: bool, args, block_size: int):
     """Turn an out-of-memory on the first step into advice; later OOMs are real bugs and propagate."""
     if not first:
         return stepper.step(batches)
     try:
         return stepper.step(batches)
-    except torch.OutOfMemoryError as exc:
+    except (torch.OutOfMemoryError, RuntimeError) as exc:
+        cpu_oom = any(text in str(exc) for text in OUT_OF_MEMORY_MESSAGES)
+        if not isinstance(exc, torch.OutOfMemoryError) and not cpu_oom:
+            raise
         raise UserError(f"a micro-batch of {args.batch_size} x {block_size} tokens does not fit in device memory; "
                         "lower --batch-size (the global batch is kept by gradient accumulation) or "
                         "--block-size") from exc

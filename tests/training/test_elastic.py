@@ -55,6 +55,15 @@ def test_two_workers_to_one_resume_matches_the_two_worker_run(data_dir, tmp_path
     assert checkpoint_steps(shrunk)[-1] == 14
 
 
+def test_global_batch_smaller_than_the_workers_is_refused(data_dir, tmp_path):
+    log = tmp_path / "log"
+    proc = spawn(standalone(2) + train_args(data_dir, tmp_path / "run", "--global-batch-size", "1"), log)
+    assert proc.wait(timeout=120) != 0
+    assert "error: global batch of 1 sequences is smaller than the 2 workers; raise --global-batch-size" \
+        in log.read_text()
+    assert not (tmp_path / "run").exists(), "refused before anything is written"
+
+
 def test_sigterm_checkpoints_the_current_step_and_exits_0(data_dir, tmp_path):
     run = tmp_path / "run"
     proc = spawn([sys.executable, *train_args(data_dir, run, "--max-steps", "100000", "--checkpoint-every", "100000")],

@@ -1,0 +1,126 @@
+"""`prepare`: every input form, the shards it writes, tokenizers, dtypes, and reuse of finished work."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.training.helpers import cli
+from training.data import TokenWindows, load_meta
+
+TEXTS = [f"Document {i}: the quick brown fox jumps over the lazy dog. " * (3 + i % 5) for i in range(40)]
+
+
+def prepare(*args: str) -> tuple[int, str, str]:
+    return cli(["prepare", "--num-proc", "1", *args])
+
+
+def read_tokens(meta, split: str) -> np.ndarray:
+    return np.concatenate([np.fromfile(path, dtype=meta.dtype) for path, _ in meta.shards(split)])
+
+
+@pytest.fixture(scope="module")
+def gpt2_style_tokenizer(tmp_path_factory):
+    """A directory with only vocab.json + merges.txt, the file layout of the GPT-2 hub tokenizer."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    folder = tmp_path_factory.mktemp("gpt2-tokenizer")
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(TEXTS * 5, vocab_size=400, special_tokens=["<|endoftext|>"], show_progress=False)
+    bpe.save_model(str(folder))
+    return folder
+
+
+def test_text_structured_and_glob_sources_in_one_corpus(tmp_path, gpt2_style_tokenizer):
+    src = tmp_path / "src"
+    (src / "nested").mkdir(parents=True)
+    (src / "a.txt").write_text(TEXTS[0])
+    (src / "nested" / "b.md").write_text(TEXTS[1])
+    (src / "ignored.bin").write_bytes(b"\x00\x01")  # unknown suffix inside a directory: not picked up
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps({"body": t, "id": i}) for i, t in enumerate(TEXTS[2:6])))
+    (tmp_path / "d.csv").write_text("body,id\n" + "\n".join(f'"{t}",{i}' for i, t in enumerate(TEXTS[6:9])))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"body": TEXTS[9:12]}), tmp_path / "e.parquet")
+    (tmp_path / "f.json").write_text(json.dumps([{"body": t} for t in TEXTS[12:14]]))
+    (tmp_path / "globbed").mkdir()
+    for i in range(2):
+        (tmp_path / "globbed" / f"g{i}.txt").write_text(TEXTS[14 + i])
+
+    code, out, err = prepare("--data", str(src), str(tmp_path / "c.jsonl"), str(tmp_path / "d.csv"),
+                             str(tmp_path / "e.parquet"), str(tmp_path / "f.json"), str(tmp_path / "globbed" / "*.txt"),
+                             "--text-column", "body", "--out", str(tmp_path / "data"),
+                             "--tokenizer", str(gpt2_style_tokenizer))
+    assert code == 0, err
+    meta = load_meta(tmp_path / "data")
+    assert meta.raw["documents"] == 16
+    from transformers import GPT2TokenizerFast
+
+    tok = GPT2TokenizerFast.from_pretrained(gpt2_style_tokenizer)
+    assert meta.dtype == np.uint16 and meta.vocab_size == len(tok)
+
+    # Every document, tokenized independently and followed by end-of-text, is in the shards exactly once.
+    expected = sum(len(tok(t)["input_ids"]) + 1 for t in TEXTS[:16])
+    train, val = read_tokens(meta, "train"), read_tokens(meta, "val")
+    assert len(train) + len(val) == expected
+    assert meta.split_tokens("train") == len(train) and len(val) > 0
+    assert int((np.concatenate([train, val]) == tok.eos_token_id).sum()) == 16
+    assert "quick brown fox" in tok.decode(train[:200])
+
+
+def test_rerun_on_the_same_input_reuses_finished_work(tmp_path):
+    (tmp_path / "a.txt").write_text("".join(TEXTS))
+    args = ["--data", str(tmp_path / "a.txt"), "--out", str(tmp_path / "data"), "--tokenizer", "train:300"]
+    assert prepare(*args)[0] == 0
+    meta_before = (tmp_path / "data" / "meta.json").read_text()
+    code, out, _ = prepare(*args)
+    assert code == 0 and "up to date" in out
+    assert (tmp_path / "data" / "meta.json").read_text() == meta_before
+
+    # Changed input: a new generation replaces the old one atomically; the old folder is gone.
+    (tmp_path / "a.txt").write_text("".join(TEXTS) + "A new paragraph about something else entirely.\n")
+    code, out, _ = prepare(*args)
+    assert code == 0 and "up to date" not in out
+    generations = sorted(p.name for p in (tmp_path / "data").glob("gen-*"))
+    assert len(generations) == 1 and generations[0] in (tmp_path / "data" / "meta.json").read_text()
+
+
+def test_large_vocabulary_is_stored_as_uint32(tmp_path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import GPT2TokenizerFast
+
+    # A byte-level BPE vocabulary of 70,000 entries (256 bytes + filler): too large for uint16.
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+    vocab.update({f"filler{i}": len(vocab) + i for i in range(70_000 - len(vocab) - 1)})
+    vocab["<|endoftext|>"] = len(vocab)
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    GPT2TokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>").save_pretrained(tmp_path / "tok")
+    (tmp_path / "a.txt").write_text(TEXTS[0])
+
+    code, _, err = prepare("--data", str(tmp_path / "a.txt"), "--out", str(tmp_path / "data"),
+                           "--tokenizer", str(tmp_path / "tok"))
+    assert code == 0, err
+    meta = load_meta(tmp_path / "data")
+    assert meta.dtype == np.uint32
+    assert read_tokens(meta, "train").max() == 69_999 or read_tokens(meta, "val").max() == 69_999
+
+    code, _, err = prepare("--data", str(tmp_path / "a.txt"), "--out", str(tmp_path / "data16"),
+                           "--tokenizer", str(tmp_path / "tok"), "--token-dtype", "uint16")
+    assert code == 2
+    assert err == ("error: a vocabulary of 70000 tokens does not fit --token-dtype uint16 (at most 65536); "
+                   "use --token-dtype uint32 or auto\n")
+    assert not (tmp_path / "data16").exists()
+
+
+def test_windows_cover_the_split_without_overlap(data_dir):
+    meta = load_meta(data_dir)
+    windows = TokenWindows(meta.shards("train"), meta.dtype, block_size=32)
+    assert len(windows) == (meta.split_tokens("train") - 1) // 32
+    x, y = windows.batch([0, 1])
+    assert x.shape == (2, 32) and (x[0, 1:] == y[0, :-1]).all() and (y[0, -1] == x[1, 0])
