@@ -1,0 +1,155 @@
+"""Shared storage for the training pods: an encrypted EFS file system, the EFS CSI driver as an EKS
+add-on with its own IRSA role, a StorageClass that provisions access points, and the ReadWriteMany PVC.
+
+Order matters both ways: the add-on waits for a node group (it stays DEGRADED with no node to run
+on), the PVC waits for the add-on and every mount target; `pulumi destroy` therefore deletes the PVC
+(the driver removes its access point) before the driver, the mount targets and the file system.
+The seed's teardown left the file system, its security group and mount targets behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from infra import versions
+from infra.aws.irsa import IrsaRole, IrsaRoleArgs
+
+EFS_CSI_CONTROLLER_NAMESPACE = "kube-system"
+EFS_CSI_CONTROLLER_SERVICE_ACCOUNT = "efs-csi-controller-sa"  # what the add-on's controller runs as
+EFS_CSI_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
+NFS_PORT = 2049
+
+
+@dataclass(frozen=True)
+class EfsStorageArgs:
+    provider: k8s.Provider
+    cluster_name: pulumi.Input[str]
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_issuer: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    vpc_cidr: pulumi.Input[str]
+    private_subnet_ids: Sequence[pulumi.Input[str]]  # one mount target each
+    node_group: pulumi.Resource  # the add-on's pods need a node before the add-on is healthy
+    claim_name: str = "shared"
+    claim_namespace: pulumi.Input[str] = "default"
+    claim_size: str = "100Gi"  # EFS grows as needed; Kubernetes wants a number all the same
+    claim_depends_on: Sequence[pulumi.Resource] = ()  # e.g. the claim's Namespace
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+class EfsStorage(pulumi.ComponentResource):
+    file_system_id: pulumi.Output[str]
+    storage_class_name: pulumi.Output[str]
+    claim_name: pulumi.Output[str]
+    csi_role_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: EfsStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:aws:EfsStorage", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(args.tags)
+
+        csi_role = IrsaRole(f"{name}-csi-driver", IrsaRoleArgs(
+            oidc_provider_arn=args.oidc_provider_arn,
+            oidc_issuer=args.oidc_issuer,
+            namespace=EFS_CSI_CONTROLLER_NAMESPACE,
+            service_account=EFS_CSI_CONTROLLER_SERVICE_ACCOUNT,
+            managed_policy_arns=(EFS_CSI_POLICY_ARN,),
+            tags=tags,
+        ), opts=child)
+        addon = aws.eks.Addon(
+            f"{name}-csi-driver",
+            cluster_name=args.cluster_name,
+            addon_name="aws-efs-csi-driver",
+            addon_version=versions.EFS_CSI_ADDON_VERSION,
+            service_account_role_arn=csi_role.role_arn,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.node_group]),
+        )
+
+        security_group = aws.ec2.SecurityGroup(
+            f"{name}-mount-targets",
+            vpc_id=args.vpc_id,
+            description="NFS to the trainstack EFS mount targets, from inside the VPC only",
+            tags={**tags, "Name": f"{name}-mount-targets"},
+            opts=child,
+        )
+        nfs_rule = aws.vpc.SecurityGroupIngressRule(
+            f"{name}-nfs-from-vpc",
+            security_group_id=security_group.id,
+            description="NFS from the VPC",
+            ip_protocol="tcp",
+            from_port=NFS_PORT,
+            to_port=NFS_PORT,
+            cidr_ipv4=args.vpc_cidr,
+            tags=tags,
+            opts=child,
+        )
+        file_system = aws.efs.FileSystem(
+            f"{name}-fs",
+            encrypted=True,  # at rest, with the AWS-managed EFS key
+            performance_mode="generalPurpose",
+            # Bursting: no per-GB transfer charge; checkpoints and TensorBoard events are small next to
+            # the burst credits a new file system starts with.
+            throughput_mode="bursting",
+            tags={**tags, "Name": name},
+            opts=child,
+        )
+        mount_targets = [
+            aws.efs.MountTarget(
+                f"{name}-mount-{index}",
+                file_system_id=file_system.id,
+                subnet_id=subnet_id,
+                security_groups=[security_group.id],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[nfs_rule]),
+            )
+            for index, subnet_id in enumerate(args.private_subnet_ids)
+        ]
+
+        k8s_child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        storage_class = k8s.storage.v1.StorageClass(
+            f"{name}-class",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name="efs"),
+            provisioner="efs.csi.aws.com",
+            parameters={
+                "provisioningMode": "efs-ap",  # one EFS access point per claim
+                "fileSystemId": file_system.id,
+                "directoryPerms": "700",
+                "basePath": "/trainstack",
+                # The same claim gets the same directory back if it is re-created (runs resume).
+                "subPathPattern": "${.PVC.namespace}/${.PVC.name}",
+                "ensureUniqueDirectory": "false",
+            },
+            reclaim_policy="Delete",
+            # Immediate: `pulumi up` waits for the claim to bind, proving the driver works.
+            volume_binding_mode="Immediate",
+            opts=pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=[addon])),
+        )
+        claim = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-claim",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.claim_name, namespace=args.claim_namespace),
+            spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                access_modes=["ReadWriteMany"],  # every training pod mounts the same run directory
+                storage_class_name=storage_class.metadata.name,
+                resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": args.claim_size}),
+            ),
+            opts=pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(
+                depends_on=[addon, *mount_targets, *args.claim_depends_on])),
+        )
+
+        self.file_system_id = file_system.id
+        self.storage_class_name = storage_class.metadata.name
+        self.claim_name = claim.metadata.name
+        self.csi_role_arn = csi_role.role_arn
+        self.register_outputs({
+            "fileSystemId": self.file_system_id,
+            "storageClassName": self.storage_class_name,
+            "claimName": self.claim_name,
+            "csiRoleArn": self.csi_role_arn,
+        })

@@ -1,0 +1,20 @@
+"""Paths inside this repository, as the Pulumi engine and its provider plugins should see them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TRAINING_JOB_CHART_DIR = REPO_ROOT / "workloads" / "charts" / "training-job"
+DOCKERFILE = REPO_ROOT / "images" / "Dockerfile"
+
+
+def project_relative(path: Path | str) -> str:
+    """`path` relative to the working directory (the Pulumi project root when `pulumi up` runs).
+
+    Provider plugins run in the same directory as the program, so a relative path resolves the
+    same for them, and the state then holds "workloads/charts/training-job" instead of one
+    machine's absolute path, which would show as a change on every other machine.
+    """
+    return os.path.relpath(Path(path), Path.cwd())

@@ -1,0 +1,60 @@
+"""Every chart version, image version and Kubernetes API version the infrastructure uses, in one place.
+
+Bump a version here only together with the source it was checked against (named next to it), and
+run `pytest tests/infra`: the tests read these names, not copies of the values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ChartPin:
+    """A Helm chart at an exact version: `chart` is an OCI URL or a name inside `repo`."""
+
+    chart: str
+    version: str
+    repo: str | None = None  # a classic (index.yaml) chart repository; None for OCI or local charts
+
+
+# Kueue: chart location and command from the Kueue installation docs ("Install by Helm"):
+#   helm install kueue oci://registry.k8s.io/kueue/charts/kueue --version=<chart_version>
+# kubernetes-sigs/kueue site/content/en/docs/installation/_index.md; chart_version 0.19.2 /
+# version v0.19.2 in site/hugo.toml (tag v0.19.2, the newest release). Needs Kubernetes >= 1.29.
+KUEUE_VERSION = "v0.19.2"
+KUEUE_CHART = ChartPin(chart="oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2")
+# v1beta2 has been the CRDs' storage version since Kueue v0.16; in v0.19.2 v1beta1 is still served
+# but marked `deprecated: true` (charts/kueue/templates/crd/kueue.x-k8s.io_*.yaml at tag v0.19.2).
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
+
+# NVIDIA device plugin: repository and chart name from the project's README ("helm repo add nvdp
+# https://nvidia.github.io/k8s-device-plugin"); 0.20.0 is the newest tag of NVIDIA/k8s-device-plugin
+# and is listed in the repository's index.yaml (gh-pages branch). The chart's appVersion picks the
+# image nvcr.io/nvidia/k8s-device-plugin:v0.20.0.
+NVIDIA_DEVICE_PLUGIN_VERSION = "v0.20.0"
+NVIDIA_DEVICE_PLUGIN_CHART = ChartPin(
+    chart="nvidia-device-plugin",
+    version="0.20.0",
+    repo="https://nvidia.github.io/k8s-device-plugin",
+)
+
+
+# --- AWS (owned by infra/aws/; appended by the AWS stack) ------------------------------------------
+# EKS Kubernetes version: 1.35 has been on EKS since 2026-01-28 with standard support to 2027-03
+# (docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html; endoflife.date/amazon-eks).
+# 1.34 leaves standard support on 2026-12-02 (extended support costs $0.60/h instead of $0.10/h).
+# Add a version to the supported set only after checking its release notes against our objects
+# (batch/v1 Job with podFailurePolicy, storage.k8s.io/v1, apps/v1) and the add-on below.
+EKS_KUBERNETES_VERSION = "1.35"
+EKS_SUPPORTED_KUBERNETES_VERSIONS = ("1.34", "1.35")
+# Managed node group AMI types (EKS API Nodegroup.amiType). AL2023 NVIDIA ships the driver and the
+# container toolkit, not the device plugin (that is NvidiaDevicePlugin).
+EKS_GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+EKS_SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+# EFS CSI driver as an EKS add-on: v3.3.0-eksbuild.1 is the add-on build that
+# ministryofjustice/modernisation-platform-environments#17347 (2026-06-24) and
+# zalando-incubator/kubernetes-on-aws#11666 (2026-07-15) moved to (driver v3.3.0,
+# kubernetes-sigs/aws-efs-csi-driver CHANGELOG-3.x.md). Check with
+# `aws eks describe-addon-versions --addon-name aws-efs-csi-driver --kubernetes-version 1.35`.
+EFS_CSI_ADDON_VERSION = "v3.3.0-eksbuild.1"
