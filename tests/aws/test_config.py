@@ -1,0 +1,159 @@
+"""Bad config stops `__main__.py` before any resource is registered, with one line naming the key and the fix.
+
+Each case runs the real program under mocks with Pulumi.aws.yaml plus one bad change. The program logs
+the line with pulumi.log.error and exits with code 32, which pulumi-language-python reads as "the
+user has been told" and adds nothing (no traceback, no "program exited with non-zero exit code"
+line; pulumi/pulumi sdk/python/cmd/pulumi-language-python/main.go and pulumi-language-python-exec).
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from infra import versions
+from infra.aws.config import GPU_INSTANCE_FAMILIES, ConfigError, parse_aws_config
+from tests.aws.stack_runs import as_cli_config, config_with, run_main_expecting_error, stack_file_config
+
+GPU = "trainstack:gpuNodes"
+JOB = "trainstack:job"
+
+# (case id, config overrides, keys removed, the key the message must name, a fragment of the message)
+BAD_CONFIGS = [
+    ("unknown top-level key", {"trainstack:gpuNode": {"max": 2}}, (), "trainstack:gpuNode",
+     "did you mean trainstack:gpuNodes?"),
+    ("unknown nested key", {GPU: {"maxSize": 3}}, (), f"{GPU}.maxSize", "unknown key"),
+    ("unknown train key (from the chart's values)", {JOB: {"train": {"maxStep": 10}}}, (), f"{JOB}.train.maxStep",
+     f"did you mean {JOB}.train.maxSteps?"),
+    ("integer given as text", {GPU: {"max": "two"}}, (), f"{GPU}.max", "expected a whole number, got 'two'"),
+    ("boolean given as text", {"trainstack:deleteBucketOnDestroy": "yes"}, (), "trainstack:deleteBucketOnDestroy",
+     "expected true or false, got 'yes'"),
+    ("list given as a string", {GPU: {"instanceTypes": "g4dn.xlarge"}}, (), f"{GPU}.instanceTypes",
+     "expected a list of strings"),
+    ("object given as a list", {JOB: {"train": ["maxSteps"]}}, (), f"{JOB}.train", "expected an object"),
+    ("negative size", {GPU: {"min": -1}}, (), f"{GPU}.min", "must be at least 0, got -1"),
+    ("GPU min greater than max", {GPU: {"min": 3, "max": 2}}, (), f"{GPU}.min", "min (3) is greater than max (2)"),
+    ("system min greater than max", {"trainstack:systemNodes": {"min": 3, "max": 2, "desired": 2}}, (),
+     "trainstack:systemNodes.min", "min (3) is greater than max (2)"),
+    ("desired outside min..max", {GPU: {"desired": 5}}, (), f"{GPU}.desired", "desired (5) must lie between"),
+    ("job nodesMin greater than nodesMax", {JOB: {"nodesMin": 3, "nodesMax": 2}}, (), f"{JOB}.nodesMin",
+     "nodesMin (3) is greater than nodesMax (2)"),
+    ("job larger than the GPU group", {JOB: {"nodesMax": 3}}, (), f"{JOB}.nodesMax",
+     "3 pods need 3 GPU nodes (1 per g4dn.xlarge), but trainstack:gpuNodes.max is 2"),
+    ("instance type without a GPU", {GPU: {"instanceTypes": ["m5.large"]}}, (), f"{GPU}.instanceTypes",
+     "m5.large has no NVIDIA GPU"),
+    ("ARM GPU type the NVIDIA x86 AMI cannot boot", {GPU: {"instanceTypes": ["g5g.xlarge"]}}, (),
+     f"{GPU}.instanceTypes", "g5g.xlarge has no NVIDIA GPU (or runs on ARM)"),
+    ("size a GPU family does not have", {GPU: {"instanceTypes": ["g5.3xlarge"]}}, (), f"{GPU}.instanceTypes",
+     "g5.3xlarge is not a size of the g5 family"),
+    ("instance types with different GPU counts", {GPU: {"instanceTypes": ["g5.xlarge", "g5.12xlarge"]}}, (),
+     f"{GPU}.instanceTypes", "different GPU counts"),
+    ("more GPUs per pod than the instance has", {JOB: {"gpusPerNode": 2, "procsPerNode": 2}}, (),
+     f"{JOB}.gpusPerNode", "2 GPUs per pod, but the GPU instance type has 1"),
+    ("processes per node not one per GPU", {JOB: {"procsPerNode": 2}}, (), f"{JOB}.procsPerNode",
+     "2 processes for 1 GPUs"),
+    ("bad capacity type", {GPU: {"capacityType": "RESERVED"}}, (), f"{GPU}.capacityType",
+     "expected SPOT or ON_DEMAND"),
+    ("SSH key that is not a public key", {GPU: {"sshPublicKey": "-----BEGIN OPENSSH PRIVATE KEY-----"}}, (),
+     f"{GPU}.sshPublicKey", "expected an OpenSSH public key"),
+    ("no availability zones", {"trainstack:availabilityZones": []}, (), "trainstack:availabilityZones",
+     "no availability zones for region us-west-2"),
+    ("region without default zones", {"aws:region": "eu-central-1"}, ("trainstack:availabilityZones",),
+     "trainstack:availabilityZones", "no availability zones for region eu-central-1"),
+    ("zone of another region", {"trainstack:availabilityZones": ["us-west-2a", "us-east-1b"]}, (),
+     "trainstack:availabilityZones", "'us-east-1b' is not a zone of region us-west-2"),
+    ("unsupported Kubernetes version", {"trainstack:kubernetesVersion": "1.29"}, (), "trainstack:kubernetesVersion",
+     "Kubernetes 1.29 is not one trainstack supports"),
+    ("no region", {}, ("aws:region",), "aws:region", "not set"),
+    ("AWS provider key trainstack would ignore", {"aws:skipCredentialsValidation": "true"}, (),
+     "aws:skipCredentialsValidation", "takes only aws:region and aws:profile"),
+    ("VPC CIDR that is not a CIDR", {"trainstack:vpcCidr": "10.0.0.0/33"}, (), "trainstack:vpcCidr",
+     "is not an IPv4 CIDR block"),
+    ("public VPC CIDR", {"trainstack:vpcCidr": "8.8.0.0/16"}, (), "trainstack:vpcCidr", "must be a private block"),
+    ("bad cluster admin ARN", {"trainstack:clusterAdmins": ["alice"]}, (), "trainstack:clusterAdmins",
+     "'alice' is not an IAM role or user ARN"),
+    ("existing VPC without private subnets", {"trainstack:existingNetwork": {"vpcId": "vpc-0abc"}}, (),
+     "trainstack:existingNetwork.privateSubnetIds", "no private subnets given"),
+    ("existing network with a bad VPC ID", {"trainstack:existingNetwork": {"vpcId": "0abc"}}, (),
+     "trainstack:existingNetwork.vpcId", "expected a VPC ID"),
+    ("job with fewer GPU nodes than it needs to start", {JOB: {"enabled": True}, GPU: {"desired": 0}}, (),
+     f"{GPU}.desired", "the job needs 1 GPU nodes to start, desired is 0"),
+    ("job name the chart cannot use", {JOB: {"name": "Train_1"}}, (), f"{JOB}.name", "is not a valid name"),
+    ("data prefix that is a URI", {JOB: {"dataPrefix": "s3://other-bucket/data"}}, (), f"{JOB}.dataPrefix",
+     "expected a prefix inside the snapshot bucket"),
+    ("other cloud", {"trainstack:cloud": "gcp"}, (), "trainstack:cloud",
+     "'gcp' is not a cloud trainstack can build yet"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "remove", "key", "fragment"),
+                         [case[1:] for case in BAD_CONFIGS], ids=[case[0] for case in BAD_CONFIGS])
+def test_bad_config_stops_before_any_resource_with_one_line(overrides, remove, key, fragment):
+    stop, logged, result = run_main_expecting_error(config_with(overrides, remove))
+
+    assert isinstance(stop, SystemExit) and stop.code == 32
+    (message,) = logged  # exactly one error line
+    assert "\n" not in message
+    assert message.startswith(f"{key}: "), message
+    assert fragment in message
+    assert ". Fix: " in message  # and says what to do about it
+    assert result.registrations == []
+
+
+def test_cloud_is_taken_from_the_stack_name_when_unset():
+    stop, logged, result = run_main_expecting_error(config_with(remove=("trainstack:cloud",)), stack="dev")
+
+    assert isinstance(stop, SystemExit)
+    assert logged == ["trainstack:cloud: not set, and the stack name 'dev' names no cloud. "
+                      "Fix: pulumi stack select aws, or pulumi config set trainstack:cloud aws"]
+    assert result.registrations == []
+
+
+def test_config_error_is_a_run_error_for_other_programs_too():
+    # A program that builds AwsStack itself and does not catch it still gets Pulumi's one-line RunError
+    # report (with the language host's generic exit-code line after it).
+    with pytest.raises(ConfigError) as raised:
+        parse_aws_config({"aws:region": "us-west-2", "trainstack:gpuNodes": '{"min": 3, "max": 2}'}, stack="aws")
+
+    assert isinstance(raised.value, pulumi.RunError)
+    assert raised.value.key == "trainstack:gpuNodes.min"
+
+
+def test_stack_file_parses_to_the_seed_defaults():
+    config = parse_aws_config(as_cli_config(stack_file_config()), stack="aws")
+
+    assert config.region == "us-west-2"
+    assert config.network.availability_zones == ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d")
+    assert config.gpu_nodes.instance_types == ("g4dn.xlarge",)
+    assert config.gpu_nodes.capacity_type == "SPOT"
+    assert (config.gpu_nodes.min_size, config.gpu_nodes.max_size) == (0, 2)
+    # Shipped with the job off (data first): no job, no GPU node running.
+    assert config.job.enabled is False
+    assert config.gpu_nodes.desired_size == 0
+    assert (config.job.nodes_min, config.job.nodes_max, config.job.gpus_per_node) == (1, 2, 1)
+    assert config.kubernetes_version == versions.EKS_KUBERNETES_VERSION
+    assert config.cluster_name == "trainstack-aws"
+    assert config.delete_bucket_on_destroy is False
+
+
+def test_gpu_nodes_follow_the_job_unless_set():
+    enabled = as_cli_config({**stack_file_config(), "trainstack:job": {"enabled": True, "nodesMax": 2},
+                             "trainstack:gpuNodes": {"instanceTypes": ["g5.12xlarge"]}})
+    config = parse_aws_config(enabled, stack="aws")
+
+    # gpusPerNode defaults to all 4 GPUs of a g5.12xlarge: one pod per node, so two nodes.
+    assert config.job.gpus_per_node == 4
+    assert (config.gpu_nodes.desired_size, config.gpu_nodes.max_size) == (2, 2)
+
+
+def test_every_gpu_family_lists_only_whole_gpu_counts():
+    # A typo such as 0 GPUs would make the capacity arithmetic divide by zero on a user's machine.
+    assert all(count >= 1 for sizes in GPU_INSTANCE_FAMILIES.values() for count in sizes.values())
+
+
+def test_config_values_arrive_as_strings_like_the_cli_sends_them():
+    # `pulumi config set trainstack:deleteBucketOnDestroy true` arrives as the string "true".
+    config = parse_aws_config({**as_cli_config(stack_file_config()), "trainstack:deleteBucketOnDestroy": "true"},
+                              stack="aws")
+
+    assert config.delete_bucket_on_destroy is True

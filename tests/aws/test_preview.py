@@ -1,0 +1,45 @@
+"""`pulumi preview` of a fresh stack: nothing exists yet, so IDs, ARNs, the kubeconfig and the image digest
+are unknown. The program must still register the whole graph without failing (pitfall: code inside an
+`apply` never runs on unknowns, so everything checked at program time must not depend on them).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.aws.stack_runs import EKS_CLUSTER, JOB_ENABLED, K8S_PROVIDER, RELEASE, config_with, run_main
+from tests.pulumi_harness import UNKNOWN
+
+
+@pytest.fixture(scope="module")
+def preview():
+    # No provider-computed outputs: a preview knows none of them.
+    return run_main(config_with(JOB_ENABLED), preview=True, outputs=None)
+
+
+@pytest.fixture(scope="module")
+def up():
+    return run_main(config_with(JOB_ENABLED))
+
+
+def test_preview_registers_the_same_graph_as_up(preview, up):
+    assert [(r.type, r.name, r.parent) for r in preview.registrations] == [
+        (r.type, r.name, r.parent) for r in up.registrations]
+
+
+def test_preview_leaves_what_it_cannot_know_unknown(preview):
+    assert preview.exports["kubeconfig"] is UNKNOWN
+    assert preview.exports["imageRef"] is UNKNOWN
+    assert preview.exports["bucketName"] is UNKNOWN
+    # Known from config alone: the cluster's name and the commands to follow the job.
+    assert preview.exports["clusterName"] == "trainstack-aws"
+    assert preview.exports["logsCommand"].startswith("kubectl logs -f -n default")
+    assert preview.one(K8S_PROVIDER).inputs["kubeconfig"] is UNKNOWN
+    assert preview.one(EKS_CLUSTER).inputs["vpcId"] is UNKNOWN
+    values = preview.one(RELEASE, "train").inputs["values"]
+    assert values["image"] is UNKNOWN
+    assert values["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"] is UNKNOWN
+
+
+def test_preview_asks_no_token_for_a_registry_that_does_not_exist_yet(preview):
+    assert preview.invokes == []

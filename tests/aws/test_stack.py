@@ -1,0 +1,511 @@
+"""Every step of the EKS seed is present and wired, checked on the real __main__.py under mocks.
+
+Config: Pulumi.aws.yaml itself, with the job switched on (`trainstack:job.enabled true`, phase two of
+the documented flow) unless a test says otherwise. What cannot be checked here (the providers' own
+validation, what pulumi-eks creates inside its components, AWS's answers) is listed in docs/aws.md.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+import pytest
+
+from infra import versions
+from infra.aws.cluster import GPU_NODE_LABELS, NODE_POLICY_ARNS
+from infra.aws.config import GPU_INSTANCE_FAMILIES
+from infra.aws.efs_storage import EFS_CSI_POLICY_ARN
+from infra.aws.snapshot_bucket import BUCKET_ACTIONS, OBJECT_ACTIONS
+from tests.aws.stack_runs import (
+    ADDON,
+    AWS_PROVIDER,
+    BUCKET,
+    BUCKET_ENCRYPTION,
+    BUCKET_POLICY,
+    BUCKET_VERSIONING,
+    DEVICE_PLUGIN,
+    DIGEST,
+    ECR_PASSWORD,
+    EKS_CLUSTER,
+    FILE_SYSTEM,
+    IMAGE,
+    INGRESS_RULE,
+    INTERNET_GATEWAY,
+    JOB_ENABLED,
+    K8S_PROVIDER,
+    KUBECONFIG,
+    LAUNCH_TEMPLATE,
+    MOUNT_TARGET,
+    NAT_GATEWAY,
+    NODE_GROUP,
+    OIDC_ISSUER,
+    OIDC_PROVIDER_ARN,
+    PUBLIC_ACCESS_BLOCK,
+    PVC,
+    RELEASE,
+    REPOSITORY,
+    ROLE_POLICY,
+    ROLE_POLICY_ATTACHMENT,
+    ROUTE,
+    ROUTE_TABLE,
+    ROUTE_TABLE_ASSOCIATION,
+    SECURITY_GROUP,
+    STORAGE_CLASS,
+    SUBNET,
+    TRAINING_JOB,
+    VPC,
+    VPC_ENDPOINT,
+    config_with,
+    run_main,
+    stack_file_config,
+)
+from tests.pulumi_harness import ProgramResult, Registration
+
+SEED_ZONES = ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
+
+
+@pytest.fixture(scope="module")
+def up() -> ProgramResult:
+    return run_main(config_with(JOB_ENABLED))
+
+
+def resource_id(registration: Registration) -> str:
+    return f"{registration.name}-id"  # what the mocks answer for a created resource's ID
+
+
+def role_arn(result: ProgramResult, role_name: str) -> str:
+    role = result.one("aws:iam/role:Role", role_name)
+    return f"arn:aws:iam::123456789012:role/{role.name}-8a9b0c1"
+
+
+def trust_statement(result: ProgramResult, role_name: str) -> dict:
+    policy = json.loads(result.one("aws:iam/role:Role", role_name).inputs["assumeRolePolicy"])
+    assert policy["Version"] == "2012-10-17"
+    (statement,) = policy["Statement"]
+    return statement
+
+
+def private_subnets(result: ProgramResult) -> list[Registration]:
+    return [s for s in result.by_type(SUBNET) if "-private-" in s.name]
+
+
+# --- network ------------------------------------------------------------------------------------------
+
+
+def test_vpc_spans_the_seed_zones_with_public_and_private_subnets(up):
+    (vpc,) = up.by_type(VPC)
+    assert vpc.inputs["cidrBlock"] == "10.0.0.0/16"
+    assert vpc.inputs["enableDnsHostnames"] is True and vpc.inputs["enableDnsSupport"] is True
+    public = [s for s in up.by_type(SUBNET) if "-public-" in s.name]
+    assert sorted(s.inputs["availabilityZone"] for s in public) == SEED_ZONES
+    assert sorted(s.inputs["availabilityZone"] for s in private_subnets(up)) == SEED_ZONES
+    blocks = [ipaddress.ip_network(s.inputs["cidrBlock"]) for s in up.by_type(SUBNET)]
+    assert all(b.subnet_of(ipaddress.ip_network("10.0.0.0/16")) for b in blocks)
+    assert not any(a.overlaps(b) for i, a in enumerate(blocks) for b in blocks[i + 1:])
+    assert not any(s.inputs["mapPublicIpOnLaunch"] for s in up.by_type(SUBNET))
+
+
+def test_one_nat_gateway_by_default_and_private_subnets_route_through_it(up):
+    (nat,) = up.by_type(NAT_GATEWAY)
+    (gateway,) = up.by_type(INTERNET_GATEWAY)
+    assert nat.inputs["subnetId"] == "trainstack-network-public-us-west-2a-id"
+    assert gateway.urn in nat.dependencies  # created after, deleted before the internet gateway
+    nat_routes = [r for r in up.by_type(ROUTE) if r.inputs.get("natGatewayId")]
+    assert [r.inputs["destinationCidrBlock"] for r in nat_routes] == ["0.0.0.0/0"]
+    (private_table,) = [t for t in up.by_type(ROUTE_TABLE) if "-private-" in t.name]
+    associations = {a.inputs["subnetId"]: a.inputs["routeTableId"] for a in up.by_type(ROUTE_TABLE_ASSOCIATION)}
+    for subnet in private_subnets(up):
+        assert associations[resource_id(subnet)] == resource_id(private_table)
+
+
+def test_nat_gateway_per_zone_when_configured():
+    result = run_main(config_with({**JOB_ENABLED, "trainstack:natGatewayPerZone": True}))
+
+    assert sorted(n.inputs["subnetId"] for n in result.by_type(NAT_GATEWAY)) == [
+        f"trainstack-network-public-{zone}-id" for zone in SEED_ZONES]
+    assert len([t for t in result.by_type(ROUTE_TABLE) if "-private-" in t.name]) == 4
+
+
+def test_s3_traffic_skips_the_nat_gateway(up):
+    (endpoint,) = up.by_type(VPC_ENDPOINT)
+    assert endpoint.inputs["serviceName"] == "com.amazonaws.us-west-2.s3"
+    assert endpoint.inputs["vpcEndpointType"] == "Gateway"
+    private_tables = [resource_id(t) for t in up.by_type(ROUTE_TABLE) if "-private-" in t.name]
+    assert endpoint.inputs["routeTableIds"] == private_tables
+
+
+def test_existing_vpc_is_used_as_is_and_its_cidr_looked_up():
+    existing = {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a", "subnet-b"], "publicSubnetIds": ["subnet-p"]}
+    result = run_main(config_with({**JOB_ENABLED, "trainstack:existingNetwork": existing}))
+
+    assert [r for r in result.registrations if r.type.startswith("aws:ec2/")
+            and r.type != LAUNCH_TEMPLATE and r.type != SECURITY_GROUP] == []
+    assert ("aws:ec2/getVpc:getVpc", {"id": "vpc-0abc"}) in result.invokes
+    (rule,) = result.by_type(INGRESS_RULE)
+    assert rule.inputs["cidrIpv4"] == "172.31.0.0/16"  # the looked-up CIDR, not one copied by hand
+    assert sorted(m.inputs["subnetId"] for m in result.by_type(MOUNT_TARGET)) == ["subnet-a", "subnet-b"]
+    cluster = result.one(EKS_CLUSTER)
+    assert cluster.inputs["vpcId"] == "vpc-0abc"
+    assert cluster.inputs["privateSubnetIds"] == ["subnet-a", "subnet-b"]
+
+
+# --- cluster and nodes --------------------------------------------------------------------------------
+
+
+def test_cluster_uses_pinned_version_api_access_entries_and_an_oidc_provider(up):
+    cluster = up.one(EKS_CLUSTER)
+    assert cluster.remote  # pulumi-eks: its children (the OIDC provider itself) exist only on `pulumi up`
+    assert cluster.inputs["name"] == "trainstack-aws"
+    assert cluster.inputs["version"] == versions.EKS_KUBERNETES_VERSION
+    assert cluster.inputs["createOidcProvider"] is True
+    assert cluster.inputs["authenticationMode"] == "API"
+    assert cluster.inputs["skipDefaultNodeGroup"] is True
+    assert cluster.inputs["upgradePolicy"] == {"supportType": "STANDARD"}
+    assert cluster.inputs["nodeAssociatePublicIpAddress"] is False
+    assert cluster.inputs["vpcCniOptions"]["enableNetworkPolicy"] is True  # the chart's NetworkPolicy holds
+    assert cluster.inputs["privateSubnetIds"] == [resource_id(s) for s in private_subnets(up)]
+
+
+def test_cluster_admins_get_access_entries():
+    admin = "arn:aws:iam::123456789012:role/Admin"
+    cluster = run_main(config_with({"trainstack:clusterAdmins": [admin]})).one(EKS_CLUSTER)
+
+    assert cluster.inputs["accessEntries"] == {"admin-0": {
+        "principalArn": admin,
+        "accessPolicies": {"cluster-admin": {
+            "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+            "accessScope": {"type": "cluster"},
+        }},
+    }}
+
+
+def test_gpu_node_group_is_managed_spot_nvidia_tainted_and_labelled(up):
+    gpu = up.one(NODE_GROUP, "trainstack-eks-gpu")
+    assert gpu.inputs["capacityType"] == "SPOT"
+    assert gpu.inputs["instanceTypes"] == ["g4dn.xlarge"]
+    assert all(t.split(".")[0] in GPU_INSTANCE_FAMILIES for t in gpu.inputs["instanceTypes"])
+    assert gpu.inputs["amiType"] == "AL2023_x86_64_NVIDIA"
+    assert gpu.inputs["version"] == versions.EKS_KUBERNETES_VERSION
+    assert gpu.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+    assert gpu.inputs["labels"] == GPU_NODE_LABELS
+    assert gpu.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 2, "maxSize": 2}
+    assert gpu.inputs["ignoreScalingChanges"] is False
+    assert gpu.inputs["subnetIds"] == [resource_id(s) for s in private_subnets(up)]
+    assert gpu.inputs["cluster"] == up.one(EKS_CLUSTER).urn
+
+
+def test_gpu_nodes_scale_to_zero_while_no_job_runs():
+    shipped = run_main()  # Pulumi.aws.yaml as it is: job off
+
+    assert shipped.one(NODE_GROUP, "trainstack-eks-gpu").inputs["scalingConfig"] == {
+        "minSize": 0, "desiredSize": 0, "maxSize": 2}
+    assert shipped.by_type(TRAINING_JOB) == []
+    assert shipped.exports["enableJobCommand"] == (
+        "pulumi config set --path trainstack:job.enabled true && pulumi up")
+
+
+def test_autoscaler_can_own_the_gpu_group_size():
+    result = run_main(config_with({**JOB_ENABLED, "trainstack:gpuNodes": {"ignoreScalingChanges": True}}))
+
+    assert result.one(NODE_GROUP, "trainstack-eks-gpu").inputs["ignoreScalingChanges"] is True
+
+
+def test_system_node_group_is_small_and_on_demand(up):
+    system = up.one(NODE_GROUP, "trainstack-eks-system")
+    assert system.inputs["capacityType"] == "ON_DEMAND"
+    assert system.inputs["instanceTypes"] == ["t3.medium"]
+    assert system.inputs["amiType"] == "AL2023_x86_64_STANDARD"
+    assert system.inputs["scalingConfig"]["minSize"] >= 1  # the EFS controller and CoreDNS live here
+    assert "taints" not in system.inputs
+
+
+@pytest.mark.parametrize("group", ["gpu", "system"])
+def test_nodes_require_imdsv2_and_encrypt_their_disk(up, group):
+    node_group = up.one(NODE_GROUP, f"trainstack-eks-{group}")
+    template = up.one(LAUNCH_TEMPLATE, f"trainstack-eks-{group}")
+    assert node_group.inputs["launchTemplate"] == {"id": resource_id(template), "version": "1"}
+    assert template.inputs["metadataOptions"]["httpTokens"] == "required"
+    (disk,) = template.inputs["blockDeviceMappings"]
+    assert disk["ebs"]["encrypted"] == "true"
+    assert disk["ebs"]["volumeSize"] == (100 if group == "gpu" else 20)
+    # A launch template owns disk size and SSH key; EKS rejects them on the node group as well.
+    assert "diskSize" not in node_group.inputs and "remoteAccess" not in node_group.inputs
+
+
+def test_ssh_key_goes_into_the_gpu_launch_template():
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleExampleExampleExampleExampleExample user@host"
+    result = run_main(config_with({"trainstack:gpuNodes": {"sshPublicKey": key}}))
+
+    (key_pair,) = result.by_type("aws:ec2/keyPair:KeyPair")
+    assert key_pair.inputs["publicKey"] == key
+    assert result.one(LAUNCH_TEMPLATE, "trainstack-eks-gpu").inputs["keyName"] == f"{key_pair.name}-2d3e4f5"
+    assert "keyName" not in result.one(LAUNCH_TEMPLATE, "trainstack-eks-system").inputs
+
+
+def test_node_role_has_the_worker_policies_before_nodes_use_it(up):
+    node_role = up.one("aws:iam/role:Role", "trainstack-eks-node")
+    trust = json.loads(node_role.inputs["assumeRolePolicy"])["Statement"][0]
+    assert trust["Principal"] == {"Service": "ec2.amazonaws.com"}
+    attachments = [a for a in up.by_type(ROLE_POLICY_ATTACHMENT) if a.inputs["role"] == f"{node_role.name}-8a9b0c1"]
+    assert sorted(a.inputs["policyArn"] for a in attachments) == sorted(NODE_POLICY_ARNS)
+    for group in up.by_type(NODE_GROUP):
+        assert group.inputs["nodeRoleArn"] == role_arn(up, "trainstack-eks-node")
+        assert {a.urn for a in attachments} <= set(group.dependencies)
+
+
+# --- IRSA ----------------------------------------------------------------------------------------------
+
+
+def test_efs_csi_role_trusts_exactly_the_controller_service_account(up):
+    statement = trust_statement(up, "trainstack-efs-csi-driver-role")
+    assert statement == {
+        "Effect": "Allow",
+        "Principal": {"Federated": OIDC_PROVIDER_ARN},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": {"StringEquals": {
+            f"{OIDC_ISSUER}:sub": "system:serviceaccount:kube-system:efs-csi-controller-sa",
+            f"{OIDC_ISSUER}:aud": "sts.amazonaws.com",
+        }},
+    }
+    (attachment,) = [a for a in up.by_type(ROLE_POLICY_ATTACHMENT) if a.name.startswith("trainstack-efs-csi")]
+    assert attachment.inputs["policyArn"] == EFS_CSI_POLICY_ARN
+
+
+def test_job_role_trusts_the_job_service_account_and_reaches_only_the_bucket(up):
+    release = up.one(RELEASE, "train")
+    service_account = release.inputs["values"]["serviceAccount"]["name"]
+    statement = trust_statement(up, "trainstack-job-role")
+    assert statement["Principal"] == {"Federated": OIDC_PROVIDER_ARN}
+    assert statement["Condition"] == {"StringEquals": {
+        f"{OIDC_ISSUER}:sub": f"system:serviceaccount:{release.inputs['namespace']}:{service_account}",
+        f"{OIDC_ISSUER}:aud": "sts.amazonaws.com",
+    }}
+
+    bucket_arn = "arn:aws:s3:::trainstack-snapshots-0a1b2c3"
+    (policy,) = up.by_type(ROLE_POLICY)
+    assert policy.inputs["role"] == "trainstack-job-role-8a9b0c1"
+    grants = {(s["Resource"], tuple(sorted(s["Action"]))) for s in json.loads(policy.inputs["policy"])["Statement"]}
+    assert grants == {(bucket_arn, tuple(sorted(BUCKET_ACTIONS))), (f"{bucket_arn}/*", tuple(sorted(OBJECT_ACTIONS)))}
+    assert not [a for a in up.by_type(ROLE_POLICY_ATTACHMENT) if a.inputs["role"] == "trainstack-job-role-8a9b0c1"]
+
+
+# --- EFS -----------------------------------------------------------------------------------------------
+
+
+def test_efs_csi_addon_uses_its_role_and_waits_for_a_node_group(up):
+    addon = up.one(ADDON)
+    assert addon.inputs["addonName"] == "aws-efs-csi-driver"
+    assert addon.inputs["addonVersion"] == versions.EFS_CSI_ADDON_VERSION
+    assert addon.inputs["clusterName"] == "trainstack-aws"
+    assert addon.inputs["serviceAccountRoleArn"] == role_arn(up, "trainstack-efs-csi-driver-role")
+    assert up.one(NODE_GROUP, "trainstack-eks-system").urn in addon.dependencies
+
+
+def test_file_system_is_encrypted_with_one_mount_target_per_private_subnet(up):
+    file_system = up.one(FILE_SYSTEM)
+    assert file_system.inputs["encrypted"] is True
+    security_group = up.one(SECURITY_GROUP)
+    mount_targets = up.by_type(MOUNT_TARGET)
+    assert sorted(m.inputs["subnetId"] for m in mount_targets) == sorted(resource_id(s) for s in private_subnets(up))
+    for mount_target in mount_targets:
+        assert mount_target.inputs["fileSystemId"] == resource_id(file_system)
+        assert mount_target.inputs["securityGroups"] == [resource_id(security_group)]
+
+
+def test_nfs_is_open_from_the_vpc_cidr_and_nothing_wider(up):
+    security_group = up.one(SECURITY_GROUP)
+    assert "ingress" not in security_group.inputs and "egress" not in security_group.inputs
+    (rule,) = up.by_type(INGRESS_RULE)
+    assert rule.inputs["securityGroupId"] == resource_id(security_group)
+    assert (rule.inputs["ipProtocol"], rule.inputs["fromPort"], rule.inputs["toPort"]) == ("tcp", 2049, 2049)
+    assert rule.inputs["cidrIpv4"] == up.one(VPC).inputs["cidrBlock"] == "10.0.0.0/16"
+    # Nothing anywhere in the stack opens a port to the internet.
+    assert not [r for r in up.registrations if "0.0.0.0/0" in json.dumps(r.inputs) and r.type != ROUTE
+                and r.type != EKS_CLUSTER]
+
+
+def test_storage_class_provisions_access_points_on_the_file_system(up):
+    storage_class = up.one(STORAGE_CLASS)
+    assert storage_class.inputs["provisioner"] == "efs.csi.aws.com"
+    parameters = storage_class.inputs["parameters"]
+    assert parameters["provisioningMode"] == "efs-ap"
+    assert parameters["fileSystemId"] == resource_id(up.one(FILE_SYSTEM))
+    assert parameters["directoryPerms"] == "700"
+    assert up.one(ADDON).urn in storage_class.dependencies
+
+
+def test_claim_is_read_write_many_on_the_storage_class_after_mount_targets_and_driver(up):
+    claim = up.one(PVC)
+    spec = claim.inputs["spec"]
+    assert spec["accessModes"] == ["ReadWriteMany"]
+    assert spec["storageClassName"] == up.one(STORAGE_CLASS).inputs["metadata"]["name"]
+    required = {up.one(STORAGE_CLASS).urn, up.one(ADDON).urn, *(m.urn for m in up.by_type(MOUNT_TARGET))}
+    assert required <= set(claim.dependencies)
+
+
+def test_job_in_its_own_namespace_gets_it_created_first():
+    result = run_main(config_with({"trainstack:job": {"enabled": True, "namespace": "training"}}))
+
+    namespace = result.one("kubernetes:core/v1:Namespace")
+    assert namespace.inputs["metadata"]["name"] == "training"
+    assert namespace.urn in result.one(PVC).dependencies
+    assert result.one(RELEASE, "train").inputs["namespace"] == "training"
+    assert "system:serviceaccount:training:train" in result.one(
+        "aws:iam/role:Role", "trainstack-job-role").inputs["assumeRolePolicy"]
+
+
+# --- snapshot bucket and registry ------------------------------------------------------------------------
+
+
+def bucket_children(result: ProgramResult) -> list[Registration]:
+    bucket = result.one(BUCKET)
+    return [r for r in result.registrations if r.type.startswith("aws:s3/") and r.urn != bucket.urn]
+
+
+def test_bucket_is_private_encrypted_versioned_and_tls_only(up):
+    bucket = up.one(BUCKET)
+    bucket_id = resource_id(bucket)
+    block = up.one(PUBLIC_ACCESS_BLOCK)
+    assert block.inputs == {**block.inputs, "bucket": bucket_id, "blockPublicAcls": True, "blockPublicPolicy": True,
+                            "ignorePublicAcls": True, "restrictPublicBuckets": True}
+    encryption = up.one(BUCKET_ENCRYPTION)
+    assert encryption.inputs["bucket"] == bucket_id
+    assert encryption.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
+    versioning = up.one(BUCKET_VERSIONING)
+    assert versioning.inputs["versioningConfiguration"]["status"] == "Enabled"
+    assert versioning.inputs["bucket"] == bucket_id
+    (deny,) = json.loads(up.one(BUCKET_POLICY).inputs["policy"])["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert block.urn in up.one(BUCKET_POLICY).dependencies
+
+
+def test_bucket_and_its_guard_rails_are_retained_on_destroy(up):
+    bucket = up.one(BUCKET)
+    assert bucket.retain_on_delete is True
+    assert bucket.inputs["forceDestroy"] is False
+    children = bucket_children(up)
+    assert len(children) == 6
+    assert all(child.retain_on_delete for child in children)
+    # Nothing else is retained: destroy removes everything else that costs money.
+    assert {r.urn for r in up.registrations if r.retain_on_delete} == {bucket.urn, *(c.urn for c in children)}
+
+
+def test_bucket_is_deleted_with_its_objects_only_when_asked():
+    result = run_main(config_with({"trainstack:deleteBucketOnDestroy": True}))
+
+    bucket = result.one(BUCKET)
+    assert bucket.retain_on_delete is False
+    assert bucket.inputs["forceDestroy"] is True
+    assert not any(r.retain_on_delete for r in result.registrations)
+
+
+def test_registry_scans_on_push_encrypts_and_goes_with_destroy(up):
+    repository = up.one(REPOSITORY)
+    assert repository.inputs["imageScanningConfiguration"] == {"scanOnPush": True}
+    assert repository.inputs["encryptionConfigurations"] == [{"encryptionType": "AES256"}]
+    assert repository.inputs["forceDelete"] is True
+
+
+def test_image_is_pushed_to_the_registry_with_a_secret_token(up):
+    image = up.one(IMAGE)
+    repository_url = up.exports["registryUrl"]
+    assert image.inputs["push"] is True
+    assert image.inputs["tags"] == [f"{repository_url}:latest"]
+    (registry,) = image.inputs["registries"]
+    assert registry["address"] == repository_url.split("/")[0]
+    assert registry["password"] == ECR_PASSWORD and image.is_secret("registries[0].password")
+    assert ("aws:ecr/getAuthorizationToken:getAuthorizationToken", {"registryId": "123456789012"}) in up.invokes
+
+
+# --- the job ---------------------------------------------------------------------------------------------
+
+
+def test_job_gets_the_image_digest_the_claim_and_the_service_account_role(up):
+    release = up.one(RELEASE, "train")
+    values = release.inputs["values"]
+    assert values["image"] == {"repository": up.exports["registryUrl"], "digest": DIGEST, "tag": ""}
+    assert values["storage"]["pvc"] == up.one(PVC).inputs["metadata"]["name"]
+    assert values["serviceAccount"]["annotations"] == {
+        "eks.amazonaws.com/role-arn": role_arn(up, "trainstack-job-role")}
+    job = stack_file_config()["trainstack:job"]
+    assert values["job"]["nodes"] == {"min": job["nodesMin"], "max": job["nodesMax"]}
+    assert values["job"]["procsPerNode"] == job["procsPerNode"]
+    assert values["resources"]["gpusPerNode"] == job["gpusPerNode"]
+    assert values["train"] == {**job["train"], "data": "/mnt/cache"}
+    assert values["storage"]["cache"] == {"enabled": True, "sourceUri": "s3://trainstack-snapshots-0a1b2c3/data/"}
+
+
+def test_job_lands_on_gpu_nodes_only(up):
+    values = up.one(RELEASE, "train").inputs["values"]
+    gpu = up.one(NODE_GROUP, "trainstack-eks-gpu").inputs
+    assert values["nodeSelector"] == gpu["labels"]
+    (taint,) = gpu["taints"]
+    assert values["tolerations"] == [{"key": taint["key"], "operator": "Equal", "value": taint["value"],
+                                      "effect": "NoSchedule"}]
+
+
+def test_job_waits_for_the_claim_the_device_plugin_and_the_image(up):
+    release = up.one(RELEASE, "train")
+    plugin = up.one(RELEASE, "trainstack-nvidia-device-plugin")
+    assert {up.one(PVC).urn, plugin.urn, up.one(IMAGE).urn} <= set(release.dependencies)
+    assert up.one(DEVICE_PLUGIN).urn != plugin.urn
+    assert plugin.inputs["values"]["nodeSelector"] == GPU_NODE_LABELS
+
+
+# --- providers, secrets, outputs ---------------------------------------------------------------------------
+
+
+def test_every_kubernetes_object_uses_the_clusters_provider(up):
+    (provider,) = up.by_type(K8S_PROVIDER)
+    assert provider.inputs["kubeconfig"] == KUBECONFIG and provider.is_secret("kubeconfig")
+    assert provider.inputs["clusterIdentifier"] == "trainstack-aws"
+    kubernetes_objects = [r for r in up.registrations if r.type.startswith("kubernetes:")]
+    assert len(kubernetes_objects) == 4  # StorageClass, PVC, device plugin and job releases
+    assert {r.provider for r in kubernetes_objects} == {provider.urn}
+
+
+def test_every_aws_resource_uses_the_explicit_aws_provider(up):
+    (provider,) = up.by_type(AWS_PROVIDER)
+    assert provider.inputs["region"] == "us-west-2"
+    aws_resources = [r for r in up.registrations if r.type.startswith("aws:")]
+    assert {r.provider for r in aws_resources} == {provider.urn}
+    for component in up.by_type(EKS_CLUSTER) + up.by_type(NODE_GROUP):
+        assert component.providers["aws"] == provider.urn
+
+
+def test_no_resource_falls_back_to_a_default_provider(up):
+    custom = [r for r in up.registrations if r.custom and not r.type.startswith("pulumi:providers:")]
+    assert custom and [r.name for r in custom if r.provider is None] == []
+
+
+def test_no_load_balancer_anywhere(up):
+    assert "LoadBalancer" not in json.dumps([r.inputs for r in up.registrations])
+
+
+def test_outputs_name_the_cluster_registry_image_bucket_job_and_the_commands_to_follow_it(up):
+    exports = up.exports
+    assert exports["clusterName"] == "trainstack-aws"
+    assert exports["kubeconfig"] == KUBECONFIG and "kubeconfig" in up.secret_exports
+    assert exports["imageRef"] == f"{exports['registryUrl']}@{DIGEST}"
+    assert exports["bucketName"] == "trainstack-snapshots-0a1b2c3"
+    assert (exports["jobName"], exports["jobNamespace"]) == ("train", "default")
+    trainer = "app.kubernetes.io/instance=train,app.kubernetes.io/component=trainer"
+    assert exports["kubeconfigCommand"] == "aws eks update-kubeconfig --region us-west-2 --name trainstack-aws"
+    assert exports["statusCommand"] == (f"kubectl get job/train -n default -o wide && "
+                                        f"kubectl get pods -n default -l {trainer} -o wide")
+    assert exports["eventsCommand"] == ("kubectl describe job/train -n default && "
+                                        "kubectl get events -n default --sort-by=.lastTimestamp")
+    assert exports["logsCommand"] == (f"kubectl logs -f -n default -l {trainer} -c trainer --prefix "
+                                      "--max-log-requests=5")
+    assert exports["tensorboardCommand"].startswith("kubectl port-forward -n default svc/train-tensorboard 6006:6006")
+    assert exports["uploadDataCommand"] == "aws s3 sync data/prepared s3://trainstack-snapshots-0a1b2c3/data/"
+    assert "enableJobCommand" not in exports
+    assert ECR_PASSWORD not in json.dumps(exports)
+
+
+def test_every_component_child_is_parented_and_every_resource_under_the_stack_component(up):
+    (stack,) = up.by_type("trainstack:aws:AwsStack")
+    top = [r for r in up.registrations if r.parent == stack.parent]
+    assert top == [stack]  # one root: the AwsStack component
+    assert all(r.parent is not None for r in up.registrations)
