@@ -11,6 +11,8 @@ from typing import Any
 import helm_python as helm
 import yaml
 
+from infra.training_job import deep_merge  # noqa: F401 - re-exported for the chart tests (Helm merge semantics)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO_ROOT / "workloads" / "charts" / "training-job"
 VALUES_DIR = Path(__file__).parent / "values"
@@ -76,16 +78,6 @@ def pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def trainer(objects: list[dict[str, Any]]) -> dict[str, Any]:
     containers = one(objects, "Job")["spec"]["template"]["spec"]["containers"]
     return next(c for c in containers if c["name"] == "trainer")
-
-
-def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def parse_launch(container: dict[str, Any]) -> argparse.Namespace:
