@@ -11,7 +11,7 @@ import pulumi
 
 TRAINER_SELECTOR = "app.kubernetes.io/instance={job},app.kubernetes.io/component=trainer"
 TENSORBOARD_PORT = 6006  # the chart's tensorboard.port
-# Where docs/aws.md has `python -m training prepare --out` write the data set.
+# Where the README's AWS section has `python -m training prepare --out` write the data set.
 LOCAL_DATA_DIR = "data/prepared"
 
 
