@@ -122,3 +122,17 @@ def test_sample_from_checkpoint_and_export(data_dir, tmp_path):
     code, out, err = cli(["sample", str(run), "--prompt", "import", "--max-new-tokens", "5"])
     assert code == 0, err
     assert out.startswith("import")
+
+
+def test_bench_prints_one_json_line_with_the_measurements():
+    from tests.training.helpers import cli
+
+    code, out, err = cli(["bench", "--preset", "tiny", "--batch-size", "2", "--block-size", "16",
+                          "--vocab-size", "256", "--steps", "2", "--warmup", "1"])
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert len(lines) == 1
+    result = json.loads(lines[0])
+    assert result["tokens_per_s"] > 0 and result["step_ms"] > 0
+    assert result["device"].startswith("cpu") and result["mfu"] is None  # no peak FLOP/s for CPUs
+    assert result["tokens_per_s"] == pytest.approx(2 * 16 / (result["step_ms"] / 1000), rel=0.01)
