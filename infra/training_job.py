@@ -44,6 +44,8 @@ REPLACE_ON_CHANGES = (
     "values.job.nodes.max",
     "values.job.procsPerNode",
     "values.job.maxRestarts",
+    "values.job.launcher",
+    "values.job.joinTimeoutSeconds",
     "values.job.runId",
     "values.job.rdzvBackend",
     "values.job.rdzvPort",

@@ -112,6 +112,8 @@ CHANGES = [
     ("tolerations", {"tolerations": ({"key": "spot", "operator": "Exists"},)}, False),
     ("memory_limit", {"memory_limit": "64Gi"}, False),
     ("max_restarts", {"extra_values": {"job": {"maxRestarts": 7}}}, False),
+    ("launcher", {"extra_values": {"job": {"launcher": ["torchrun"]}}}, False),
+    ("join_timeout", {"extra_values": {"job": {"joinTimeoutSeconds": 600}}}, False),
     ("queue", {"queue_name": "research"}, None),
     (
         "irsa_role",

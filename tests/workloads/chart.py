@@ -84,5 +84,6 @@ def parse_launch(container: dict[str, Any]) -> argparse.Namespace:
     """The container's command parsed by torchrun's own argument parser (torch.distributed.run)."""
     from torch.distributed.run import get_args_parser  # imported late: torch is slow to import
 
-    assert container["command"] == ["torchrun"], container["command"]
+    # Our launcher takes exactly torchrun's flags (it is torchrun's own launcher underneath).
+    assert container["command"] in (["python", "-m", "training.launch"], ["torchrun"]), container["command"]
     return get_args_parser().parse_args(container["args"])

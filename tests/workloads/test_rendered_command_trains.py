@@ -14,7 +14,6 @@ import pytest
 
 from .chart import REPO_ROOT, deep_merge, load_values, render, trainer
 
-TORCHRUN = Path(sys.executable).with_name("torchrun")
 JOB_UID = "0b5e7c1a-2d44-4f0e-9c61-7a3f1e2b9d08"
 WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "nodes", "rendezvous", "and", "checkpoints", "land"]
 
@@ -59,13 +58,19 @@ def test_two_agents_run_the_rendered_command_to_completion(data_dir, tmp_path):
     args = [arg.replace("$(TRAINSTACK_JOB_UID)", JOB_UID) for arg in trainer(render(values))["args"]]
     args = [f"--rdzv-endpoint=127.0.0.1:{port}" if arg.startswith("--rdzv-endpoint=") else arg for arg in args]
 
-    agents = [subprocess.Popen([str(TORCHRUN), *args], cwd=REPO_ROOT, env=ENV, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(2)]
+    command = [sys.executable if part == "python" else part for part in trainer(render(values))["command"]]
+    assert command[1:] == ["-m", "training.launch"]
+    # Logs go to files, not pipes: an agent blocked on a full pipe would stall its peer's collectives.
+    log_files = [tmp_path / f"agent{i}.log" for i in range(2)]
+    agents = [subprocess.Popen([*command, *args], cwd=REPO_ROOT, env=ENV, stdout=log.open("w"),
+                               stderr=subprocess.STDOUT) for log in log_files]
     try:
-        logs = [agent.communicate(timeout=240)[0] for agent in agents]
+        for agent in agents:
+            agent.wait(timeout=240)
     finally:
         for agent in agents:
             agent.kill()
+    logs = [log.read_text() for log in log_files]
     assert [agent.returncode for agent in agents] == [0, 0], "\n".join(log[-2000:] for log in logs)
 
     assert "2 worker(s)" in "".join(logs)
@@ -76,6 +81,7 @@ def test_two_agents_run_the_rendered_command_to_completion(data_dir, tmp_path):
 
 
 def test_launcher_usage_errors_exit_2_which_the_job_treats_as_fatal():
-    # podFailurePolicy FailJob on exit code 2 relies on torchrun's own argument errors exiting 2.
-    result = run([str(TORCHRUN), "--nnodes=1:1", "--no-such-flag", "-m", "training", "train"])
+    # podFailurePolicy FailJob on exit code 2: the launcher's own argument errors exit 2 (and the
+    # trainer's bad-input exits pass through it, tests/training/test_launch.py).
+    result = run([sys.executable, "-m", "training.launch", "--nnodes=1:1", "--no-such-flag", "-m", "training", "train"])
     assert result.returncode == 2, result.stderr[-2000:]

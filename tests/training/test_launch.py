@@ -1,0 +1,53 @@
+"""`python -m training.launch`: torchrun whose exit code tells a Kubernetes Job what happened."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import pytest
+
+from tests.training.helpers import checkpoint_steps, spawn, wait_for
+from tests.training.test_elastic import train_args
+from training.launch import honour_shutdown_timeout
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def launch(*args: str) -> list[str]:
+    return [sys.executable, "-m", "training.launch", "--standalone", "--nproc-per-node=1", "--max-restarts=0", *args]
+
+
+def test_bad_input_exits_2_so_the_job_fails_fast(tmp_path):
+    proc = spawn(launch("-m", "training", "train", "--data", str(tmp_path / "missing"), "--out", str(tmp_path / "r")),
+                 tmp_path / "log")
+    assert proc.wait(timeout=120) == 2
+    assert "worker failed with exit code 2" in (tmp_path / "log").read_text()
+
+
+def test_a_finished_run_exits_0(data_dir, tmp_path):
+    proc = spawn(launch(*train_args(data_dir, tmp_path / "r", "--max-steps", "2", "--no-export")), tmp_path / "log")
+    assert proc.wait(timeout=120) == 0, (tmp_path / "log").read_text()[-2000:]
+
+
+def test_sigterm_checkpoints_and_exits_143(data_dir, tmp_path):
+    log = tmp_path / "log"
+    proc = spawn(launch(*train_args(data_dir, tmp_path / "r", "--max-steps", "100000", "--checkpoint-every",
+                                    "100000")), log)
+    wait_for(lambda: "step 3/" in log.read_text(), 120, "three finished steps")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=90) == 143, log.read_text()[-2000:]
+    assert "stop requested; checkpoint of step" in log.read_text()
+    assert checkpoint_steps(tmp_path / "r")
+
+
+def test_shutdown_timeout_extends_torchs_30_seconds(monkeypatch):
+    from torch.distributed.elastic.multiprocessing import api
+
+    seen = []
+    monkeypatch.setattr(api.PContext, "close", lambda self, death_sig=None, timeout=30: seen.append(timeout))
+    monkeypatch.setenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "270")
+    honour_shutdown_timeout()
+    api.PContext.close(object())           # torch < 2.12: the agent passes no timeout
+    api.PContext.close(object(), None, 600)  # a longer timeout given by torch itself wins
+    assert seen == [270, 600]

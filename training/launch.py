@@ -1,0 +1,62 @@
+"""`python -m training.launch`: torchrun, with what a Kubernetes Job needs from PID 1.
+
+Same flags as `torchrun` (it is torch's own launcher underneath). Three differences:
+- Exit codes pass through. torchrun exits 1 whatever its workers did, so a Job's podFailurePolicy
+  cannot tell bad input (the trainer exits 2: fail the Job now) from a preempted peer (75: restart
+  me) from plain bugs. Here the first failed worker's exit code is the launcher's, and a SIGTERM
+  that stops the launcher gives 128 + 15 = 143.
+- The grace period holds. After SIGTERM, torchrun gives its workers 30 s before SIGKILL; our
+  workers spend that time writing a checkpoint, which for GPT-2 XL on a network filesystem takes
+  longer. TORCH_ELASTIC_SHUTDOWN_TIMEOUT (set by the chart from terminationGracePeriodSeconds) is
+  honoured here also on torch releases that predate it.
+- TORCH_DISABLE_SHARE_RDZV_TCP_STORE defaults to 1: with the shared store, a node that joins a
+  running job waits forever in rendezvous (pytorch/pytorch#135712).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+SIGTERM_EXIT = 143
+
+
+def honour_shutdown_timeout() -> None:
+    """Give workers max(torch's timeout, TORCH_ELASTIC_SHUTDOWN_TIMEOUT) seconds between SIGTERM and SIGKILL."""
+    seconds = os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT")
+    if not seconds:
+        return
+    from torch.distributed.elastic.multiprocessing import api
+
+    original = api.PContext.close
+    if getattr(original, "honours_shutdown_timeout", False):
+        return
+
+    def close(self, death_sig=None, timeout: int = 30):
+        return original(self, death_sig, max(int(timeout), int(seconds)))
+
+    close.honours_shutdown_timeout = True
+    api.PContext.close = close
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
+
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    honour_shutdown_timeout()
+    try:
+        run(args)
+    except ChildFailedError as exc:
+        _, failure = exc.get_first_failure()
+        print(f"[trainstack] worker failed with exit code {failure.exitcode}", file=sys.stderr, flush=True)
+        return failure.exitcode if failure.exitcode > 0 else 1
+    except SignalException as exc:
+        return 128 + int(exc.sigval)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
