@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from training.log import warn
 CHECKPOINTS = "checkpoints"
 MANIFEST = "manifest.json"
 PREFIX = "step_"
+TMP_PREFIX = ".tmp-"
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,28 @@ class Checkpoint:
     step: int
 
     def load(self) -> dict:
-        """model, optimizer and trainer state (step, RNG states, config), on the CPU."""
-        return {name: torch.load(self.path / f"{name}.pt", map_location="cpu", weights_only=False)
+        """model, optimizer and trainer state (step, RNG states, config), on the CPU.
+
+        weights_only: tensors and plain containers only, so a file planted on the shared volume
+        cannot run code in every trainer that resumes from it.
+        """
+        return {name: torch.load(self.path / f"{name}.pt", map_location="cpu", weights_only=True)
                 for name in ("model", "optimizer", "trainer")}
+
+
+class _HashingWriter:
+    """A write-only file wrapper that hashes what passes through (no second read of the file)."""
+
+    def __init__(self, file):
+        self.file = file
+        self.digest = hashlib.sha256()
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        return self.file.write(data)
+
+    def flush(self) -> None:
+        self.file.flush()
 
 
 def _sha256(path: Path) -> str:
@@ -65,16 +86,18 @@ def save(run_dir: Path, step: int, states: dict[str, object], keep: int) -> Path
         return final  # this exact step is already safely on disk (e.g. SIGTERM right after a save)
     parent = final.parent
     parent.mkdir(parents=True, exist_ok=True)
-    tmp = parent / f".tmp-{final.name}-{uuid.uuid4().hex[:8]}"
+    _remove_abandoned_writes(parent)
+    tmp = parent / f"{TMP_PREFIX}{final.name}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     manifest = {"step": step, "files": {}}
     for name, state in states.items():
         file = tmp / f"{name}.pt"
         with open(file, "wb") as f:
-            torch.save(state, f)
+            writer = _HashingWriter(f)
+            torch.save(state, writer)
             f.flush()
             os.fsync(f.fileno())
-        manifest["files"][file.name] = {"bytes": file.stat().st_size, "sha256": _sha256(file)}
+        manifest["files"][file.name] = {"bytes": file.stat().st_size, "sha256": writer.digest.hexdigest()}
     with open(tmp / MANIFEST, "w") as f:
         json.dump(manifest, f, indent=1)
         f.flush()
@@ -85,7 +108,7 @@ def save(run_dir: Path, step: int, states: dict[str, object], keep: int) -> Path
         final.rename(parent / f"{final.name}.damaged-{uuid.uuid4().hex[:8]}")
     os.rename(tmp, final)
     _fsync_dir(parent)
-    _prune(parent, keep)
+    _prune(run_dir, keep, newest=step)
     return final
 
 
@@ -133,7 +156,30 @@ def latest_valid(run_dir: Path, announce: bool = True) -> Checkpoint | None:
     return None
 
 
-def _prune(root: Path, keep: int) -> None:
-    complete = [c for c in _listed(root.parent) if (c.path / MANIFEST).is_file()]
+def wait_for_step(run_dir: Path, step: int, timeout_s: float = 120.0) -> Checkpoint:
+    """The checkpoint another rank chose; NFS may take a while to show a freshly renamed directory."""
+    path = _step_dir(run_dir, step)
+    deadline = time.monotonic() + timeout_s
+    while not (path / MANIFEST).is_file():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"rank 0 resumes from {path}, which this node cannot see after {timeout_s:.0f}s; "
+                               "is RUN_DIR on storage shared by all nodes?")
+        time.sleep(1.0)
+    return Checkpoint(path=path, step=step)
+
+
+def _prune(run_dir: Path, keep: int, newest: int) -> None:
+    """Keep the `keep` newest complete checkpoints up to `newest` (the one just written).
+
+    Checkpoints of later steps exist only when they were found damaged and training fell back to
+    an earlier one: they neither count towards `keep` (they cannot be resumed from) nor are removed.
+    """
+    complete = [c for c in _listed(run_dir) if c.step <= newest and (c.path / MANIFEST).is_file()]
     for old in complete[keep:]:
         shutil.rmtree(old.path, ignore_errors=True)
+
+
+def _remove_abandoned_writes(root: Path) -> None:
+    """Temporary directories of writers that died mid-save (only rank 0 of one job ever writes here)."""
+    for entry in root.glob(f"{TMP_PREFIX}*"):
+        shutil.rmtree(entry, ignore_errors=True)

@@ -89,7 +89,9 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--checkpoint-every", type=_positive_int, default=200)
     run.add_argument("--keep-checkpoints", type=_positive_int, default=3, help="how many checkpoints to keep")
     run.add_argument("--eval-every", type=_positive_int, default=200)
-    run.add_argument("--eval-batches", type=_positive_int, default=20)
+    run.add_argument("--eval-samples", type=_positive_int, default=256,
+                     help="validation windows per evaluation: a fixed set, so losses compare across "
+                          "batch sizes and worker counts")
     run.add_argument("--log-every", type=_positive_int, default=10)
     run.add_argument("--seed", type=int, default=1337)
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")

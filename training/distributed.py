@@ -82,6 +82,15 @@ def gather_objects(obj, info: DistInfo) -> list:
     return out
 
 
+def broadcast_object(obj, info: DistInfo):
+    """Rank 0's `obj` on every rank."""
+    if not info.is_distributed:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 def barrier(info: DistInfo) -> None:
     if info.is_distributed:
         dist.barrier()

@@ -87,7 +87,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
     model.to(device)
     optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2), device)
     start_step = 0
-    latest = checkpoint.latest_valid(run_dir, announce=dist_info.is_main)
+    latest = _agree_on_checkpoint(run_dir, dist_info)
     if latest is not None:
         states = latest.load()
         model.load_state_dict(states["model"])
@@ -110,7 +110,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
     schedule = Schedule(lr=args.lr, min_lr=args.min_lr if args.min_lr is not None else args.lr / 10,
                         warmup_steps=args.warmup_steps if args.warmup_steps is not None else max(1, args.max_steps // 50),
                         max_steps=args.max_steps)
-    order = SampleOrder(len(train_windows), args.seed)
+    order = SampleOrder(len(train_windows), run_config.seed)  # the run's data order, whatever --seed says now
     tokens_per_step = global_batch * block_size
     flops_token = metrics.flops_per_token(metrics.count_params(model), config.n_layer, config.n_embd, block_size)
     peak = metrics.peak_flops(device)
@@ -173,7 +173,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
                 window_start, window_steps = time.perf_counter(), 0
 
             if len(val_windows) and (step % args.eval_every == 0 or step == args.max_steps):
-                val_loss = _evaluate(eval_stepper, val_windows, args.eval_batches, args.batch_size, dist_info)
+                val_loss = _evaluate(eval_stepper, val_windows, args.eval_samples, args.batch_size, dist_info)
                 if dist_info.is_main:
                     writer.add_scalar("val/loss", val_loss, step)
                     writer.add_scalar("val/perplexity", float(np.exp(min(val_loss, 50.0))), step)
@@ -234,10 +234,10 @@ def _first_step_guard(stepper: Stepper, batches, first: bool, args, block_size: 
 
 
 @torch.no_grad()
-def _evaluate(stepper: Stepper, windows: TokenWindows, n_batches: int, batch_size: int, dist_info: DistInfo) -> float:
-    """Mean loss over a fixed set of validation windows, shared out across ranks."""
+def _evaluate(stepper: Stepper, windows: TokenWindows, samples: int, batch_size: int, dist_info: DistInfo) -> float:
+    """Mean loss over a fixed set of validation windows (the first `samples`), shared out across ranks."""
     stepper.model.eval()
-    n = min(len(windows), n_batches * batch_size)
+    n = min(len(windows), samples)
     mine = list(range(dist_info.rank, n, dist_info.world_size))
     total = 0.0
     for mb in micro_batches(mine, batch_size):
@@ -248,8 +248,24 @@ def _evaluate(stepper: Stepper, windows: TokenWindows, n_batches: int, batch_siz
     return loss_sum / max(count, 1.0)
 
 
+def _agree_on_checkpoint(run_dir: Path, dist_info: DistInfo) -> checkpoint.Checkpoint | None:
+    """Rank 0 picks the newest intact checkpoint and every rank resumes from that one.
+
+    Each rank choosing for itself could split the job: on NFS (EFS, Filestore) a directory renamed
+    a moment ago on one node may not be listed yet on another.
+    """
+    chosen = checkpoint.latest_valid(run_dir) if dist_info.is_main else None
+    step = distributed.broadcast_object(chosen.step if chosen else None, dist_info)
+    if step is None or dist_info.is_main:
+        return chosen
+    return checkpoint.wait_for_step(run_dir, step)
+
+
 def _rng_state(device: torch.device) -> dict:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    # Plain lists and tensors only: checkpoints load with torch.load(weights_only=True).
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"python": random.getstate(), "numpy": (kind, keys.tolist(), pos, has_gauss, cached),
+             "torch": torch.get_rng_state()}
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
     return state
@@ -260,7 +276,8 @@ def _restore_rng(states: list[dict], dist_info: DistInfo, seed: int, step: int) 
     if len(states) == dist_info.world_size:
         state = states[dist_info.rank]
         random.setstate(state["python"])
-        np.random.set_state(state["numpy"])
+        kind, keys, pos, has_gauss, cached = state["numpy"]
+        np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
         torch.set_rng_state(state["torch"])
         if "cuda" in state and dist_info.device.type == "cuda":
             torch.cuda.set_rng_state(state["cuda"], dist_info.device)

@@ -70,6 +70,7 @@ def test_crash_during_checkpoint_write_leaves_the_previous_one_loadable(data_dir
     code, out, err = train(data_dir, run, "--max-steps", "6", "--checkpoint-every", "6", "--no-export")
     assert code == 0, err
     assert "resumed from" in out and "step 4" in out
+    assert not list((run / "checkpoints").glob(".tmp-*")), "the next save clears the dead writer's leftovers"
 
 
 def test_an_exception_while_writing_leaves_no_checkpoint_and_keeps_the_old(tmp_path):
@@ -83,6 +84,17 @@ def test_an_exception_while_writing_leaves_no_checkpoint_and_keeps_the_old(tmp_p
         checkpoint.save(tmp_path, 2, {**good, "trainer": Unpicklable()}, keep=3)
     assert checkpoint.latest_valid(tmp_path).step == 1
     assert checkpoint_steps(tmp_path) == [1]
+
+
+def test_retention_never_counts_damaged_newer_checkpoints(tmp_path):
+    state = {"model": {"w": torch.ones(2)}, "optimizer": {}, "trainer": {"step": 0}}
+    for step in (2, 4, 6):
+        checkpoint.save(tmp_path, step, state, keep=3)
+    (tmp_path / "checkpoints" / "step_00000006" / "model.pt").write_bytes(b"garbage")
+    assert checkpoint.latest_valid(tmp_path).step == 4
+    checkpoint.save(tmp_path, 5, state, keep=1)  # training went on from step 4
+    assert checkpoint_steps(tmp_path) == [5, 6]
+    assert checkpoint.latest_valid(tmp_path).step == 5
 
 
 def test_a_damaged_newest_checkpoint_is_skipped_with_a_warning_and_kept(data_dir, tmp_path, capsys):

@@ -50,7 +50,7 @@ def test_two_agents_run_the_rendered_command_to_completion(data_dir, tmp_path):
         "storage": {"pvc": "shared-runs"},
         "train": {"data": str(data_dir), "out": str(run_dir), "preset": "tiny", "maxSteps": 4,
                   "batchSize": 2, "checkpointEvery": 2,
-                  "extraArgs": ["--block-size", "32", "--eval-every", "2", "--eval-batches", "1",
+                  "extraArgs": ["--block-size", "32", "--eval-every", "2", "--eval-samples", "2",
                                 "--device", "cpu", "--compile", "off", "--no-progress"]},
     })
     port = free_port()
