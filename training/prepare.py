@@ -119,8 +119,32 @@ def peek_columns(path: Path, fmt: str) -> list[str] | None:
         return None
 
 
-def load_corpus(text_files: list[Path], structured: dict[str, list[Path]], args, cache_dir: Path):
-    """One `datasets.Dataset` with a single `text` column: one row per text file or structured record."""
+CHUNK_CHARS = 1 << 20  # text files are read in ~1 MB pieces cut at line ends
+
+
+def text_file_pieces(files: list[str], encoding: str, stamp: str):
+    """Rows of (text, end): each file in newline-aligned pieces, `end` on its last piece.
+
+    Pieces keep memory flat for multi-GB files and give the tokenizer processes work to share even
+    for a single file; `end` marks where the end-of-text token goes. `stamp` (sizes and mtimes of
+    the inputs) is unused here: it is part of the datasets cache key, so changed files are re-read.
+    """
+    for name in files:
+        with open(name, encoding=encoding) as f:
+            pending = ""
+            while block := f.read(CHUNK_CHARS):
+                pending += block
+                cut = pending.rfind("\n") + 1
+                if cut == 0 and len(pending) < 4 * CHUNK_CHARS:
+                    continue  # no line end yet: read on (a file of one huge line is cut anyway)
+                cut = cut or len(pending)
+                yield {"text": pending[:cut], "end": False}
+                pending = pending[cut:]
+            yield {"text": pending, "end": True}
+
+
+def load_corpus(text_files: list[Path], structured: dict[str, list[Path]], args, cache_dir: Path, stamp: str):
+    """One `datasets.Dataset` with columns `text` and `end` (the row ends a document)."""
     import datasets
 
     for fmt, files in structured.items():
@@ -131,8 +155,10 @@ def load_corpus(text_files: list[Path], structured: dict[str, list[Path]], args,
                                 "pass --text-column")
     parts = []
     if text_files:
-        parts.append(datasets.load_dataset("text", data_files=[str(p) for p in text_files], sample_by="document",
-                                           encoding=args.encoding, split="train", cache_dir=str(cache_dir)))
+        parts.append(datasets.Dataset.from_generator(
+            text_file_pieces, cache_dir=str(cache_dir),
+            gen_kwargs={"files": [str(p) for p in text_files], "encoding": args.encoding, "stamp": stamp},
+            features=datasets.Features({"text": datasets.Value("string"), "end": datasets.Value("bool")})))
     for fmt, files in structured.items():
         try:
             ds = datasets.load_dataset(fmt, data_files=[str(p) for p in files], split="train", cache_dir=str(cache_dir))
@@ -145,9 +171,10 @@ def load_corpus(text_files: list[Path], structured: dict[str, list[Path]], args,
         ds = ds.select_columns([args.text_column])
         if args.text_column != "text":
             ds = ds.rename_column(args.text_column, "text")
-        parts.append(ds.cast_column("text", datasets.Value("string")))
-    corpus = datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
-    return corpus.filter(lambda t: t is not None and t.strip() != "", input_columns="text", desc="dropping empty rows")
+        ds = ds.cast_column("text", datasets.Value("string")).filter(
+            lambda t: t is not None and t.strip() != "", input_columns="text", desc="dropping empty rows")
+        parts.append(ds.add_column("end", [True] * len(ds)))
+    return datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
 
 
 # ---------------------------------------------------------------- shards
@@ -215,7 +242,7 @@ def _existing_meta(out: Path) -> dict | None:
         raise UserError(f"--out {out} is a file; pick a directory for the prepared data")
     meta_path = out / META_FILE
     if not meta_path.is_file():
-        if any(p for p in out.iterdir() if p.name != ".cache"):
+        if any(p for p in out.iterdir() if not _ours(p)):
             raise UserError(f"--out {out} already holds other files and no {META_FILE}; refusing to write into "
                             "it; pick an empty or new directory")
         return None
@@ -223,6 +250,11 @@ def _existing_meta(out: Path) -> dict | None:
         return json.loads(meta_path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{meta_path} is unreadable ({exc}); pick a new --out") from exc
+
+
+def _ours(path: Path) -> bool:
+    """What `prepare` itself leaves in DATA_DIR, also when it was killed half-way."""
+    return path.name in (".cache", f".{META_FILE}.tmp") or path.name.startswith("gen-")
 
 
 def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
@@ -261,12 +293,15 @@ def prepare(args: argparse.Namespace) -> Path:
         info(f"{out} is up to date ({previous['splits']['train']['tokens']:,} train tokens); nothing to do")
         return out
 
+    import datasets
+
     out.mkdir(parents=True, exist_ok=True)
-    corpus = load_corpus(text_files, structured, args, out / ".cache")
-    if len(corpus) == 0:
+    corpus = load_corpus(text_files, structured, args, out / ".cache", fingerprint)
+    documents = int(sum(corpus["end"]))
+    if documents == 0:
         raise UserError(f"the corpus in {' '.join(args.data)} is empty (no non-blank text); add text")
     if trained_vocab:
-        info(f"training a byte-level BPE tokenizer with {trained_vocab} tokens on {len(corpus)} documents")
+        info(f"training a byte-level BPE tokenizer with {trained_vocab} tokens on {documents} documents")
         tokenizer = tok.train((row["text"] for row in corpus), trained_vocab)
     else:
         tokenizer = loaded
@@ -278,10 +313,13 @@ def prepare(args: argparse.Namespace) -> Path:
 
     def encode(batch):
         ids = tokenizer(batch["text"], add_special_tokens=False, verbose=False)["input_ids"]
-        return {"ids": [x + [eos] for x in ids], "n": [len(x) + 1 for x in ids]}
+        ids = [x + [eos] if end else x for x, end in zip(ids, batch["end"], strict=True)]
+        return {"ids": ids, "n": [len(x) for x in ids]}
 
+    # uint32 ids in the cache: half the disk of datasets' default int64 lists
+    features = datasets.Features({"ids": datasets.Sequence(datasets.Value("uint32")), "n": datasets.Value("int64")})
     tokenized = corpus.map(encode, batched=True, batch_size=64, num_proc=num_proc if num_proc > 1 else None,
-                           remove_columns=["text"], desc="tokenizing")
+                           remove_columns=["text", "end"], features=features, desc="tokenizing")
     total = int(sum(tokenized["n"]))
 
     generation = out / f"gen-{uuid.uuid4().hex[:10]}"
@@ -300,18 +338,17 @@ def prepare(args: argparse.Namespace) -> Path:
                       "dir": f"{generation.name}/tokenizer", "vocab_size": len(tokenizer), "eos_token_id": eos,
                       "fingerprint": tok.fingerprint(tokenizer)},
         "splits": splits,
-        "documents": len(corpus),
+        "documents": documents,
         "sources": [str(p) for p in text_files] + [str(p) for files in structured.values() for p in files],
     }
     tmp = out / f".{META_FILE}.tmp"
     tmp.write_text(json.dumps(meta, indent=1))
     os.replace(tmp, out / META_FILE)  # the commit point
-    if previous is not None:
-        old = out / previous["tokenizer"]["dir"].split("/")[0]
-        if old.name.startswith("gen-") and old != generation:
-            shutil.rmtree(old, ignore_errors=True)
+    for stale in out.glob("gen-*"):  # the previous generation, and any a killed run left behind
+        if stale != generation:
+            shutil.rmtree(stale, ignore_errors=True)
     info(f"wrote {splits['train']['tokens']:,} train and {splits['val']['tokens']:,} validation tokens "
-         f"({dtype.name}, vocabulary {len(tokenizer)}) from {len(corpus)} documents to {out}")
+         f"({dtype.name}, vocabulary {len(tokenizer)}) from {documents} documents to {out}")
     return out
 
 

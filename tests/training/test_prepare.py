@@ -81,9 +81,12 @@ def test_rerun_on_the_same_input_reuses_finished_work(tmp_path):
     assert (tmp_path / "data" / "meta.json").read_text() == meta_before
 
     # Changed input: a new generation replaces the old one atomically; the old folder is gone.
+    tokens_before = json.loads(meta_before)["splits"]["train"]["tokens"] + json.loads(meta_before)["splits"]["val"]["tokens"]
     (tmp_path / "a.txt").write_text("".join(TEXTS) + "A new paragraph about something else entirely.\n")
     code, out, _ = prepare(*args)
     assert code == 0 and "up to date" not in out
+    meta_after = json.loads((tmp_path / "data" / "meta.json").read_text())
+    assert meta_after["splits"]["train"]["tokens"] + meta_after["splits"]["val"]["tokens"] > tokens_before
     generations = sorted(p.name for p in (tmp_path / "data").glob("gen-*"))
     assert len(generations) == 1 and generations[0] in (tmp_path / "data" / "meta.json").read_text()
 
@@ -124,3 +127,35 @@ def test_windows_cover_the_split_without_overlap(data_dir):
     assert len(windows) == (meta.split_tokens("train") - 1) // 32
     x, y = windows.batch([0, 1])
     assert x.shape == (2, 32) and (x[0, 1:] == y[0, :-1]).all() and (y[0, -1] == x[1, 0])
+
+
+def test_a_killed_run_does_not_block_the_next_one(tmp_path):
+    (tmp_path / "a.txt").write_text("".join(TEXTS))
+    out = tmp_path / "data"
+    (out / "gen-deadbeef00").mkdir(parents=True)  # what a SIGKILLed prepare leaves behind
+    (out / "gen-deadbeef00" / "train_0000.bin").write_bytes(b"\0" * 10)
+    (out / ".meta.json.tmp").write_text("{")
+    code, _, err = prepare("--data", str(tmp_path / "a.txt"), "--out", str(out), "--tokenizer", "train:300")
+    assert code == 0, err
+    assert not (out / "gen-deadbeef00").exists()
+    assert len(list(out.glob("gen-*"))) == 1
+
+
+def test_a_big_file_is_read_in_pieces_with_one_end_of_text(tmp_path, monkeypatch, gpt2_style_tokenizer):
+    import training.prepare
+
+    monkeypatch.setattr(training.prepare, "CHUNK_CHARS", 2000)  # so a small file spans many pieces
+    text = "".join(f"line {i}: {TEXTS[i % len(TEXTS)]}\n" for i in range(300))
+    (tmp_path / "big.txt").write_text(text)
+    code, _, err = prepare("--data", str(tmp_path / "big.txt"), "--out", str(tmp_path / "data"),
+                           "--tokenizer", str(gpt2_style_tokenizer))
+    assert code == 0, err
+    meta = load_meta(tmp_path / "data")
+    assert meta.raw["documents"] == 1
+    from transformers import GPT2TokenizerFast
+
+    tok = GPT2TokenizerFast.from_pretrained(gpt2_style_tokenizer)
+    tokens = np.concatenate([read_tokens(meta, "train"), read_tokens(meta, "val")])
+    assert int((tokens == tok.eos_token_id).sum()) == 1
+    # Cutting at line ends changes nothing for a byte-level BPE that never merges across newlines.
+    assert len(tokens) == len(tok(text)["input_ids"]) + 1
