@@ -22,8 +22,11 @@ def job_commands(*, region: str, cluster_name: str, aws_profile: str | None, nam
     selector = TRAINER_SELECTOR.format(job=job_name)
     commands: dict[str, pulumi.Input[str]] = {
         "kubeconfigCommand": f"aws eks update-kubeconfig --region {region} --name {cluster_name}{profile}",
+        # The shards, tokenizer and meta.json only: not prepare's datasets cache (several times the
+        # shards' size), and --delete drops superseded generations so pods never download them.
         "uploadDataCommand": pulumi.Output.concat(
-            f"aws s3 sync {LOCAL_DATA_DIR} s3://", bucket_name, f"/{data_prefix}/{profile}"),
+            f"aws s3 sync --delete --exclude '.cache/*' --exclude '.meta.json.tmp' {LOCAL_DATA_DIR} s3://",
+            bucket_name, f"/{data_prefix}/{profile}"),
         "statusCommand": f"kubectl get job/{job_name} -n {namespace} -o wide && "
                          f"kubectl get pods -n {namespace} -l {selector} -o wide",
         "eventsCommand": f"kubectl describe job/{job_name} -n {namespace} && "

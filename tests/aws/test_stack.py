@@ -499,7 +499,8 @@ def test_outputs_name_the_cluster_registry_image_bucket_job_and_the_commands_to_
     assert exports["logsCommand"] == (f"kubectl logs -f -n default -l {trainer} -c trainer --prefix "
                                       "--max-log-requests=5")
     assert exports["tensorboardCommand"].startswith("kubectl port-forward -n default svc/train-tensorboard 6006:6006")
-    assert exports["uploadDataCommand"] == "aws s3 sync data/prepared s3://trainstack-snapshots-0a1b2c3/data/"
+    assert exports["uploadDataCommand"] == ("aws s3 sync --delete --exclude '.cache/*' --exclude '.meta.json.tmp' "
+                                            "data/prepared s3://trainstack-snapshots-0a1b2c3/data/")
     assert "enableJobCommand" not in exports
     assert ECR_PASSWORD not in json.dumps(exports)
 
