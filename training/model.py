@@ -78,3 +78,22 @@ def shape_of(config) -> dict:
     """The parts of a model configuration that a checkpoint's weights depend on."""
     return {"n_layer": config.n_layer, "n_embd": config.n_embd, "n_head": config.n_head,
             "block_size": config.n_positions, "vocab_size": config.vocab_size}
+
+
+MODEL_CONFIG = "model_config.json"  # in RUN_DIR: the architecture, for resuming without the source model
+
+
+def save_model_config(config, path) -> None:
+    import os
+
+    tmp = path.with_suffix(".tmp")
+    config.to_json_file(tmp)
+    os.replace(tmp, path)
+
+
+def load_model_config(path):
+    from transformers import GPT2Config
+
+    config = GPT2Config.from_json_file(path)
+    config.use_cache = False
+    return config

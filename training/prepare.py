@@ -326,6 +326,8 @@ def prepare(args: argparse.Namespace) -> Path:
     generation.mkdir()
     try:
         tokenizer.save_pretrained(generation / "tokenizer")
+        # Identity of the tokenizer as saved (what train and exports load), not of the in-memory object.
+        saved_identity = tok.fingerprint(tok.load(str(generation / "tokenizer")))
         splits = _write_shards(tokenized, total, generation, dtype, args)
     except BaseException:
         shutil.rmtree(generation, ignore_errors=True)  # only our own half-written generation
@@ -336,7 +338,7 @@ def prepare(args: argparse.Namespace) -> Path:
         "dtype": dtype.name,
         "tokenizer": {"spec": args.tokenizer, "spec_identity": identity, "trained": bool(trained_vocab),
                       "dir": f"{generation.name}/tokenizer", "vocab_size": len(tokenizer), "eos_token_id": eos,
-                      "fingerprint": tok.fingerprint(tokenizer)},
+                      "fingerprint": saved_identity},
         "splits": splits,
         "documents": documents,
         "sources": [str(p) for p in text_files] + [str(p) for files in structured.values() for p in files],

@@ -58,6 +58,9 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
     if existing.tokenizer_fingerprint != wanted.tokenizer_fingerprint:
         raise UserError(f"{run_dir} was trained on data from a different tokenizer than --data uses; prepare the "
                         "data with the run's tokenizer (RUN_DIR/tokenizer) or use a new --out")
+    if existing.init_from != wanted.init_from:
+        raise UserError(f"{run_dir} fine-tunes --init-from '{existing.init_from}', not '{wanted.init_from}'; "
+                        "use the same --init-from or a new --out")
     if explicit_global_batch is not None and explicit_global_batch != existing.global_batch_size:
         raise UserError(f"{run_dir} runs with --global-batch-size {existing.global_batch_size}; changing it "
                         "mid-run changes the data order; drop the flag or use a new --out")

@@ -26,7 +26,16 @@ from training.errors import UserError
 from training.export import export_model
 from training.log import info as log_info
 from training.log import warn
-from training.model import config_for, create_model, load_pretrained, resolve_shape, shape_of
+from training.model import (
+    MODEL_CONFIG,
+    config_for,
+    create_model,
+    load_model_config,
+    load_pretrained,
+    resolve_shape,
+    save_model_config,
+    shape_of,
+)
 from training.optim import Schedule, make_optimizer, set_lr
 from training.preemption import PreemptionWatcher
 from training.run_config import RunConfig, check_tokenizer_matches_model, load_or_create_run_config
@@ -50,7 +59,14 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
 
     # ---- model configuration and the run's fixed settings (validated before anything is written)
     torch.manual_seed(args.seed)  # identical initial weights on every rank
-    if args.init_from:
+    latest = _agree_on_checkpoint(run_dir, dist_info)
+    saved_config = run_dir / MODEL_CONFIG
+    if args.init_from and latest is not None and saved_config.is_file():
+        # Resuming a fine-tune: the checkpoint has the weights and RUN_DIR the architecture, so a
+        # restarted pod does not fetch the pretrained model again.
+        config = load_model_config(saved_config)
+        model = None
+    elif args.init_from:
         model = load_pretrained(args.init_from)
         check_tokenizer_matches_model(data, model.config, args.init_from)
         config = model.config
@@ -71,6 +87,8 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
                                            write=dist_info.is_main)
     global_batch = run_config.global_batch_size
     _check_global_batch(global_batch, dist_info)
+    if dist_info.is_main and not saved_config.is_file():
+        save_model_config(config, saved_config)
 
     train_windows = TokenWindows(data.shards("train"), data.dtype, block_size)
     if len(train_windows) == 0:
@@ -87,7 +105,6 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
     model.to(device)
     optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2), device)
     start_step = 0
-    latest = _agree_on_checkpoint(run_dir, dist_info)
     if latest is not None:
         states = latest.load()
         model.load_state_dict(states["model"])

@@ -148,3 +148,18 @@ def test_bench_prints_one_json_line_with_the_measurements():
     assert result["tokens_per_s"] > 0 and result["step_ms"] > 0
     assert result["device"].startswith("cpu") and result["mfu"] is None  # no peak FLOP/s for CPUs
     assert result["tokens_per_s"] == pytest.approx(2 * 16 / (result["step_ms"] / 1000), rel=0.01)
+
+
+def test_fine_tune_resumes_without_fetching_the_pretrained_model_again(data_dir, tmp_path):
+    pretrained = tmp_path / "pretrained"
+    assert train(data_dir, tmp_path / "base", "--max-steps", "2")[0] == 0
+    (tmp_path / "base" / "export").rename(pretrained)
+    code, out, err = train(data_dir, tmp_path / "ft", "--init-from", str(pretrained), "--max-steps", "2",
+                           "--checkpoint-every", "2", "--no-export")
+    assert code == 0, err
+    pretrained.rename(tmp_path / "gone")  # a restarted pod may not reach the hub: it must not need to
+    code, out, err = train(data_dir, tmp_path / "ft", "--init-from", str(pretrained), "--max-steps", "4",
+                           "--no-export")
+    assert code == 0, err
+    assert "resumed from" in out and "step 2" in out
+    assert checkpoint_steps(tmp_path / "ft")[-1] == 4
