@@ -55,6 +55,18 @@ def test_two_workers_to_one_resume_matches_the_two_worker_run(data_dir, tmp_path
     assert checkpoint_steps(shrunk)[-1] == 14
 
 
+def test_uneven_shares_of_the_global_batch_give_the_single_process_losses(data_dir, tmp_path):
+    """Global batch 5 over 2 workers (3 + 2 samples, micro-batches of 2): the same steps as 1 process."""
+    uneven = ["--batch-size", "2", "--global-batch-size", "5", "--max-steps", "4", "--no-export"]
+    code, _, err = train(data_dir, tmp_path / "one", *uneven)
+    assert code == 0, err
+    run_to_end(standalone(2) + train_args(data_dir, tmp_path / "two") + uneven, tmp_path / "two.log")
+    one, two = losses(tmp_path / "one"), losses(tmp_path / "two")
+    assert sorted(two) == [1, 2, 3, 4]
+    for step in range(1, 5):
+        assert two[step] == pytest.approx(one[step], rel=1e-4), step
+
+
 def test_global_batch_smaller_than_the_workers_is_refused(data_dir, tmp_path):
     log = tmp_path / "log"
     proc = spawn(standalone(2) + train_args(data_dir, tmp_path / "run", "--global-batch-size", "1"), log)
