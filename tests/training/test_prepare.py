@@ -18,7 +18,8 @@ def prepare(*args: str) -> tuple[int, str, str]:
 
 
 def read_tokens(meta, split: str) -> np.ndarray:
-    return np.concatenate([np.fromfile(path, dtype=meta.dtype) for path, _ in meta.shards(split)])
+    return np.concatenate([np.fromfile(path, dtype=meta.dtype) for path, _ in meta.shards(split)]
+                          or [np.zeros(0, dtype=meta.dtype)])
 
 
 @pytest.fixture(scope="module")
