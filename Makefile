@@ -38,6 +38,8 @@ test: setup lint
 
 bench: $(STAMP)
 	$(PY) bench/cpu_vs_hf_trainer.py
+	$(PY) bench/recovery.py
+	$(PY) bench/checkpoint_share.py
 
 clean:
 	rm -rf .demo .pytest_cache .ruff_cache

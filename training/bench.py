@@ -32,7 +32,7 @@ def bench(args: argparse.Namespace) -> dict:
     config = config_for(shape, args.vocab_size, dropout=0.0, eos_token_id=0)
     torch.manual_seed(0)
     model = create_model(config).to(device)
-    optimizer = make_optimizer(model, 6e-4, 0.1, (0.9, 0.95), device)
+    optimizer = make_optimizer(model, 6e-4, 0.1, (0.9, 0.95))
     use_compile = args.compile == "on" or (args.compile == "auto" and device.type == "cuda")
     step_model = torch.compile(model) if use_compile else model
     stepper = Stepper(step_model, optimizer, device, precision, grad_clip=1.0, world_size=1,

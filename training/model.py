@@ -51,6 +51,8 @@ def config_for(shape: ModelShape, vocab_size: int, dropout: float, eos_token_id:
         vocab_size=padded_vocab(vocab_size), n_positions=shape.block_size, n_embd=shape.n_embd,
         n_layer=shape.n_layer, n_head=shape.n_head, resid_pdrop=dropout, embd_pdrop=dropout,
         attn_pdrop=dropout, bos_token_id=eos_token_id, eos_token_id=eos_token_id, use_cache=False,
+        # GPT-2's own tanh-approximated GELU, computed by one fused kernel instead of several ops
+        activation_function="gelu_pytorch_tanh",
     )
 
 

@@ -25,15 +25,14 @@ class Schedule:
         return self.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (self.lr - self.min_lr)
 
 
-def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas: tuple[float, float],
-                   device: torch.device) -> torch.optim.AdamW:
+def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas: tuple[float, float]) -> torch.optim.AdamW:
     # Matrices (linear and embedding weights) decay; biases and LayerNorm gains do not.
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    fused = device.type == "cuda"  # one kernel for the whole update on GPUs
-    return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=fused)
+    # fused: one kernel for the whole update, on GPUs and (torch >= 2.4) on CPUs
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=True)
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:

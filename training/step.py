@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from training.errors import UserError
+from training.loss import cross_entropy
 
 
 def resolve_precision(requested: str, device: torch.device) -> str:
@@ -42,7 +43,10 @@ class Stepper:
     def forward_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with self.autocast:
             logits = self.model(input_ids=x).logits
-        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1))
+        flat_logits, flat_targets = logits.float().view(-1, logits.size(-1)), y.view(-1)
+        if torch.is_grad_enabled():
+            return cross_entropy(flat_logits, flat_targets)
+        return F.cross_entropy(flat_logits, flat_targets)  # evaluation: no backward to save for
 
     def step(self, batches: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Accumulate gradients over this rank's micro-batches and update the weights.

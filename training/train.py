@@ -103,7 +103,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
     if model is None:
         model = create_model(config)
     model.to(device)
-    optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2), device)
+    optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2))
     start_step = 0
     if latest is not None:
         states = latest.load()

@@ -1,0 +1,155 @@
+"""Checkpoint time as a share of step time (CPU, local disk), for `tiny` and for GPT-2 124M.
+
+Step time: steps of train.py's loop (`Stepper`, fp32), median after untimed warm-up steps.
+Checkpoint time: `training.checkpoint.save` of what train.py saves (model, optimizer with its AdamW
+moments, trainer state with RNG states) into a temporary RUN_DIR on local disk, median of several
+saves of distinct steps with retention at the default 3. Its parts are timed apart too: serialising
+(torch.save to a file), fsync, and the SHA-256 manifest (which reads every written byte back).
+
+    share = checkpoint_s / (checkpoint_every * step_s)      at the default --checkpoint-every 200
+
+tiny: `train --preset tiny` defaults (batch 8 x block 128) on the stdlib corpus (vocabulary 8192).
+gpt2: 12 x 768, vocabulary 50304 (GPT-2's tokenizer, padded), batch 1 x block 128 on random token ids
+(a full 1024-token step of 124M parameters takes minutes on 2 cores; the checkpoint is the same size).
+
+    .venv/bin/python bench/checkpoint_share.py          # ~45 s on 2 cores
+    .venv/bin/python bench/checkpoint_share.py --quick  # tiny only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import common
+import numpy as np
+import torch
+
+from training import checkpoint
+from training.data import TokenWindows
+from training.model import config_for, create_model, resolve_shape
+from training.optim import make_optimizer
+from training.step import Stepper
+
+CHECKPOINT_EVERY = 200  # train's default --checkpoint-every
+
+
+def trainer_state(step: int) -> dict:
+    """What train.py's save() puts next to the model and optimizer (one worker's RNG states)."""
+    rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    return {"step": step, "rng": [rng], "run_config": {}, "schedule": {}}
+
+
+def time_steps(stepper: Stepper, batches_for, warmup: int, steps: int) -> list[float]:
+    took = []
+    for i in range(warmup + steps):
+        batches = batches_for(i)
+        began = time.perf_counter()
+        stepper.step(batches)
+        if i >= warmup:
+            took.append(time.perf_counter() - began)
+    return took
+
+
+def time_saves(model, optimizer, saves: int, keep: int = 3) -> dict:
+    """`checkpoint.save` timings, plus its parts measured apart on the same states."""
+    with tempfile.TemporaryDirectory(prefix="bench-ckpt-", dir=common.CACHE) as tmp:
+        run_dir = Path(tmp)
+        total, serialise, fsync, digest = [], [], [], []
+        for i in range(saves):
+            states = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                      "trainer": trainer_state(100 * (i + 1))}
+            began = time.perf_counter()
+            path = checkpoint.save(run_dir, 100 * (i + 1), states, keep=keep)
+            total.append(time.perf_counter() - began)
+            size = sum(f.stat().st_size for f in path.iterdir())
+            # The parts, on a scratch file: serialise, then fsync, then the manifest's re-read + SHA-256.
+            scratch = run_dir / "scratch.pt"
+            t0 = time.perf_counter()
+            with open(scratch, "wb") as f:
+                for state in states.values():
+                    torch.save(state, f)
+                t1 = time.perf_counter()
+                f.flush()
+                os.fsync(f.fileno())
+            t2 = time.perf_counter()
+            checkpoint._sha256(scratch)
+            t3 = time.perf_counter()
+            scratch.unlink()
+            serialise.append(t1 - t0)
+            fsync.append(t2 - t1)
+            digest.append(t3 - t2)
+        kept = len(list((run_dir / checkpoint.CHECKPOINTS).iterdir()))
+    return {"save_s": common.spread(total), "bytes": size, "kept_checkpoints": kept,
+            "parts_s": {"serialise": common.median(serialise), "fsync": common.median(fsync),
+                        "sha256_reread": common.median(digest)}}
+
+
+def measure(name: str, config, batches_for, batch: int, warmup: int, steps: int, saves: int) -> dict:
+    torch.manual_seed(common.SEED)
+    model = create_model(config)
+    model.train()
+    optimizer = make_optimizer(model, common.LR, common.WEIGHT_DECAY, common.BETAS)
+    stepper = Stepper(model, optimizer, common.CPU, "fp32", common.GRAD_CLIP, 1, batch)
+    step_s = time_steps(stepper, batches_for, warmup, steps)  # also creates the AdamW moments
+    saves_out = time_saves(model, optimizer, saves)
+    step_med, save_med = common.median(step_s), saves_out["save_s"]["median"]
+    entry = {"params_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
+             "batch_x_block": [batch, config.n_positions if name != "gpt2" else 128], "step_s": common.spread(step_s), **saves_out,
+             "checkpoint_every": CHECKPOINT_EVERY,
+             "share_at_default": save_med / (CHECKPOINT_EVERY * step_med),
+             "checkpoint_in_steps": save_med / step_med}
+    print(f"{name}: step {step_med:.3f}s, checkpoint {save_med:.2f}s ({entry['bytes'] / 1e6:,.0f} MB) -> "
+          f"{100 * entry['share_at_default']:.2f}% of step time at --checkpoint-every {CHECKPOINT_EVERY}", flush=True)
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None, help="a prepared DATA_DIR (default: stdlib corpus, cached)")
+    parser.add_argument("--models", default="tiny,gpt2")
+    parser.add_argument("--quick", action="store_true", help="tiny only")
+    parser.add_argument("--out", default=None, help="result JSON (default bench/results/checkpoint_share.json)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.models = "tiny"
+
+    result = {"benchmark": "checkpoint_share", "machine": common.machine(), "models": {}}
+    common.CACHE.mkdir(parents=True, exist_ok=True)
+    for name in args.models.split(","):
+        if name == "tiny":
+            data_dir = Path(args.data) if args.data else common.prepared_data()
+            setup = common.make_setup(data_dir, "tiny", preset="tiny")
+            windows: TokenWindows = setup.windows
+            loop = common.OurLoop(setup.fresh_model(), windows, 1, 8)  # for its SampleOrder only
+
+            def batches_for(i, w=windows, order=loop.order):
+                return [w.batch([order.window_of(g) for g in range(8 * i, 8 * i + 8)])]
+
+            result["models"]["tiny"] = measure("tiny", setup.config, batches_for, 8, 3, 20, 5)
+        elif name == "gpt2":
+            config = config_for(resolve_shape("gpt2"), 50257, 0.0, 50256)
+            gen = torch.Generator().manual_seed(common.SEED)
+
+            def batches_for(i, g=gen):
+                tokens = torch.randint(0, 50257, (1, 129), generator=g)
+                return [(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())]
+
+            result["models"]["gpt2"] = measure("gpt2", config, batches_for, 1, 1, 4, 3)
+        else:
+            raise SystemExit(f"unknown model {name}; use tiny or gpt2")
+    result["machine"]["load_avg_1m_end"] = common.machine()["load_avg_1m"]
+    path = common.write_result("checkpoint_share", result, args.out)
+    print(json.dumps({n: {"step_s": round(m["step_s"]["median"], 3), "checkpoint_s": round(m["save_s"]["median"], 2),
+                          "share_at_200": round(m["share_at_default"], 5)} for n, m in result["models"].items()}))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

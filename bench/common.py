@@ -1,0 +1,206 @@
+"""Shared pieces of the benchmarks: the prepared corpus, the model, our training loop, the machine.
+
+The loop in `OurLoop` is the body of `training/train.py`'s loop for one process (learning rate,
+this rank's samples, micro-batches from the token windows, `Stepper.step`, a host sync every
+`log_every` steps), built from the same functions, so timing it times what `train` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # `training` without an installed package
+
+import torch  # noqa: E402
+
+from training.data import SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples  # noqa: E402
+from training.model import config_for, create_model, resolve_shape  # noqa: E402
+from training.optim import Schedule, make_optimizer, set_lr  # noqa: E402
+from training.step import Stepper  # noqa: E402
+
+CACHE = ROOT / "bench" / ".cache"
+RESULTS = ROOT / "bench" / "results"
+CPU = torch.device("cpu")
+
+# `python -m training train` defaults (training/cli.py), for one process.
+LR, WEIGHT_DECAY, BETAS, GRAD_CLIP, LOG_EVERY, SEED = 6e-4, 0.1, (0.9, 0.95), 1.0, 10, 1337
+
+
+def stdlib_corpus() -> str:
+    """The corpus `make demo` uses: the Python standard library's own top-level modules."""
+    return str(Path(sysconfig.get_paths()["stdlib"]) / "*.py")
+
+
+def prepared_data(out: Path | None = None, vocab: int = 8192) -> Path:
+    """A DATA_DIR made by `python -m training prepare` (our real data path); re-runs reuse it."""
+    out = out or CACHE / f"stdlib-bpe{vocab}"
+    cmd = [sys.executable, "-m", "training", "prepare", "--data", stdlib_corpus(), "--out", str(out),
+           "--tokenizer", f"train:{vocab}"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"prepare failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return out
+
+
+@dataclass
+class Setup:
+    """One model size on one prepared corpus: config, the initial weights and the training windows."""
+
+    name: str
+    config: object
+    block_size: int
+    windows: TokenWindows
+    init_state: dict
+
+    def fresh_model(self):
+        model = create_model(self.config)
+        model.load_state_dict(self.init_state)
+        model.train()
+        return model
+
+
+def make_setup(data_dir: Path, name: str, preset: str = "tiny", n_layer=None, n_embd=None, n_head=None,
+               block_size=None, seed: int = SEED) -> Setup:
+    """The model `train` builds for these flags: same config, same seed, hence the same initial weights."""
+    data = load_meta(data_dir)
+    shape = resolve_shape(preset, n_layer, n_embd, n_head, block_size)
+    config = config_for(shape, data.vocab_size, 0.0, data.eos_token_id)
+    block = block_size or config.n_positions
+    torch.manual_seed(seed)
+    model = create_model(config)
+    init_state = {k: v.clone() for k, v in model.state_dict().items()}
+    windows = TokenWindows(data.shards("train"), data.dtype, block)
+    return Setup(name=name, config=config, block_size=block, windows=windows, init_state=init_state)
+
+
+def default_schedule(max_steps: int, lr: float = LR) -> Schedule:
+    """`train`'s defaults: warmup 2% of the steps (at least 1), cosine down to lr / 10."""
+    return Schedule(lr=lr, min_lr=lr / 10, warmup_steps=max(1, max_steps // 50), max_steps=max_steps)
+
+
+class OurLoop:
+    """train.py's loop body for one process, one optimizer step per `step()` call."""
+
+    def __init__(self, model, windows: TokenWindows, max_steps: int, batch_size: int, seed: int = SEED,
+                 global_batch: int | None = None):
+        self.windows, self.batch_size = windows, batch_size
+        self.global_batch = global_batch or batch_size
+        self.optimizer = make_optimizer(model, LR, WEIGHT_DECAY, BETAS)
+        self.stepper = Stepper(model, self.optimizer, CPU, "fp32", GRAD_CLIP, 1, self.global_batch)
+        self.schedule = default_schedule(max_steps)
+        self.order = SampleOrder(len(windows), seed)
+        self.loss_acc, self.since_log, self.done = torch.zeros(()), 0, 0
+        self.losses: list[tuple[int, float]] = []  # (step, mean loss since the previous log line)
+
+    def step(self) -> None:
+        step = self.done
+        set_lr(self.optimizer, self.schedule.lr_at(step))
+        mine = rank_samples(step, self.global_batch, 0, 1)
+        batches = [self.windows.batch([self.order.window_of(g) for g in mb])
+                   for mb in micro_batches(mine, self.batch_size)]
+        loss_sum, _grad_norm = self.stepper.step(batches)
+        self.loss_acc += loss_sum
+        self.since_log += len(mine)
+        self.done += 1
+        if self.done % LOG_EVERY == 0 or self.done == 1:  # train.py syncs with the device when it logs
+            self.losses.append((self.done, self.loss_acc.item() / self.since_log))
+            self.loss_acc.zero_()
+            self.since_log = 0
+
+    def run(self, steps: int) -> list[float]:
+        """`steps` steps; the seconds each took."""
+        took = []
+        for _ in range(steps):
+            began = time.perf_counter()
+            self.step()
+            took.append(time.perf_counter() - began)
+        return took
+
+
+@torch.no_grad()
+def eval_loss(model, windows: TokenWindows, n: int = 16, batch_size: int = 8) -> float:
+    """Mean next-token loss on the last `n` windows (a fixed set every trainer sees the same way)."""
+    model.eval()
+    idx = list(range(len(windows) - n, len(windows)))
+    total = 0.0
+    for mb in micro_batches(idx, batch_size):
+        x, y = windows.batch(mb)
+        logits = model(input_ids=x).logits
+        total += torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)).item() * len(mb)
+    model.train()
+    return total / n
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def spread(values: list[float]) -> dict:
+    return {"median": median(values), "min": min(values), "max": max(values), "runs": [round(v, 4) for v in values]}
+
+
+def machine() -> dict:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import transformers
+
+    return {"cpu": model, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "python": platform.python_version(), "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+
+def write_result(name: str, result: dict, path: str | None) -> Path:
+    target = Path(path) if path else RESULTS / f"{name}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(result, indent=1) + "\n")
+    return target
+
+
+# ---------------------------------------------------------------- processes (recovery benchmark)
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (torchrun starts its workers in sessions of their own)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            found += [child, *descendants(child)]
+    return found
+
+
+def kill_tree(pid: int, sig: int = 9) -> list[int]:
+    """Signal a process and everything below it; the pids signalled."""
+    import contextlib
+
+    pids = [pid, *descendants(pid)]
+    for p in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, sig)
+    return pids

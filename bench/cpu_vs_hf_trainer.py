@@ -1,0 +1,244 @@
+"""Tokens/s of our training loop vs Hugging Face `transformers.Trainer` on the same model, data and batch (CPU).
+
+Both peers get the same GPT2Config and initial weights (`train`'s construction and seed), the same token
+windows of a DATA_DIR made by `python -m training prepare` in the same order (our SampleOrder), the same
+per-device batch and sequence length, AdamW (lr 6e-4, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on
+matrices only, clipping at 1.0), warmup + cosine to lr/10, fp32, no torch.compile, no evaluation, no
+checkpoints. Trainer keeps its own defaults where they are its best on CPU (fused AdamW), logs once
+(the first step's loss) and reports nowhere.
+
+Interleaving: the peers run in lockstep in one process. Trainer trains; after each of its steps a
+callback runs one step of each of our loops (each on its own copy of the model). So every HF step has
+our steps as neighbours a few milliseconds away and all see the same machine load, which matters on a
+shared 2-core box where a neighbour's test run can slow a step 5x. Each peer's step time is measured
+separately (HF's from the end of our steps to its next `on_step_end`, so it includes Trainer's data
+loading and bookkeeping); the first `--warmup` steps of every round are left out. Rounds repeat this
+on fresh models. Reported: median step time per peer as tokens/s, the ratio of the medians, and the
+median of the per-step paired ratios (ratio > 1: ours is faster).
+
+Peers: `ours` (training/ as it is: fused AdamW, the one-pass cross-entropy of training/loss.py) and
+`hf_trainer`. `--profile` adds a torch.profiler breakdown of each running alone.
+
+    .venv/bin/python bench/cpu_vs_hf_trainer.py            # tiny and mid, ~2-3 minutes on 2 idle cores
+    .venv/bin/python bench/cpu_vs_hf_trainer.py --quick    # tiny only, under a minute
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import common
+import torch
+
+from training.data import SampleOrder, TokenWindows
+from training.model import create_model
+
+# Model sizes: the `tiny` preset as `train --preset tiny` builds it, and a mid size where the matmuls
+# weigh more than the per-step overheads (train flags: --preset tiny --n-layer 4 --n-embd 256
+# --n-head 4 --block-size 256).
+MODELS = {
+    "tiny": {"preset": "tiny"},
+    "mid": {"preset": "tiny", "n_layer": 4, "n_embd": 256, "n_head": 4, "block_size": 256},
+}
+
+
+def our_loop(setup: common.Setup, total: int, batch_size: int) -> common.OurLoop:
+    """Our loop as training/ has it (train.py's model construction, optimizer and Stepper)."""
+    model = create_model(copy.deepcopy(setup.config))
+    model.load_state_dict(setup.init_state)
+    model.train()
+    return common.OurLoop(model, setup.windows, total, batch_size)
+
+
+class OrderedWindows(torch.utils.data.Dataset):
+    """Sample i = the window our loop trains on as global sample i (so both peers see the same batches).
+
+    `shift_labels` are the next tokens, exactly our targets; HF's causal-LM loss uses them as given
+    instead of shifting `labels` (which would drop the last target of every window). The first step's
+    loss is reported for both peers: equal values show both computed the same thing."""
+
+    def __init__(self, windows: TokenWindows, length: int, seed: int = common.SEED):
+        self.windows, self.length, self.order = windows, length, SampleOrder(len(windows), seed)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, i: int) -> dict:
+        x, y = self.windows.batch([self.order.window_of(i)])
+        return {"input_ids": x[0], "labels": y[0], "shift_labels": y[0]}
+
+
+def hf_arguments(out_dir: str, steps: int, batch_size: int, optim: str):
+    from transformers import TrainingArguments
+
+    return TrainingArguments(
+        output_dir=out_dir, max_steps=steps, per_device_train_batch_size=batch_size,
+        learning_rate=common.LR, weight_decay=common.WEIGHT_DECAY, adam_beta1=common.BETAS[0],
+        adam_beta2=common.BETAS[1], adam_epsilon=1e-8, max_grad_norm=common.GRAD_CLIP, optim=optim,
+        lr_scheduler_type="cosine_with_min_lr", lr_scheduler_kwargs={"min_lr_rate": 0.1},
+        warmup_steps=common.default_schedule(steps).warmup_steps,
+        train_sampling_strategy="sequential", seed=common.SEED, use_cpu=True, torch_compile=False,
+        remove_unused_columns=False,  # else Trainer drops `shift_labels` (not in forward's signature)
+        bf16=False, fp16=False, dataloader_num_workers=0, dataloader_pin_memory=False,
+        eval_strategy="no", save_strategy="no", report_to=[], disable_tqdm=True,
+        logging_strategy="steps", logging_steps=10**6, logging_first_step=True,  # the first loss, once
+    )
+
+
+def hf_trainer(setup: common.Setup, steps: int, batch_size: int, optim: str, out_dir: str, callbacks=()):
+    from transformers import PrinterCallback, Trainer
+
+    trainer = Trainer(model=setup.fresh_model(), args=hf_arguments(out_dir, steps, batch_size, optim),
+                      train_dataset=OrderedWindows(setup.windows, steps * batch_size), callbacks=list(callbacks))
+    trainer.remove_callback(PrinterCallback)  # it would print the one logged line; nothing else changes
+    return trainer
+
+
+def lockstep_round(setup: common.Setup, total: int, warmup: int, batch_size: int, optim: str,
+                   peers: tuple[str, ...]) -> dict:
+    """One round: Trainer trains `total` steps; after each, every one of our loops takes one step."""
+    from transformers import TrainerCallback
+
+    loops = {name: our_loop(setup, total, batch_size) for name in peers}
+
+    class Lockstep(TrainerCallback):
+        def __init__(self):
+            self.times = {"hf_trainer": [], **{name: [] for name in loops}}
+            self.first_loss, self.resumed = None, None
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            if self.resumed is None:  # the first step: Trainer's set-up is behind us
+                self.resumed = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.times["hf_trainer"].append(time.perf_counter() - self.resumed)
+            for name, loop in loops.items():
+                self.times[name].extend(loop.run(1))
+            self.resumed = time.perf_counter()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if self.first_loss is None and logs and "loss" in logs:
+                self.first_loss = float(logs["loss"])
+
+    clock = Lockstep()
+    with tempfile.TemporaryDirectory(prefix="hf-trainer-") as tmp:
+        trainer = hf_trainer(setup, total, batch_size, optim, tmp, [clock])
+        trainer.train()
+        written = sorted(p.name for p in Path(tmp).iterdir())
+    if written:
+        raise SystemExit(f"HF Trainer wrote {written}; it must not checkpoint during the benchmark")
+    if any(len(t) != total for t in clock.times.values()):
+        raise SystemExit(f"lockstep broke: {({k: len(v) for k, v in clock.times.items()})}, expected {total}")
+    models = {"hf_trainer": trainer.model, **{name: loop.stepper.model for name, loop in loops.items()}}
+    return {"times": {name: t[warmup:] for name, t in clock.times.items()},
+            "first_loss": {"hf_trainer": clock.first_loss, **{n: loop.losses[0][1] for n, loop in loops.items()}},
+            "eval_loss": {name: common.eval_loss(model, setup.windows) for name, model in models.items()}}
+
+
+def profile(setup: common.Setup, steps: int, batch_size: int, optim: str) -> dict:
+    """Where each peer's time goes when it runs alone (torch.profiler, CPU), in ms per step."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    def ours():
+        common.OurLoop(setup.fresh_model(), setup.windows, steps, batch_size).run(steps)
+
+    def hf():
+        with tempfile.TemporaryDirectory(prefix="hf-trainer-") as tmp:
+            hf_trainer(setup, steps, batch_size, optim, tmp).train()
+
+    phases = {"optimizer_step": ("Optimizer.step#",), "zero_grad": ("Optimizer.zero_grad#",),
+              "backward": ("autograd::engine::evaluate_function",)}
+    report = {}
+    for name, fn in (("ours", ours), ("hf_trainer", hf)):
+        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+            began = time.perf_counter()
+            fn()
+            wall = time.perf_counter() - began
+        events = prof.key_averages()
+        row = {"wall_ms_per_step_incl_setup": round(1000 * wall / steps, 2)}
+        for phase, prefixes in phases.items():
+            us = sum(e.cpu_time_total for e in events if e.key.startswith(prefixes))
+            row[f"{phase}_ms_per_step"] = round(us / 1000 / steps, 2)
+        row["top_self_cpu_ms_per_step"] = [(e.key, round(e.self_cpu_time_total / 1000 / steps, 2))
+                                           for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:10]]
+        report[name] = row
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None, help="a prepared DATA_DIR (default: stdlib corpus, cached)")
+    parser.add_argument("--models", default="tiny,mid", help=f"comma-separated, of {', '.join(MODELS)}")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per model (fresh models each)")
+    parser.add_argument("--steps", type=int, default=12, help="timed steps per round and peer")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of each round")
+    parser.add_argument("--batch-size", type=int, default=8, help="sequences per step (train's default: 8)")
+    parser.add_argument("--hf-optim", default="adamw_torch_fused",
+                        help="TrainingArguments.optim (default: Trainer's own default, fused AdamW)")
+    parser.add_argument("--quick", action="store_true", help="tiny only, 2 rounds of 8 timed steps")
+    parser.add_argument("--profile", action="store_true", help="also profile each peer running alone")
+    parser.add_argument("--out", default=None, help="result JSON (default bench/results/cpu_vs_hf_trainer.json)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.models, args.rounds, args.steps, args.warmup = "tiny", 2, 8, 2
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    peers = ("ours",)
+
+    data_dir = Path(args.data) if args.data else common.prepared_data()
+    result = {"benchmark": "cpu_vs_hf_trainer", "machine": common.machine(), "data": str(data_dir),
+              "batch_size": args.batch_size, "rounds": args.rounds, "timed_steps_per_round": args.steps,
+              "warmup_steps_per_round": args.warmup, "hf_optim": args.hf_optim,
+              "peers": {"hf_trainer": "transformers.Trainer", "ours": "training.step.Stepper"},
+              "models": {}}
+    total = args.warmup + args.steps
+    for name in args.models.split(","):
+        setup = common.make_setup(data_dir, name, **MODELS[name])
+        tokens = args.batch_size * setup.block_size
+        rounds = []
+        for r in range(args.rounds):
+            rounds.append(lockstep_round(setup, total, args.warmup, args.batch_size, args.hf_optim, peers))
+            print(f"{name} round {r + 1}/{args.rounds}: " + ", ".join(
+                f"{peer} {tokens / common.median(t):,.0f}" for peer, t in rounds[-1]["times"].items()) + " tok/s",
+                flush=True)
+        times = {peer: [s for r in rounds for s in r["times"][peer]] for peer in rounds[0]["times"]}
+        hf = times["hf_trainer"]
+        entry = {
+            "flags": MODELS[name], "block_size": setup.block_size, "vocab_size": setup.config.vocab_size,
+            "params_m": round(sum(p.numel() for p in setup.fresh_model().parameters()) / 1e6, 2),
+            "tokens_per_step": tokens,
+            "tokens_per_s_median": {peer: tokens / common.median(t) for peer, t in times.items()},
+            "step_ms": {peer: common.spread([1000 * s for s in t]) for peer, t in times.items()},
+            # ratio = our tokens/s over HF Trainer's: > 1 means we are faster
+            "ratio_vs_hf": {peer: common.median(hf) / common.median(t) for peer, t in times.items() if peer in peers},
+            "ratio_vs_hf_paired": {peer: common.median([h / o for h, o in zip(hf, t, strict=True)])
+                                   for peer, t in times.items() if peer in peers},
+            "ratio_vs_hf_per_round": {peer: [round(common.median(r["times"]["hf_trainer"]) /
+                                                   common.median(r["times"][peer]), 3) for r in rounds]
+                                      for peer in peers},
+            "first_step_loss": rounds[0]["first_loss"],
+            "eval_loss_after": {peer: common.median([r["eval_loss"][peer] for r in rounds]) for peer in times},
+        }
+        if args.profile:
+            entry["profile"] = profile(setup, args.steps, args.batch_size, args.hf_optim)
+        result["models"][name] = entry
+        print(f"{name}: " + ", ".join(f"{peer} {v:,.0f} tok/s" for peer, v in entry["tokens_per_s_median"].items())
+              + " | ratio vs HF Trainer: " + ", ".join(f"{peer} {v:.2f}x" for peer, v in entry["ratio_vs_hf"].items()),
+              flush=True)
+    result["machine"]["load_avg_1m_end"] = common.machine()["load_avg_1m"]
+    path = common.write_result("cpu_vs_hf_trainer", result, args.out)
+    print(json.dumps({name: {**{f"{peer}_tok_s": round(v) for peer, v in m["tokens_per_s_median"].items()},
+                             **{f"ratio_{peer}": round(v, 3) for peer, v in m["ratio_vs_hf"].items()}}
+                      for name, m in result["models"].items()}))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
