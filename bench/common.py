@@ -174,33 +174,6 @@ def write_result(name: str, result: dict, path: str | None) -> Path:
 
 
 # ---------------------------------------------------------------- processes (recovery benchmark)
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (torchrun starts its workers in sessions of their own)."""
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            children = (task / "children").read_text().split()
-        except OSError:
-            continue
-        for child in map(int, children):
-            found += [child, *descendants(child)]
-    return found
-
-
-def kill_tree(pid: int, sig: int = 9) -> list[int]:
-    """Signal a process and everything below it; the pids signalled."""
-    import contextlib
-
-    pids = [pid, *descendants(pid)]
-    for p in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(p, sig)
-    return pids
+# The same process helpers as the tests use (free_port, kill_tree: torchrun's workers live in
+# sessions of their own, so killing a node means walking /proc for its whole process tree).
+from tests.training.helpers import free_port, kill_tree  # noqa: E402, F401

@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -66,11 +67,20 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def kill_tree(pid: int) -> None:
-    """kill -9 a process and everything below it (torchrun puts workers in sessions of their own)."""
-    for p in [pid, *descendants(pid)]:
+def kill_tree(pid: int, sig: int = signal.SIGKILL) -> list[int]:
+    """Signal a process and everything below it (torchrun puts workers in sessions of their own);
+    the pids signalled."""
+    pids = [pid, *descendants(pid)]
+    for p in pids:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(p, signal.SIGKILL)
+            os.kill(p, sig)
+    return pids
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import signal
-import socket
 import sys
 
 import pytest
 
-from tests.training.helpers import TINY, checkpoint_steps, kill_tree, losses, spawn, torchrun, train, wait_for
+from tests.training.helpers import (
+    TINY,
+    checkpoint_steps,
+    free_port,
+    kill_tree,
+    losses,
+    spawn,
+    torchrun,
+    train,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def train_args(data, run, *extra: str) -> list[str]:

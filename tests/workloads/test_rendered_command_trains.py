@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.training.helpers import free_port
 
 from .chart import REPO_ROOT, deep_merge, load_values, render, trainer
 
@@ -23,12 +24,6 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1"}  # two agents share two cores
 
 def run(argv: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(argv, cwd=REPO_ROOT, env=ENV, capture_output=True, text=True, timeout=240)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
