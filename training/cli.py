@@ -132,7 +132,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="the embedded default: prepare, train with 2 local workers, sample")
     p.add_argument("--workdir", default=".demo", help="where the demo keeps its data and run")
-    p.add_argument("--max-steps", type=_positive_int, default=300)
+    p.add_argument("--max-steps", type=_positive_int, default=600)
     p.add_argument("--nproc", type=_positive_int, default=2, help="local worker processes")
 
 
