@@ -13,6 +13,7 @@ corpus behind and never touches the previous one):
 from __future__ import annotations
 
 import argparse
+import codecs
 import glob
 import hashlib
 import json
@@ -75,8 +76,6 @@ def readable_text(path: Path, encoding: str) -> bool:
             if b"\x00" in head:
                 warn(f"skipping {path}: binary file")
                 return False
-            import codecs
-
             decoder = codecs.getincrementaldecoder(encoding)()
             offset, data, seen_text = 0, head, False
             while data:

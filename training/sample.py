@@ -9,11 +9,12 @@ import torch
 
 from training import checkpoint
 from training.errors import UserError
+from training.model import MODEL_CONFIG, create_model, load_model_config
 
 
 def load_for_generation(path: Path):
     """(model, tokenizer) from an export directory, a RUN_DIR's export, or a RUN_DIR's newest checkpoint."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if (path / "export" / "config.json").is_file():
         path = path / "export"
@@ -23,15 +24,10 @@ def load_for_generation(path: Path):
         latest = checkpoint.latest_valid(path)
         if latest is None:
             raise UserError(f"{path} has no intact checkpoint yet; train longer or pass an export directory")
-        states = latest.load()
-        shape = states["trainer"]["run_config"]["model"]
-        tokenizer = AutoTokenizer.from_pretrained(path / "tokenizer")
-        config = GPT2Config(vocab_size=shape["vocab_size"], n_positions=shape["block_size"], n_embd=shape["n_embd"],
-                            n_layer=shape["n_layer"], n_head=shape["n_head"], eos_token_id=tokenizer.eos_token_id,
-                            bos_token_id=tokenizer.eos_token_id)
-        model = GPT2LMHeadModel(config)
-        model.load_state_dict(states["model"])
-        return model, tokenizer
+        # The architecture `train` saved at the run's start (activation, dropout, ...), not a rebuild
+        model = create_model(load_model_config(path / MODEL_CONFIG))
+        model.load_state_dict(latest.load()["model"])
+        return model, AutoTokenizer.from_pretrained(path / "tokenizer")
     raise UserError(f"{path} is neither a run directory nor a model export; pass RUN_DIR or RUN_DIR/export")
 
 

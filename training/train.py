@@ -9,7 +9,6 @@ preemption, run_config, export.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import random
 import shutil
 import time
@@ -129,7 +128,8 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
                         max_steps=args.max_steps)
     order = SampleOrder(len(train_windows), run_config.seed)  # the run's data order, whatever --seed says now
     tokens_per_step = global_batch * block_size
-    flops_token = metrics.flops_per_token(metrics.count_params(model), config.n_layer, config.n_embd, block_size)
+    n_params = metrics.count_params(model)
+    flops_token = metrics.flops_per_token(n_params, config.n_layer, config.n_embd, block_size)
     peak = metrics.peak_flops(device)
 
     def save(step: int) -> float:
@@ -151,7 +151,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
     samples_acc = 0
     window_start, window_steps = time.perf_counter(), 0
     if dist_info.is_main:
-        log_info(f"training {metrics.count_params(model) / 1e6:.1f}M parameters on {dist_info.world_size} "
+        log_info(f"training {n_params / 1e6:.1f}M parameters on {dist_info.world_size} "
                  f"worker(s) ({device.type}, {precision}); global batch {global_batch} x {block_size} tokens; "
                  f"steps {start_step} -> {args.max_steps}")
     try:
@@ -327,6 +327,5 @@ def _emit(progress, line: str, loss: float | None = None, tok_s: float | None = 
     progress.write(line)
     if loss is not None:
         progress.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tok_s:,.0f}", refresh=False)
-    with contextlib.suppress(Exception):
-        if force:
-            progress.refresh()
+    if force:
+        progress.refresh()
