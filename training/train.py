@@ -237,13 +237,11 @@ OUT_OF_MEMORY_MESSAGES = ("not enough memory", "can't allocate memory", "Cannot 
 
 def _first_step_guard(stepper: Stepper, batches, first: bool, args, block_size: int):
     """Turn an out-of-memory on the first step into advice; later OOMs are real bugs and propagate."""
-    if not first:
-        return stepper.step(batches)
     try:
         return stepper.step(batches)
     except (torch.OutOfMemoryError, RuntimeError) as exc:
         cpu_oom = any(text in str(exc) for text in OUT_OF_MEMORY_MESSAGES)
-        if not isinstance(exc, torch.OutOfMemoryError) and not cpu_oom:
+        if not first or not (isinstance(exc, torch.OutOfMemoryError) or cpu_oom):
             raise
         raise UserError(f"a micro-batch of {args.batch_size} x {block_size} tokens does not fit in device memory; "
                         "lower --batch-size (the global batch is kept by gradient accumulation) or "
