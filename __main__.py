@@ -1,13 +1,33 @@
 """trainstack's Pulumi program: pick the stack's cloud, check its config, build it, export its outputs.
 
-Thin on purpose: everything else lives in infra/.
+Thin on purpose: everything else lives in infra/. This is the one place that knows every cloud;
+only the selected cloud's package (and its provider SDKs) is imported.
 """
+
+from collections.abc import Callable
+from typing import Any
 
 import pulumi
 
-from infra.aws import AwsStack, AwsStackArgs, ConfigError, parse_aws_config, raw_config
+from infra.config import NAMESPACE, ConfigError, raw_config
 
-CLOUDS = ("aws",)  # gcp comes with the GCP stack
+
+def build_aws(raw: dict[str, str]) -> dict[str, Any]:
+    from infra.aws import AwsStack, AwsStackArgs, parse_aws_config
+
+    config = parse_aws_config(raw)  # every key checked before any resource is registered
+    return AwsStack("trainstack", AwsStackArgs(config=config)).outputs
+
+
+def build_gcp(raw: dict[str, str]) -> dict[str, Any]:
+    from infra.gcp import GcpStack, GcpStackArgs, parse_gcp_config
+
+    config = parse_gcp_config(raw)
+    return GcpStack("trainstack", GcpStackArgs(config=config)).outputs
+
+
+# `pulumi stack select aws|gcp|gcp-a3`: the stack's outputs, built from its raw config.
+STACKS: dict[str, Callable[[dict[str, str]], dict[str, Any]]] = {"aws": build_aws, "gcp": build_gcp}
 # The exit code that tells Pulumi's Python language host "the user has been told": it then adds no
 # "program exited with non-zero exit code" line (pulumi-language-python's
 # pythonProcessExitedAfterShowingUserActionableMessage; the runtime uses it the same way).
@@ -15,21 +35,20 @@ USER_TOLD_EXIT_CODE = 32
 
 
 def selected_cloud(raw: dict[str, str], stack: str) -> str:
-    """trainstack:cloud, or else the stack's name when it names a cloud (`aws`, `aws-dev`)."""
-    cloud = raw.get("trainstack:cloud") or stack.split("-", 1)[0]
-    if cloud not in CLOUDS:
-        problem = (f"{cloud!r} is not a cloud trainstack can build yet (it can: {', '.join(CLOUDS)})"
-                   if "trainstack:cloud" in raw else f"not set, and the stack name {stack!r} names no cloud")
-        raise ConfigError("trainstack:cloud", problem, "pulumi stack select aws, or pulumi config set trainstack:cloud aws")
+    """trainstack:cloud, or else the stack's name when it names a cloud (`aws`, `gcp-a3`, `aws-dev`)."""
+    cloud = raw.get(f"{NAMESPACE}:cloud") or stack.split("-", 1)[0]
+    if cloud not in STACKS:
+        problem = (f"{cloud!r} is not a cloud trainstack can build (it can: {', '.join(STACKS)})"
+                   if f"{NAMESPACE}:cloud" in raw else f"not set, and the stack name {stack!r} names no cloud")
+        raise ConfigError(f"{NAMESPACE}:cloud", problem,
+                          "pulumi stack select aws (or gcp), or pulumi config set trainstack:cloud aws")
     return cloud
 
 
 def main() -> None:
     raw = raw_config()
-    selected_cloud(raw, pulumi.get_stack())
-    config = parse_aws_config(raw)  # every key checked before any resource is registered
-    platform = AwsStack("trainstack", AwsStackArgs(config=config))
-    for output_name, value in platform.outputs.items():
+    outputs = STACKS[selected_cloud(raw, pulumi.get_stack())](raw)
+    for output_name, value in outputs.items():
         pulumi.export(output_name, value)
 
 

@@ -24,7 +24,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 _QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class KueueArgs:
     provider: k8s.Provider
     namespace: pulumi.Input[str] = "default"  # where the LocalQueue lives (and the only one the queue admits)
@@ -146,5 +146,5 @@ class Kueue(pulumi.ComponentResource):
         # Read from the LocalQueue so that a job given this name also depends on the queue existing.
         self.local_queue_name = local_queue.metadata.apply(lambda m: m["name"])
         self.register_outputs(
-            {"local_queue_name": self.local_queue_name, "cluster_queue_name": self.cluster_queue_name}
+            {"localQueueName": self.local_queue_name, "clusterQueueName": self.cluster_queue_name}
         )

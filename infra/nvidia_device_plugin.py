@@ -25,7 +25,7 @@ CHART_DEFAULT_TOLERATIONS: tuple[Mapping[str, str], ...] = (
 )
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class NvidiaDevicePluginArgs:
     provider: k8s.Provider
     tolerations: Sequence[Mapping[str, str]] = ()  # added to the chart's defaults

@@ -15,7 +15,7 @@ from infra.resource_options import child_options
 _PLATFORMS = frozenset(p.value for p in docker_build.Platform)
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class TrainingImageArgs:
     repository_url: pulumi.Input[str]  # e.g. 123.dkr.ecr.us-west-2.amazonaws.com/trainstack
     registry_server: pulumi.Input[str]  # registry host to log in to

@@ -80,7 +80,7 @@ class SecretEnv:
     key: str  # the key inside that Secret
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class TrainingJobArgs:
     provider: k8s.Provider
     image_ref: pulumi.Input[str]  # "<repository>@sha256:..." (TrainingImage.ref) or "<repository>:<tag>"
@@ -330,9 +330,9 @@ class TrainingJob(pulumi.ComponentResource):
         self.service_account_name = release.name.apply(lambda _: service_account_name)
         self.register_outputs(
             {
-                "release_name": self.release_name,
-                "job_name": self.job_name,
+                "releaseName": self.release_name,
+                "jobName": self.job_name,
                 "namespace": self.namespace,
-                "service_account_name": self.service_account_name,
+                "serviceAccountName": self.service_account_name,
             }
         )

@@ -18,10 +18,11 @@ import pulumi_kubernetes as k8s
 
 from infra import versions
 from infra.aws.config import GpuNodeGroupConfig, NodeGroupConfig
-from infra.aws.ordering import available_after
+from infra.contracts import GPU_RESOURCE, GpuPlacement
+from infra.ordering import available_after
 
 # Pods must tolerate this to land on a GPU node, so CPU pods never hold a spot GPU node up.
-GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_TAINT_KEY = GPU_RESOURCE
 GPU_TOLERATIONS = ({"key": GPU_TAINT_KEY, "operator": "Equal", "value": "true", "effect": "NoSchedule"},)
 # nvidia.com/gpu.present is also what the NVIDIA device plugin chart's default affinity looks for.
 GPU_NODE_LABELS = {"trainstack/node-pool": "gpu", "nvidia.com/gpu.present": "true"}
@@ -35,7 +36,7 @@ NODE_POLICY_ARNS = (
 CLUSTER_ADMIN_POLICY_ARN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EksClusterArgs:
     cluster_name: str
     kubernetes_version: str
@@ -66,6 +67,7 @@ class EksCluster(pulumi.ComponentResource):
     provider: k8s.Provider
     system_node_group: eks.ManagedNodeGroup
     gpu_node_group: eks.ManagedNodeGroup
+    gpu_placement: GpuPlacement
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:aws:EksCluster", name, None, opts)
@@ -155,6 +157,9 @@ class EksCluster(pulumi.ComponentResource):
             opts=child,
         )
 
+        self.gpu_placement = GpuPlacement(
+            node_selector=GPU_NODE_LABELS, tolerations=GPU_TOLERATIONS, gpus_per_node=gpu.gpus_per_instance,
+            accelerator=gpu.instance_types[0])
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.kubeconfig_json = pulumi.Output.secret(cluster.kubeconfig_json)
         self.oidc_provider_arn = cluster.oidc_provider_arn

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from infra.aws.ordering import available_after
+from infra.ordering import available_after
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IrsaRoleArgs:
     oidc_provider_arn: pulumi.Input[str]
     oidc_issuer: pulumi.Input[str]  # without https://, the form the trust condition keys use

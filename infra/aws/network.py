@@ -13,10 +13,10 @@ import pulumi
 import pulumi_aws as aws
 
 from infra.aws.config import ExistingNetwork
-from infra.aws.ordering import available_after
+from infra.ordering import available_after
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NetworkArgs:
     region: str
     availability_zones: Sequence[str]

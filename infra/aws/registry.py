@@ -10,7 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RegistryArgs:
     keep_untagged_images: int = 3  # superseded builds cost storage; the job pins a digest anyway
     tags: Mapping[str, str] = field(default_factory=dict)

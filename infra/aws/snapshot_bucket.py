@@ -22,7 +22,7 @@ OBJECT_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMu
 BUCKET_ACTIONS = ("s3:ListBucket", "s3:GetBucketLocation")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SnapshotBucketArgs:
     delete_on_destroy: bool = False
     noncurrent_version_days: int = 30  # old versions of overwritten files cost money; keep a month

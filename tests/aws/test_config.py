@@ -12,7 +12,8 @@ import pulumi
 import pytest
 
 from infra import versions
-from infra.aws.config import GPU_INSTANCE_FAMILIES, ConfigError, parse_aws_config
+from infra.aws.config import GPU_INSTANCE_FAMILIES, parse_aws_config
+from infra.config import ConfigError
 from tests.aws.stack_runs import as_cli_config, config_with, run_main_expecting_error, stack_file_config
 
 GPU = "trainstack:gpuNodes"
@@ -81,8 +82,8 @@ BAD_CONFIGS = [
     ("job name the chart cannot use", {JOB: {"name": "Train_1"}}, (), f"{JOB}.name", "is not a valid name"),
     ("data prefix that is a URI", {JOB: {"dataPrefix": "s3://other-bucket/data"}}, (), f"{JOB}.dataPrefix",
      "expected a prefix inside the snapshot bucket"),
-    ("other cloud", {"trainstack:cloud": "gcp"}, (), "trainstack:cloud",
-     "'gcp' is not a cloud trainstack can build yet"),
+    ("unknown cloud", {"trainstack:cloud": "azure"}, (), "trainstack:cloud",
+     "'azure' is not a cloud trainstack can build (it can: aws, gcp)"),
 ]
 
 
@@ -105,7 +106,7 @@ def test_cloud_is_taken_from_the_stack_name_when_unset():
 
     assert isinstance(stop, SystemExit)
     assert logged == ["trainstack:cloud: not set, and the stack name 'dev' names no cloud. "
-                      "Fix: pulumi stack select aws, or pulumi config set trainstack:cloud aws"]
+                      "Fix: pulumi stack select aws (or gcp), or pulumi config set trainstack:cloud aws"]
     assert result.registrations == []
 
 

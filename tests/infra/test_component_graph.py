@@ -88,8 +88,8 @@ def test_every_component_registers_its_outputs(result: ProgramResult) -> None:
         r.type: result.registered_outputs.get(r.urn) for r in result.registrations if r.type in COMPONENTS
     }
     assert set(registered[TRAINING_IMAGE]) == {"ref", "digest"}
-    assert set(registered[TRAINING_JOB]) == {"release_name", "job_name", "namespace", "service_account_name"}
-    assert set(registered[KUEUE]) == {"local_queue_name", "cluster_queue_name"}
+    assert set(registered[TRAINING_JOB]) == {"releaseName", "jobName", "namespace", "serviceAccountName"}
+    assert set(registered[KUEUE]) == {"localQueueName", "clusterQueueName"}
     assert set(registered[DEVICE_PLUGIN]) == {"namespace"}
 
 

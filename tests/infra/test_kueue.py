@@ -166,8 +166,8 @@ def test_outputs_name_the_queues() -> None:
     assert result.exports == {"localQueue": "research", "clusterQueue": "research"}
     component = result.one(KUEUE)
     assert result.registered_outputs[component.urn] == {
-        "local_queue_name": "research",
-        "cluster_queue_name": "research",
+        "localQueueName": "research",
+        "clusterQueueName": "research",
     }
 
 

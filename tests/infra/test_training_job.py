@@ -159,10 +159,10 @@ def test_outputs_name_the_release_job_namespace_and_service_account() -> None:
     assert result.one(RELEASE).inputs["values"]["serviceAccount"]["name"] == "run-42"
     component = result.one(TRAINING_JOB)
     assert result.registered_outputs[component.urn] == {
-        "release_name": "run-42",
-        "job_name": "run-42",
+        "releaseName": "run-42",
+        "jobName": "run-42",
         "namespace": "training",
-        "service_account_name": "run-42",
+        "serviceAccountName": "run-42",
     }
 
 

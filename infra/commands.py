@@ -1,0 +1,39 @@
+"""The kubectl commands that follow a training job, exported as stack outputs on every cloud.
+
+`pulumi stack output logsCommand` prints the command with the names filled in; each cloud adds how to
+get credentials and how to upload the data set.
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+TRAINER_SELECTOR = "app.kubernetes.io/instance={job},app.kubernetes.io/component=trainer"
+TENSORBOARD_PORT = 6006  # the chart's tensorboard.port
+# Where the README has `python -m training prepare --out` write the data set before uploading it.
+LOCAL_DATA_DIR = "data/prepared"
+# Not uploaded: prepare's datasets cache (several times the shards' size) and an unfinished meta.json.
+UPLOAD_EXCLUDES = (".cache/*", ".meta.json.tmp")
+
+
+def kubectl_commands(*, namespace: str, job_name: str, nodes_max: int, tensorboard: bool
+                     ) -> dict[str, pulumi.Input[str]]:
+    selector = TRAINER_SELECTOR.format(job=job_name)
+    commands: dict[str, pulumi.Input[str]] = {
+        "statusCommand": f"kubectl get job/{job_name} -n {namespace} -o wide && "
+                         f"kubectl get pods -n {namespace} -l {selector} -o wide",
+        "eventsCommand": f"kubectl describe job/{job_name} -n {namespace} && "
+                         f"kubectl get events -n {namespace} --sort-by=.lastTimestamp",
+        # One stream per pod, each line prefixed with its pod: more pods than kubectl's default 5.
+        "logsCommand": f"kubectl logs -f -n {namespace} -l {selector} -c trainer --prefix "
+                       f"--max-log-requests={max(nodes_max, 5)}",
+        # Removes the release (Job, pods, TensorBoard) through Pulumi, so its state stays true; the
+        # shared volume with the run directory stays, and the GPU nodes scale back to zero.
+        "cancelCommand": "pulumi config set --path trainstack:job.enabled false && pulumi up",
+    }
+    if tensorboard:
+        # No LoadBalancer: nothing outside Pulumi's knowledge may block `pulumi destroy`.
+        commands["tensorboardCommand"] = (f"kubectl port-forward -n {namespace} svc/{job_name}-tensorboard "
+                                          f"{TENSORBOARD_PORT}:{TENSORBOARD_PORT}  # then open "
+                                          f"http://localhost:{TENSORBOARD_PORT}")
+    return commands

@@ -1,0 +1,93 @@
+"""`trainstack:job.*`: the training job every cloud runs, parsed into JobConfig.
+
+The rules a job must follow wherever it runs (nodes min/max, one process per GPU, names the chart can
+use, `train` keys the chart knows) live here once; each cloud only says how many GPUs its node type has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.config.errors import NAMESPACE, ConfigError, set_hint
+from infra.config.reader import Section, as_bool, as_int, as_object, as_str, reject_unknown
+from infra.training_job import chart_default_values
+
+KEY = f"{NAMESPACE}:job"
+JOB_KEYS = ("enabled", "name", "namespace", "nodesMin", "nodesMax", "gpusPerNode", "procsPerNode", "dataPrefix",
+            "tensorboard", "queue", "train")
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# The chart names the Job, its Service and its pods' hostnames after the release: at most 50 characters.
+_JOB_NAME_MAX = 50
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    enabled: bool
+    name: str  # the Helm release, the Job and the run directory /mnt/shared/runs/<name>
+    namespace: str
+    nodes_min: int
+    nodes_max: int
+    procs_per_node: int
+    gpus_per_node: int
+    data_prefix: str  # the prepared data set, under <bucket>/<data_prefix>/
+    tensorboard: bool
+    queue: bool = False  # submit through a Kueue LocalQueue (all pods admitted together)
+    train: Mapping[str, Any] = field(default_factory=dict)
+
+
+def chart_train_keys() -> tuple[str, ...]:
+    """The chart's own `train` keys: one the chart adds is accepted without touching this file."""
+    return tuple(chart_default_values()["train"])
+
+
+def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -> JobConfig:
+    """trainstack:job, for nodes with `gpus_per_node_type` GPUs each (`node_type` names them in errors)."""
+    section = Section(KEY, raw.get(KEY), JOB_KEYS)
+    nodes_min = section.get("nodesMin", as_int, 1, minimum=1)
+    nodes_max = section.get("nodesMax", as_int, max(nodes_min, 2), minimum=1)
+    if nodes_min > nodes_max:
+        raise ConfigError(f"{KEY}.nodesMin", f"nodesMin ({nodes_min}) is greater than nodesMax ({nodes_max})",
+                          set_hint(f"{KEY}.nodesMin", str(nodes_max)))
+    gpus = section.get("gpusPerNode", as_int, gpus_per_node_type, minimum=1)
+    if gpus > gpus_per_node_type:
+        raise ConfigError(f"{KEY}.gpusPerNode", f"{gpus} GPUs per pod, but the {node_type} has "
+                          f"{gpus_per_node_type}", set_hint(f"{KEY}.gpusPerNode", str(gpus_per_node_type)))
+    procs = section.get("procsPerNode", as_int, gpus, minimum=1)
+    if procs != gpus:
+        raise ConfigError(f"{KEY}.procsPerNode", f"{procs} processes for {gpus} GPUs (torchrun starts one process "
+                          "per GPU)", set_hint(f"{KEY}.procsPerNode", str(gpus)))
+    names = {}
+    for name_key, default in (("name", "train"), ("namespace", "default")):
+        names[name_key] = value = section.get(name_key, as_str, default)
+        if not _K8S_NAME.fullmatch(value) or (name_key == "name" and (len(value) > _JOB_NAME_MAX
+                                                                     or value[0].isdigit())):
+            raise ConfigError(f"{KEY}.{name_key}", f"{value!r} is not a valid name (lowercase letters, digits and "
+                              "-, starting with a letter)", set_hint(f"{KEY}.{name_key}", default))
+    data_prefix = section.get("dataPrefix", as_str, "data").strip("/")
+    if "://" in data_prefix or not data_prefix:
+        raise ConfigError(f"{KEY}.dataPrefix", f"expected a prefix inside the snapshot bucket, got {data_prefix!r}",
+                          set_hint(f"{KEY}.dataPrefix", "data"))
+    train: dict[str, Any] = section.get("train", as_object, {})
+    reject_unknown(f"{KEY}.train.", train.keys(), chart_train_keys())
+    return JobConfig(
+        enabled=section.get("enabled", as_bool, True),
+        name=names["name"],
+        namespace=names["namespace"],
+        nodes_min=nodes_min,
+        nodes_max=nodes_max,
+        procs_per_node=procs,
+        gpus_per_node=gpus,
+        data_prefix=data_prefix,
+        tensorboard=section.get("tensorboard", as_bool, True),
+        queue=section.get("queue", as_bool, False),
+        train=train,
+    )
+
+
+def nodes_for_job(job: JobConfig, gpus_per_node_type: int) -> tuple[int, int]:
+    """(nodes to start the job, nodes for the job at its largest): pods are packed by GPUs."""
+    pods_per_node = gpus_per_node_type // job.gpus_per_node
+    return -(-job.nodes_min // pods_per_node), -(-job.nodes_max // pods_per_node)

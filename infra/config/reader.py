@@ -1,0 +1,163 @@
+"""Typed readers of stack config: each value checked where it is read, each error naming the full key.
+
+The Pulumi CLI hands a program its config as strings (objects and lists as JSON text). These readers
+turn them into typed values or raise ConfigError with the key, the problem and the command that fixes
+it; `Section` also refuses keys nobody reads, with a "did you mean" for typos.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import pulumi
+
+from infra.config.errors import NAMESPACE, ConfigError, set_hint
+
+
+def raw_config() -> dict[str, str]:
+    """Every stack config key as the Pulumi CLI hands it to the program (values are strings; objects JSON).
+
+    The CLI passes config in the PULUMI_CONFIG environment variable; tests set it with set_all_config.
+    """
+    merged = dict(pulumi.runtime.get_config_env())
+    merged.update(pulumi.runtime.config.CONFIG.get())
+    return merged
+
+
+def as_int(value: Any, key: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(key, f"expected a whole number, got {value!r}", set_hint(key, "<number>"))
+    if minimum is not None and value < minimum:
+        raise ConfigError(key, f"must be at least {minimum}, got {value}", set_hint(key, str(minimum)))
+    if maximum is not None and value > maximum:
+        raise ConfigError(key, f"must be at most {maximum}, got {value}", set_hint(key, str(maximum)))
+    return value
+
+
+def as_number(value: Any, key: str, minimum: float | None = None) -> float:
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (
+            float("inf"), float("-inf")):
+        raise ConfigError(key, f"expected a number, got {value!r}", set_hint(key, "<number>"))
+    if minimum is not None and value < minimum:
+        raise ConfigError(key, f"must be at least {minimum}, got {value}", set_hint(key, str(minimum)))
+    return float(value)
+
+
+def as_bool(value: Any, key: str) -> bool:
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    if not isinstance(value, bool):
+        raise ConfigError(key, f"expected true or false, got {value!r}", set_hint(key, "true"))
+    return value
+
+
+def as_str(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(key, f"expected a non-empty string, got {value!r}", set_hint(key, "<text>"))
+    return value.strip()
+
+
+def as_choice(value: Any, key: str, choices: tuple[str, ...]) -> str:
+    """One of `choices`, compared case-insensitively, returned as the choice is spelt."""
+    text = as_str(value, key)
+    for choice in choices:
+        if text.lower() == choice.lower():
+            return choice
+    raise ConfigError(key, f"expected one of {', '.join(choices)}, got {text!r}", set_hint(key, choices[0]))
+
+
+def as_str_list(value: Any, key: str, *, allow_empty: bool = False) -> tuple[str, ...]:
+    value = decoded(value)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(key, f"expected a list of strings, got {value!r}", set_hint(key + "[0]", "<text>"))
+    if not value and not allow_empty:
+        raise ConfigError(key, "must not be empty", set_hint(key + "[0]", "<text>"))
+    if len(set(value)) != len(value):
+        raise ConfigError(key, f"lists a value twice: {value!r}", f"remove the repeat from {key}")
+    return tuple(v.strip() for v in value)
+
+
+def as_str_map(value: Any, key: str) -> dict[str, str]:
+    value = decoded(value)
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(key, f"expected a map of strings, got {value!r}", set_hint(key + ".<name>", "<text>"))
+    return dict(value)
+
+
+def as_object(value: Any, key: str) -> dict[str, Any]:
+    value = decoded(value)
+    if not isinstance(value, dict):
+        raise ConfigError(key, f"expected an object, got {value!r}", f"write {key} as a YAML mapping")
+    return value
+
+
+def decoded(value: Any) -> Any:
+    """Top-level lists and objects arrive as JSON text; anything else is taken as it is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def reject_unknown(prefix: str, keys: Iterable[str], allowed: tuple[str, ...]) -> None:
+    for name in sorted(keys):
+        if name not in allowed:
+            close = difflib.get_close_matches(name, allowed, n=1)
+            hint = f"did you mean {prefix}{close[0]}?" if close else f"known keys: {', '.join(allowed)}"
+            raise ConfigError(f"{prefix}{name}", "unknown key", f"remove it or rename it ({hint})")
+
+
+class Section:
+    """The keys of one config object, read one by one; a key not in `allowed` is refused up front."""
+
+    def __init__(self, key: str, value: Any, allowed: tuple[str, ...]) -> None:
+        value = {} if value is None else decoded(value)
+        if not isinstance(value, dict):
+            raise ConfigError(key, f"expected an object with keys {', '.join(allowed)}, got {value!r}",
+                              f"write {key} as a YAML mapping in Pulumi.<stack>.yaml")
+        self.key = key
+        self._values = value
+        reject_unknown(key + ".", value.keys(), allowed)
+
+    def has(self, name: str) -> bool:
+        return self._values.get(name) is not None
+
+    def get(self, name: str, read: Callable[..., Any], default: Any, **kwargs: Any) -> Any:
+        if not self.has(name):
+            return default
+        return read(self._values[name], f"{self.key}.{name}", **kwargs)
+
+
+def top(raw: Mapping[str, str], name: str, read: Callable[..., Any], default: Any, **kwargs: Any) -> Any:
+    """A top-level `trainstack:<name>` value, read and checked, or the default when unset."""
+    key = f"{NAMESPACE}:{name}"
+    return read(raw[key], key, **kwargs) if key in raw else default
+
+
+def top_section(raw: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> Section:
+    key = f"{NAMESPACE}:{name}"
+    return Section(key, raw.get(key), allowed)
+
+
+def check_scaling(key: str, min_size: int, max_size: int, desired: int | None = None) -> None:
+    """`key.min` <= `key.desired` <= `key.max`, and room for at least one node."""
+    if min_size > max_size:
+        raise ConfigError(f"{key}.min", f"min ({min_size}) is greater than max ({max_size})",
+                          set_hint(f"{key}.min", str(max_size)))
+    if desired is not None and not min_size <= desired <= max_size:
+        raise ConfigError(f"{key}.desired", f"desired ({desired}) must lie between min ({min_size}) and max "
+                          f"({max_size})", set_hint(f"{key}.desired", str(max(min_size, min(desired, max_size)))))
+    if max_size < 1:
+        raise ConfigError(f"{key}.max", "must be at least 1", set_hint(f"{key}.max", "1"))

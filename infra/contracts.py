@@ -1,0 +1,53 @@
+"""What a cloud hands the neutral layer: small typed handles, produced by one component, consumed by others.
+
+A GPU node pool knows where its GPUs are; the device plugin, Kueue and the job only consume that
+(`GpuPlacement`), never the cloud's constants. The same holds for the shared filesystem, the object
+store and the workload's cloud identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+
+# Where a GPU pod asks for its GPUs, on every cloud (the NVIDIA device plugin's extended resource).
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuPlacement:
+    """How a pod lands on a GPU node pool, and what it finds there."""
+
+    node_selector: Mapping[str, str]  # labels every node of the pool carries
+    tolerations: tuple[Mapping[str, str], ...]  # for the pool's taint (CPU pods never hold a GPU node up)
+    gpus_per_node: int
+    accelerator: str  # e.g. nvidia-tesla-t4, or the instance type on AWS: for humans and outputs
+    # What must exist before a GPU pod can be scheduled (the node pool itself).
+    ready: Sequence[pulumi.Resource] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SharedStorage:
+    """A ReadWriteMany filesystem the platform claims: by StorageClass (dynamic) or by PersistentVolume."""
+
+    storage_class_name: pulumi.Input[str]  # "" with a pre-made PersistentVolume
+    size: str  # the claim's request; a static volume binds only if its capacity covers it
+    volume_name: pulumi.Input[str] | None = None  # the PersistentVolume to bind to, when static
+    ready: Sequence[pulumi.Resource] = ()  # what the claim needs before it can bind (driver, mounts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObjectStore:
+    """The bucket that holds the prepared data set and the results to keep."""
+
+    uri: pulumi.Input[str]  # s3://<bucket> or gs://<bucket>, no trailing slash
+    name: pulumi.Input[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadIdentity:
+    """The cloud identity the job's Kubernetes service account takes (IRSA, GKE Workload Identity)."""
+
+    service_account_annotations: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)

@@ -1,0 +1,137 @@
+"""TrainingPlatform: the in-cluster half every cloud shares.
+
+A cloud builds the cluster, its GPU nodes, a shared filesystem, a bucket and an identity, and hands
+them over as handles (infra.contracts). From those this component makes, on the cluster's provider:
+
+    namespace -> shared-volume claim -> [NVIDIA device plugin] -> [Kueue + queue] -> training job
+
+The device plugin is optional because GKE installs its own on GPU nodes; the queue and the job follow
+`trainstack:job`. The job's data set is copied from the bucket to the node-local cache before
+torchrun starts, unless `job.train.data` points elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra import validation
+from infra.config import JobConfig
+from infra.contracts import GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
+from infra.kueue import Kueue, KueueArgs
+from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from infra.resource_options import child_options
+from infra.training_job import TrainingJob, TrainingJobArgs, chart_default_values, deep_merge
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingPlatformArgs:
+    provider: k8s.Provider  # the cluster's; nothing here may fall back to an ambient kubeconfig
+    job: JobConfig
+    gpu: GpuPlacement
+    storage: SharedStorage
+    bucket: ObjectStore
+    identity: WorkloadIdentity
+    image_ref: pulumi.Input[str]  # by digest (TrainingImage.ref)
+    install_device_plugin: bool = True
+    # Chart values merged over what the job gets from the handles (e.g. GPU networking on A3 nodes).
+    job_values: Mapping[str, Any] = field(default_factory=dict)
+
+    def validate(self, component: str) -> None:
+        if not isinstance(self.provider, k8s.Provider):
+            validation.fail(component, f"provider must be an explicit kubernetes.Provider, got {self.provider!r}")
+        if self.job.gpus_per_node > self.gpu.gpus_per_node:
+            validation.fail(component, f"the job asks {self.job.gpus_per_node} GPUs per pod, the GPU nodes have "
+                            f"{self.gpu.gpus_per_node}")
+
+
+def data_cache_values(job: JobConfig, bucket_uri: pulumi.Input[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(train values, chart values): the data set comes from `<bucket>/<job.data_prefix>/` through the
+    node-local cache, unless `job.train.data` points somewhere else."""
+    cache_mount = chart_default_values()["storage"]["cache"]["mountPath"]
+    train = {"data": cache_mount, **job.train}
+    if train["data"] != cache_mount:
+        return train, {}
+    source = pulumi.Output.concat(bucket_uri, f"/{job.data_prefix}/")
+    return train, {"storage": {"cache": {"enabled": True, "sourceUri": source}}}
+
+
+class TrainingPlatform(pulumi.ComponentResource):
+    namespace: pulumi.Output[str]
+    claim_name: pulumi.Output[str]
+    job: TrainingJob | None
+    outputs: dict[str, pulumi.Input[Any]]  # for the stack's exports (camelCase)
+
+    def __init__(self, name: str, args: TrainingPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        args.validate(f"TrainingPlatform {name!r}")
+        super().__init__("trainstack:index:TrainingPlatform", name, None, opts)
+        job = args.job
+
+        namespace: pulumi.Input[str] = job.namespace
+        namespace_objects: list[pulumi.Resource] = []
+        if job.namespace != "default":
+            job_namespace = k8s.core.v1.Namespace(
+                f"{name}-job-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=job.namespace),
+                opts=child_options(self, args.provider, opts))
+            namespace = job_namespace.metadata.name
+            namespace_objects.append(job_namespace)
+
+        claim = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-shared-claim",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{job.name}-shared", namespace=namespace),
+            spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                access_modes=["ReadWriteMany"],  # every training pod mounts the same run directory
+                storage_class_name=args.storage.storage_class_name,
+                volume_name=args.storage.volume_name,
+                resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": args.storage.size}),
+            ),
+            opts=child_options(self, args.provider, opts, depends_on=[*args.storage.ready, *namespace_objects]),
+        )
+
+        job_ready: list[pulumi.Resource] = list(args.gpu.ready)
+        if args.install_device_plugin:
+            job_ready.append(NvidiaDevicePlugin(f"{name}-nvidia-device-plugin", NvidiaDevicePluginArgs(
+                provider=args.provider, tolerations=args.gpu.tolerations, node_selector=args.gpu.node_selector),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.gpu.ready))))
+
+        queue_name = None
+        if job.queue:
+            kueue = Kueue(f"{name}-kueue", KueueArgs(
+                provider=args.provider,
+                namespace=namespace,
+                gpu_quota=job.nodes_max * job.gpus_per_node,
+                node_labels=args.gpu.node_selector,
+                tolerations=args.gpu.tolerations,
+            ), opts=pulumi.ResourceOptions(parent=self, depends_on=namespace_objects))
+            queue_name = kueue.local_queue_name
+
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.claim_name = claim.metadata.name
+        self.job = None
+        self.outputs = {}
+        if job.enabled:
+            train, cache_values = data_cache_values(job, args.bucket.uri)
+            self.job = TrainingJob(job.name, TrainingJobArgs(
+                provider=args.provider,
+                image_ref=args.image_ref,
+                namespace=namespace,
+                nodes_min=job.nodes_min,
+                nodes_max=job.nodes_max,
+                procs_per_node=job.procs_per_node,
+                gpus_per_node=job.gpus_per_node,
+                pvc_name=self.claim_name,
+                queue_name=queue_name,
+                service_account_annotations=args.identity.service_account_annotations,
+                node_selector=args.gpu.node_selector,
+                tolerations=args.gpu.tolerations,
+                train=train,
+                tensorboard=job.tensorboard,
+                extra_values=deep_merge(cache_values, args.job_values),
+            ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
+            self.outputs = {"jobName": self.job.job_name, "jobNamespace": self.job.namespace}
+        self.register_outputs({"namespace": self.namespace, "claimName": self.claim_name, **self.outputs})
+
