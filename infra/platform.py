@@ -33,7 +33,7 @@ class TrainingPlatformArgs:
     provider: k8s.Provider  # the cluster's; nothing here may fall back to an ambient kubeconfig
     job: JobConfig
     gpu: GpuPlacement
-    storage: SharedStorage
+    storage: SharedStorage | None  # None: no shared filesystem (then there is no job to run either)
     bucket: ObjectStore
     identity: WorkloadIdentity
     image_ref: pulumi.Input[str]  # by digest (TrainingImage.ref)
@@ -44,9 +44,17 @@ class TrainingPlatformArgs:
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):
             validation.fail(component, f"provider must be an explicit kubernetes.Provider, got {self.provider!r}")
+        if self.job.enabled and self.storage is None:
+            validation.fail(component, "the job needs a shared filesystem: its checkpoints and export would "
+                            "otherwise live only inside the pod")
         if self.job.gpus_per_node > self.gpu.gpus_per_node:
             validation.fail(component, f"the job asks {self.job.gpus_per_node} GPUs per pod, the GPU nodes have "
                             f"{self.gpu.gpus_per_node}")
+
+
+def shared_claim_name(job: JobConfig) -> str:
+    """The job's shared-volume claim: a cloud that pre-makes the volume reserves it for this name."""
+    return f"{job.name}-shared"
 
 
 def data_cache_values(job: JobConfig, bucket_uri: pulumi.Input[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -62,7 +70,7 @@ def data_cache_values(job: JobConfig, bucket_uri: pulumi.Input[str]) -> tuple[di
 
 class TrainingPlatform(pulumi.ComponentResource):
     namespace: pulumi.Output[str]
-    claim_name: pulumi.Output[str]
+    claim_name: pulumi.Output[str] | None
     job: TrainingJob | None
     outputs: dict[str, pulumi.Input[Any]]  # for the stack's exports (camelCase)
 
@@ -80,23 +88,27 @@ class TrainingPlatform(pulumi.ComponentResource):
             namespace = job_namespace.metadata.name
             namespace_objects.append(job_namespace)
 
-        claim = k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-shared-claim",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{job.name}-shared", namespace=namespace),
-            spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
-                access_modes=["ReadWriteMany"],  # every training pod mounts the same run directory
-                storage_class_name=args.storage.storage_class_name,
-                volume_name=args.storage.volume_name,
-                resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": args.storage.size}),
-            ),
-            opts=child_options(self, args.provider, opts, depends_on=[*args.storage.ready, *namespace_objects]),
-        )
+        self.claim_name = None
+        if args.storage is not None:
+            claim = k8s.core.v1.PersistentVolumeClaim(
+                f"{name}-shared-claim",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=shared_claim_name(job), namespace=namespace),
+                spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
+                    access_modes=["ReadWriteMany"],  # every training pod mounts the same run directory
+                    storage_class_name=args.storage.storage_class_name,
+                    volume_name=args.storage.volume_name,
+                    resources=k8s.core.v1.VolumeResourceRequirementsArgs(requests={"storage": args.storage.size}),
+                ),
+                opts=child_options(self, args.provider, opts,
+                                   depends_on=[*args.storage.ready, *namespace_objects]),
+            )
+            self.claim_name = claim.metadata.name
 
         job_ready: list[pulumi.Resource] = list(args.gpu.ready)
         if args.install_device_plugin:
             job_ready.append(NvidiaDevicePlugin(f"{name}-nvidia-device-plugin", NvidiaDevicePluginArgs(
                 provider=args.provider, tolerations=args.gpu.tolerations, node_selector=args.gpu.node_selector),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.gpu.ready))))
+                opts=child_options(self, None, opts, depends_on=args.gpu.ready)))
 
         queue_name = None
         if job.queue:
@@ -106,11 +118,10 @@ class TrainingPlatform(pulumi.ComponentResource):
                 gpu_quota=job.nodes_max * job.gpus_per_node,
                 node_labels=args.gpu.node_selector,
                 tolerations=args.gpu.tolerations,
-            ), opts=pulumi.ResourceOptions(parent=self, depends_on=namespace_objects))
+            ), opts=child_options(self, None, opts, depends_on=namespace_objects))
             queue_name = kueue.local_queue_name
 
         self.namespace = pulumi.Output.from_input(namespace)
-        self.claim_name = claim.metadata.name
         self.job = None
         self.outputs = {}
         if job.enabled:
@@ -131,7 +142,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 train=train,
                 tensorboard=job.tensorboard,
                 extra_values=deep_merge(cache_values, args.job_values),
-            ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
+            ), opts=child_options(self, None, opts, depends_on=job_ready))
             self.outputs = {"jobName": self.job.job_name, "jobNamespace": self.job.namespace}
-        self.register_outputs({"namespace": self.namespace, "claimName": self.claim_name, **self.outputs})
+        self.register_outputs({"namespace": self.namespace, **self.outputs})
 

@@ -58,3 +58,24 @@ EKS_SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 # kubernetes-sigs/aws-efs-csi-driver CHANGELOG-3.x.md). Check with
 # `aws eks describe-addon-versions --addon-name aws-efs-csi-driver --kubernetes-version 1.35`.
 EFS_CSI_ADDON_VERSION = "v3.3.0-eksbuild.1"
+
+
+# --- GCP (owned by infra/gcp/) ----------------------------------------------------------------------
+# GKE: the stack asks GKE (container.getEngineVersions, version_prefix "<minor>.") for the newest
+# patch of this minor and starts the cluster there; the release channel upgrades it afterwards.
+# 1.34 is on GKE's REGULAR channel through 2027 (cloud.google.com/kubernetes-engine/docs/release-schedule);
+# the oldest minor we accept is the first whose Filestore CSI driver serves ZONAL 1-9.75 TiB shares
+# (Filestore "csi-driver" page, supported tiers table); native sidecars (1.29) and Kueue 0.19 (1.29)
+# are older still.
+GKE_MIN_KUBERNETES_VERSION = "1.34"
+GKE_OLDEST_KUBERNETES_VERSION = "1.31"
+# APIs the stack needs (projects.Service); never disabled on destroy (other workloads may use them).
+GCP_SERVICES = (
+    "container.googleapis.com",
+    "compute.googleapis.com",
+    "file.googleapis.com",
+    "artifactregistry.googleapis.com",
+    "storage.googleapis.com",
+    "iam.googleapis.com",
+    "iamcredentials.googleapis.com",
+)

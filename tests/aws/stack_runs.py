@@ -1,28 +1,19 @@
-"""Run the real `__main__.py` under Pulumi mocks with the values of `Pulumi.aws.yaml`.
+"""The AWS stack under mocks (tests/stack_runs.py) with the values of `Pulumi.aws.yaml`.
 
-The Pulumi CLI and its provider plugins cannot run here, so what these runs check is our wiring:
-the inputs each resource gets, its parent, its provider, its dependency edges. pulumi-eks components
-are multi-language ("remote"): under mocks they register once and none of their children appear, so
-their provider-computed outputs (kubeconfigJson, oidcIssuer, ...) are supplied below, camelCase.
+pulumi-eks components are multi-language ("remote"): under mocks they register once and none of their
+children appear, so their provider-computed outputs (kubeconfigJson, oidcIssuer, ...) are supplied
+below, camelCase.
 """
 
 from __future__ import annotations
 
-import copy
-import json
-import logging
-import os
-import runpy
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
+from tests import stack_runs
+from tests.pulumi_harness import ProgramResult
+from tests.stack_runs import REPO, as_cli_config, short  # noqa: F401 - re-exported for the AWS tests
 
-from tests.pulumi_harness import ProgramResult, run_program
-
-REPO = Path(__file__).resolve().parents[2]
-MAIN = REPO / "__main__.py"
 STACK_FILE = REPO / "Pulumi.aws.yaml"
 
 ACCOUNT = "123456789012"
@@ -77,29 +68,12 @@ GET_VPC = "aws:ec2/getVpc:getVpc"
 
 def stack_file_config() -> dict[str, Any]:
     """Pulumi.aws.yaml's `config:` block, values as YAML typed them."""
-    return yaml.safe_load(STACK_FILE.read_text())["config"]
-
-
-def as_cli_config(config: Mapping[str, Any]) -> dict[str, str]:
-    """Config as the Pulumi CLI hands it to a program: strings, objects and lists as JSON."""
-    return {key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()}
-
-
-def _merge(base: Any, override: Any) -> Any:
-    if isinstance(base, dict) and isinstance(override, dict):
-        merged = dict(base)
-        for key, value in override.items():
-            merged[key] = _merge(base.get(key), value) if key in base else value
-        return merged
-    return override
+    return stack_runs.stack_file_config(STACK_FILE)
 
 
 def config_with(overrides: Mapping[str, Any] | None = None, remove: tuple[str, ...] = ()) -> dict[str, str]:
     """Pulumi.aws.yaml with `overrides` merged in key by key (like `pulumi config set --path`)."""
-    config = copy.deepcopy(stack_file_config())
-    for key in remove:
-        config.pop(key, None)
-    return as_cli_config(_merge(config, dict(overrides or {})))
+    return stack_runs.config_with(STACK_FILE, overrides, remove)
 
 
 # Phase two of the documented flow: data uploaded, `pulumi config set --path trainstack:job.enabled true`.
@@ -135,67 +109,13 @@ def provider_calls(token: str, args: dict) -> dict:
     raise NotImplementedError(f"unmocked invoke {token}")
 
 
-# Read by the program or the provider SDKs when set: a developer's shell must not change the graph.
-_AMBIENT_ENV = ("PULUMI_CONFIG", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "KUBECONFIG")
-
-
 def run_main(config: Mapping[str, str] | None = None, *, preview: bool = False, stack: str = "aws",
              outputs: Any = provider_outputs) -> ProgramResult:
-    """`pulumi up` (or `preview`) of the real __main__.py; config defaults to Pulumi.aws.yaml.
-
-    Runs in the repository root, as `pulumi up` does (paths such as the chart's are relative to it).
-    """
-    cwd = os.getcwd()
-    saved_env = {k: os.environ.pop(k) for k in list(os.environ) if k in _AMBIENT_ENV or k.startswith("PULUMI_K8S_")}
-    os.chdir(REPO)
-    try:
-        return run_program(
-            lambda: runpy.run_path(str(MAIN), run_name="__main__"),
-            config=config_with() if config is None else config,
-            preview=preview,
-            stack=stack,
-            project="trainstack",
-            outputs=outputs,
-            calls=provider_calls,
-        )
-    finally:
-        os.chdir(cwd)
-        os.environ.update(saved_env)
+    """`pulumi up` (or `preview`) of the real __main__.py; config defaults to Pulumi.aws.yaml."""
+    return stack_runs.run_main(config_with() if config is None else config, stack=stack, outputs=outputs,
+                               calls=provider_calls, preview=preview)
 
 
 def run_main_expecting_error(config: Mapping[str, str], *, stack: str = "aws"
                              ) -> tuple[BaseException, list[str], ProgramResult]:
-    """Run __main__.py where it must stop: (what stopped it, the error lines it logged, what it registered)."""
-    caught: list[BaseException] = []
-    errors = _ErrorLines()
-    logging.getLogger().addHandler(errors)  # where the mocked engine sends pulumi.log output
-
-    def program() -> None:
-        try:
-            runpy.run_path(str(MAIN), run_name="__main__")
-        except BaseException as error:  # noqa: BLE001 - SystemExit included: the test inspects it
-            caught.append(error)
-
-    try:
-        result = run_program(program, config=config, stack=stack, outputs=provider_outputs, calls=provider_calls)
-    finally:
-        logging.getLogger().removeHandler(errors)
-    assert caught, "the program ran to the end; expected it to stop on the bad config"
-    return caught[0], errors.lines, result
-
-
-class _ErrorLines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(level=logging.ERROR)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
-def short(urn: str | None) -> str | None:
-    """`<type>::<name>` of a URN: readable in assertions and in the golden file."""
-    if urn is None:
-        return None
-    qualified_type, name = urn.split("::")[-2:]
-    return f"{qualified_type.rsplit('$', 1)[-1]}::{name}"
+    return stack_runs.run_main_expecting_error(config, stack=stack, outputs=provider_outputs, calls=provider_calls)

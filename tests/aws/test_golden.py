@@ -12,67 +12,16 @@ Config: Pulumi.aws.yaml with the job switched on (the complete graph).
 
 from __future__ import annotations
 
-import difflib
-import json
-import os
 from pathlib import Path
-from typing import Any
 
-from tests.aws.stack_runs import JOB_ENABLED, config_with, run_main, short
-from tests.pulumi_harness import UNKNOWN, ProgramResult, Registration
+from tests.aws.stack_runs import JOB_ENABLED, config_with, run_main
+from tests.golden import assert_matches_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "aws-stack.json"
-SECRET = "[secret]"
-
-
-def _masked(value: Any, registration: Registration, path: str = "") -> Any:
-    if path and registration.is_secret(path):
-        return SECRET
-    if isinstance(value, dict):
-        return {key: _masked(item, registration, f"{path}.{key}" if path else key) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_masked(item, registration, f"{path}[{index}]") for index, item in enumerate(value)]
-    return "[unknown]" if value is UNKNOWN else value
-
-
-def snapshot(result: ProgramResult) -> list[dict[str, Any]]:
-    """The graph as plain, sorted data: one entry per registration, in URN order."""
-    entries = []
-    for registration in result.registrations:
-        options = {
-            "retainOnDelete": registration.retain_on_delete,
-            "deleteBeforeReplace": registration.delete_before_replace,
-            "protect": registration.protect,
-            "ignoreChanges": sorted(registration.ignore_changes),
-            "replaceOnChanges": sorted(registration.replace_on_changes),
-        }
-        entries.append({
-            "resource": short(registration.urn),
-            "parent": short(registration.parent),
-            "provider": short(registration.provider),
-            "providers": {package: short(urn) for package, urn in sorted(registration.providers.items())},
-            "remote": registration.remote,
-            "dependsOn": sorted(short(urn) for urn in registration.dependencies),
-            "options": {key: value for key, value in options.items() if value},
-            "inputs": _masked(registration.inputs, registration),
-        })
-    return entries
-
-
-def render(result: ProgramResult) -> str:
-    return json.dumps(snapshot(result), indent=2, sort_keys=True) + "\n"
 
 
 def test_resource_graph_matches_the_golden_file():
-    rendered = render(run_main(config_with(JOB_ENABLED)))
-    if os.environ.get("UPDATE_GOLDEN") == "1":
-        GOLDEN.write_text(rendered)
-    expected = GOLDEN.read_text()
-    if rendered != expected:
-        diff = "".join(difflib.unified_diff(expected.splitlines(True), rendered.splitlines(True),
-                                            "golden/aws-stack.json", "this run", n=2))
-        raise AssertionError(f"the resource graph changed; review, then UPDATE_GOLDEN=1 (see this file's "
-                             f"docstring):\n{diff[:20000]}")
+    assert_matches_golden(run_main(config_with(JOB_ENABLED)), GOLDEN)
 
 
 def test_golden_file_holds_no_secret_values():

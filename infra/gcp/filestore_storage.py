@@ -1,0 +1,77 @@
+"""Shared storage on GKE: a Filestore instance in the nodes' zone and a static PersistentVolume for it.
+
+Pulumi owns the instance (not a dynamic StorageClass), so `pulumi destroy` removes it in order: the
+platform's claim, then the volume, then the instance. The volume's reclaim policy is Retain: deleting
+the claim never deletes the files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from infra.contracts import SharedStorage
+from infra.gcp.cluster import GkeCluster
+from infra.gcp.config import FilestoreConfig
+from infra.gcp.network import GkeNetwork
+
+SHARE_NAME = "trainstack"
+FILESTORE_CSI_DRIVER = "filestore.csi.storage.gke.io"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilestoreStorageArgs:
+    project: str
+    config: FilestoreConfig
+    cluster: GkeCluster
+    network: GkeNetwork
+    claim_namespace: str  # the volume is reserved for this claim (the platform's)
+    claim_name: str
+
+
+class FilestoreStorage(pulumi.ComponentResource):
+    instance_name: pulumi.Output[str]
+    ip_address: pulumi.Output[str]
+    shared_storage: SharedStorage
+
+    def __init__(self, name: str, args: FilestoreStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:gcp:FilestoreStorage", name, None, opts)
+        zonal = args.config.tier not in ("REGIONAL", "ENTERPRISE")
+        instance = gcp.filestore.Instance(
+            name,
+            project=args.project,
+            location=args.cluster.node_zone if zonal else args.cluster.cluster.location,
+            tier=args.config.tier,
+            file_shares=gcp.filestore.InstanceFileSharesArgs(name=SHARE_NAME, capacity_gb=args.config.capacity_gb),
+            networks=[gcp.filestore.InstanceNetworkArgs(
+                network=args.network.network_name, modes=["MODE_IPV4"], connect_mode="DIRECT_PEERING")],
+            deletion_protection_enabled=False,  # `pulumi destroy` must be able to remove it
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.instance_name = instance.name
+        self.ip_address = instance.networks.apply(lambda networks: networks[0].ip_addresses[0])
+        capacity = f"{args.config.capacity_gb}Gi"
+        volume = k8s.core.v1.PersistentVolume(
+            f"{name}-volume",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{args.claim_namespace}-{args.claim_name}"),
+            spec=k8s.core.v1.PersistentVolumeSpecArgs(
+                capacity={"storage": capacity},
+                access_modes=["ReadWriteMany"],
+                persistent_volume_reclaim_policy="Retain",
+                storage_class_name="",  # static: no provisioner may bind something else to the claim
+                claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=args.claim_namespace, name=args.claim_name),
+                csi=k8s.core.v1.CSIPersistentVolumeSourceArgs(
+                    driver=FILESTORE_CSI_DRIVER,
+                    volume_handle=pulumi.Output.concat(
+                        "modeInstance/", instance.location, "/", instance.name, f"/{SHARE_NAME}"),
+                    volume_attributes={"ip": self.ip_address, "volume": SHARE_NAME},
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.cluster.provider),
+        )
+        self.shared_storage = SharedStorage(storage_class_name="", size=capacity, volume_name=volume.metadata.name,
+                                            ready=[volume])
+        self.register_outputs({"instanceName": self.instance_name, "ipAddress": self.ip_address})

@@ -1,0 +1,85 @@
+"""Service accounts: one for the nodes (logs, metrics, image pulls), one for the job (its bucket only).
+
+The job's Google service account is reached through GKE Workload Identity: the job's Kubernetes
+service account may impersonate it, and nothing else may. No service-account key is ever created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from infra.contracts import WorkloadIdentity
+from infra.gcp.naming import service_account_id
+from infra.ordering import available_after
+
+# The role Google made for node service accounts: logging, monitoring, metadata; nothing else.
+NODE_ROLES = ("roles/container.defaultNodeServiceAccount",)
+JOB_BUCKET_ROLE = "roles/storage.objectUser"  # read, write and delete objects; not the bucket's settings
+WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
+GKE_SERVICE_ACCOUNT_ANNOTATION = "iam.gke.io/gcp-service-account"
+
+
+def workload_identity_member(project: str, namespace: str, service_account: str) -> str:
+    return f"serviceAccount:{project}.svc.id.goog[{namespace}/{service_account}]"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeServiceAccountArgs:
+    project: str
+    cluster_name: str
+
+
+class NodeServiceAccount(pulumi.ComponentResource):
+    email: pulumi.Output[str]  # available once its roles are granted
+    member: pulumi.Output[str]
+
+    def __init__(self, name: str, args: NodeServiceAccountArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:gcp:NodeServiceAccount", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        account = gcp.serviceaccount.Account(
+            name, project=args.project, account_id=service_account_id(args.cluster_name, "nodes"),
+            display_name=f"trainstack nodes of {args.cluster_name}", opts=child)
+        grants = [gcp.projects.IAMMember(f"{name}-{role.rsplit('/', 1)[1]}", project=args.project, role=role,
+                                         member=account.member, opts=child) for role in NODE_ROLES]
+        # Nodes that boot before their roles exist cannot write logs: hand out the email after them.
+        self.email = available_after(account.email, *grants)
+        self.member = account.member
+        self.register_outputs({"email": self.email})
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobIdentityArgs:
+    project: str
+    cluster_name: str
+    namespace: str
+    service_account: str  # the job's Kubernetes service account (the chart names it after the job)
+    bucket_name: pulumi.Input[str]
+    cluster: pulumi.Resource  # the identity pool <project>.svc.id.goog exists once the cluster does
+
+
+class JobIdentity(pulumi.ComponentResource):
+    identity: WorkloadIdentity  # the annotation the job's service account carries
+    email: pulumi.Output[str]
+
+    def __init__(self, name: str, args: JobIdentityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:gcp:JobIdentity", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        account = gcp.serviceaccount.Account(
+            name, project=args.project, account_id=service_account_id(args.cluster_name, "job"),
+            display_name=f"trainstack job {args.namespace}/{args.service_account}", opts=child)
+        bucket_access = gcp.storage.BucketIAMMember(
+            f"{name}-bucket", bucket=args.bucket_name, role=JOB_BUCKET_ROLE, member=account.member, opts=child)
+        binding = gcp.serviceaccount.IAMMember(
+            f"{name}-workload-identity",
+            service_account_id=account.name,
+            role=WORKLOAD_IDENTITY_USER,
+            member=workload_identity_member(args.project, args.namespace, args.service_account),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+        )
+        # A job started before both grants exist fails its first GCS call: the annotation waits for them.
+        self.email = available_after(account.email, bucket_access, binding)
+        self.identity = WorkloadIdentity(service_account_annotations={GKE_SERVICE_ACCOUNT_ANNOTATION: self.email})
+        self.register_outputs({"email": self.email})

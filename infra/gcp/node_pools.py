@@ -1,0 +1,123 @@
+"""GKE node pools: a small system pool for the controllers (always up), and GPU pools that scale from 0.
+
+Every node runs as the stack's node service account (no default Compute Engine account with Editor),
+boots shielded, and serves pods the GKE metadata server (pods get Workload Identity, never the
+node's credentials). GPU pools get the GKE-managed NVIDIA driver (no driver DaemonSet from a URL),
+spot VMs by default, gVNIC, and the GPU taint that keeps CPU pods off them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp as gcp
+
+from infra.contracts import GPU_RESOURCE, GpuPlacement
+from infra.gcp.cluster import GkeCluster
+from infra.gcp.config import GpuPoolConfig, SystemPoolConfig
+
+POOL_LABEL = "trainstack/node-pool"
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"  # GKE sets it on GPU nodes
+# GKE taints GPU nodes with this itself; declaring it keeps the pool free of a perpetual diff.
+GPU_TAINT = {"key": GPU_RESOURCE, "value": "present", "effect": "NO_SCHEDULE"}
+GPU_TOLERATIONS = ({"key": GPU_RESOURCE, "operator": "Equal", "value": "present", "effect": "NoSchedule"},)
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # access is decided by IAM roles
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodePoolArgs:
+    cluster: GkeCluster
+    service_account_email: pulumi.Input[str]
+    labels: Mapping[str, str] = field(default_factory=dict)  # billing labels on the VMs
+
+
+def _node_config(args: NodePoolArgs, pool: str, machine_type: str, disk_size_gb: int, disk_type: str,
+                 **gpu: object) -> gcp.container.NodePoolNodeConfigArgs:
+    return gcp.container.NodePoolNodeConfigArgs(
+        machine_type=machine_type,
+        disk_size_gb=disk_size_gb,
+        disk_type=disk_type,
+        image_type="COS_CONTAINERD",
+        service_account=args.service_account_email,
+        oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+        workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(mode="GKE_METADATA"),
+        shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+            enable_secure_boot=True, enable_integrity_monitoring=True),
+        gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
+        metadata={"disable-legacy-endpoints": "true"},
+        labels={POOL_LABEL: pool},
+        resource_labels=dict(args.labels),
+        **gpu,
+    )
+
+
+class SystemNodePool(pulumi.ComponentResource):
+    pool: gcp.container.NodePool
+
+    def __init__(self, name: str, args: NodePoolArgs, config: SystemPoolConfig,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:gcp:SystemNodePool", name, None, opts)
+        self.pool = gcp.container.NodePool(
+            name,
+            name="system",
+            cluster=args.cluster.cluster_name,
+            location=args.cluster.location,
+            node_locations=[args.cluster.node_zone],
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=config.min_nodes, total_max_node_count=config.max_nodes),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            node_config=_node_config(args, "system", config.machine_type, config.disk_size_gb, "pd-balanced"),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
+        )
+        self.register_outputs({"name": self.pool.name})
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    pool: gcp.container.NodePool
+    placement: GpuPlacement  # what the job, Kueue and the platform consume
+
+    def __init__(self, name: str, args: NodePoolArgs, config: GpuPoolConfig,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:gcp:GpuNodePool", name, None, opts)
+        accelerator = gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+            type=config.accelerator_type,
+            count=config.accelerator_count,
+            # Set explicitly: GKE's own default otherwise shows as a diff that replaces the pool.
+            gpu_driver_installation_config=(
+                gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                    gpu_driver_version=config.driver_version)),
+        )
+        self.pool = gcp.container.NodePool(
+            name,
+            name=config.name,
+            cluster=args.cluster.cluster_name,
+            location=args.cluster.location,
+            node_locations=[args.cluster.node_zone],
+            # No job, no GPU node: the autoscaler adds nodes for pending GPU pods and removes idle ones.
+            initial_node_count=config.min_nodes,
+            autoscaling=gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=config.min_nodes, total_max_node_count=config.max_nodes,
+                # Any zone capacity (and any unused reservation) first: fewer spot preemptions.
+                location_policy="ANY"),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            # Replace a node only after removing one: GPU quota rarely has room for a surge node.
+            upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
+                strategy="SURGE", max_surge=0, max_unavailable=1),
+            node_config=_node_config(
+                args, config.name, config.machine_type, config.disk_size_gb, config.disk_type,
+                guest_accelerators=[accelerator],
+                spot=config.spot,
+                taints=[gcp.container.NodePoolNodeConfigTaintArgs(**GPU_TAINT)],
+            ),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
+        )
+        self.placement = GpuPlacement(
+            node_selector={ACCELERATOR_LABEL: config.accelerator_type, POOL_LABEL: config.name},
+            tolerations=GPU_TOLERATIONS,
+            gpus_per_node=config.accelerator_count,
+            accelerator=config.accelerator_type,
+            ready=[self.pool],
+        )
+        self.register_outputs({"name": self.pool.name})

@@ -1,0 +1,120 @@
+"""GcpStack: the GKE GPU training platform of seeds 001 and 003, composed from typed components.
+
+APIs -> network -> GKE cluster -> system pool + GPU pools (spot, scale to 0, managed driver)
+node service account -> Artifact Registry -> training image
+snapshot bucket -> job identity (Workload Identity, that bucket only)
+Filestore + its PersistentVolume
+all of them, as handles -> TrainingPlatform (namespace, claim, [Kueue], training job)
+Every GCP resource uses one explicit Google provider, every Kubernetes object the cluster's provider.
+GKE runs its own NVIDIA device plugin on GPU nodes, so the platform installs none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_docker_build as docker_build
+import pulumi_gcp as gcp
+
+from infra import TrainingImage, TrainingImageArgs, versions
+from infra.config import NAMESPACE
+from infra.contracts import ObjectStore
+from infra.gcp.artifact_registry import ArtifactRegistry, ArtifactRegistryArgs
+from infra.gcp.cluster import GkeCluster, GkeClusterArgs
+from infra.gcp.config import GcpStackConfig
+from infra.gcp.filestore_storage import FilestoreStorage, FilestoreStorageArgs
+from infra.gcp.identity import JobIdentity, JobIdentityArgs, NodeServiceAccount, NodeServiceAccountArgs
+from infra.gcp.job_commands import job_commands
+from infra.gcp.network import GkeNetwork, GkeNetworkArgs
+from infra.gcp.node_pools import GpuNodePool, NodePoolArgs, SystemNodePool
+from infra.gcp.project_services import ProjectServices, ProjectServicesArgs
+from infra.gcp.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
+from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
+
+
+@dataclass(frozen=True, kw_only=True)
+class GcpStackArgs:
+    config: GcpStackConfig
+
+
+class GcpStack(pulumi.ComponentResource):
+    outputs: dict[str, pulumi.Input[Any]]  # the stack outputs, exported by __main__.py
+
+    def __init__(self, name: str, args: GcpStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:gcp:GcpStack", name, None, opts)
+        cfg = args.config
+
+        google = gcp.Provider(f"{name}-gcp", project=cfg.project, region=cfg.region,
+                              default_labels=dict(cfg.labels), opts=pulumi.ResourceOptions(parent=self))
+        child = pulumi.ResourceOptions(parent=self, providers={"gcp": google})
+
+        services = ProjectServices(f"{name}-apis", ProjectServicesArgs(
+            project=cfg.project, services=versions.GCP_SERVICES), opts=child)
+        # Everything else needs the APIs first; on destroy they stay enabled.
+        after_apis = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=services.enabled))
+
+        network = GkeNetwork(f"{name}-network", GkeNetworkArgs(region=cfg.region, config=cfg.network),
+                             opts=after_apis)
+        cluster = GkeCluster(f"{name}-gke", GkeClusterArgs(config=cfg, network=network, services=services.enabled),
+                             opts=child)
+        node_account = NodeServiceAccount(f"{name}-nodes", NodeServiceAccountArgs(
+            project=cfg.project, cluster_name=cfg.cluster_name), opts=after_apis)
+        pool_args = NodePoolArgs(cluster=cluster, service_account_email=node_account.email, labels=cfg.labels)
+        system_pool = SystemNodePool(f"{name}-system", pool_args, cfg.system_pool, opts=child)
+        gpu_pools = {pool.name: GpuNodePool(f"{name}-gpu-{pool.name}", pool_args, pool, opts=child)
+                     for pool in cfg.gpu_pools}
+
+        registry = ArtifactRegistry(f"{name}-registry", ArtifactRegistryArgs(
+            project=cfg.project, region=cfg.region, repository_id=cfg.cluster_name,
+            reader_member=node_account.member), opts=after_apis)
+        image = TrainingImage(f"{name}-image", TrainingImageArgs(
+            repository_url=registry.repository_url,
+            registry_server=registry.server,
+            registry_username=registry.username,
+            registry_password=registry.password,
+            # Builds with the local Docker/BuildKit of whoever runs `pulumi up`.
+            provider=docker_build.Provider(f"{name}-docker-build", opts=pulumi.ResourceOptions(parent=self)),
+        ), opts=child)
+
+        bucket = SnapshotBucket(f"{name}-snapshots", SnapshotBucketArgs(
+            project=cfg.project, region=cfg.region, delete_on_destroy=cfg.delete_bucket_on_destroy), opts=after_apis)
+        # The chart names the job's Kubernetes service account after the job.
+        job_identity = JobIdentity(f"{name}-job", JobIdentityArgs(
+            project=cfg.project, cluster_name=cfg.cluster_name, namespace=cfg.job.namespace,
+            service_account=cfg.job.name, bucket_name=bucket.bucket_name, cluster=cluster.cluster), opts=child)
+
+        storage = None
+        if cfg.filestore is not None:
+            storage = FilestoreStorage(f"{name}-filestore", FilestoreStorageArgs(
+                project=cfg.project, config=cfg.filestore, cluster=cluster, network=network,
+                claim_namespace=cfg.job.namespace, claim_name=shared_claim_name(cfg.job)), opts=after_apis)
+
+        platform = TrainingPlatform(name, TrainingPlatformArgs(
+            provider=cluster.provider,
+            job=cfg.job,
+            gpu=gpu_pools[cfg.job_pool.name].placement,
+            storage=storage.shared_storage if storage is not None else None,
+            bucket=ObjectStore(uri=bucket.uri, name=bucket.bucket_name),
+            identity=job_identity.identity,
+            image_ref=image.ref,
+            install_device_plugin=False,  # GKE's own runs on every GPU node
+        ), opts=pulumi.ResourceOptions(parent=self, depends_on=[system_pool.pool]))
+
+        self.outputs = {
+            "clusterName": cluster.cluster_name,
+            "kubeconfig": cluster.kubeconfig_json,
+            "registryUrl": registry.repository_url,
+            "imageRef": image.ref,
+            "bucketName": bucket.bucket_name,
+            "jobServiceAccount": job_identity.email,
+            **job_commands(project=cfg.project, location=cfg.location, cluster_name=cfg.cluster_name, job=cfg.job,
+                           bucket_name=bucket.bucket_name),
+            **platform.outputs,
+        }
+        if storage is not None:
+            self.outputs["filestoreInstance"] = storage.instance_name
+        if not cfg.job.enabled:
+            self.outputs["enableJobCommand"] = f"pulumi config set --path {NAMESPACE}:job.enabled true && pulumi up"
+        self.register_outputs(self.outputs)

@@ -1,0 +1,112 @@
+"""The GCP stack under mocks (tests/stack_runs.py) with the values of `Pulumi.gcp.yaml`.
+
+The shipped stack file leaves gcp:project to the user; these runs set it as the README says
+(`pulumi config set gcp:project ...`). Provider-computed outputs (the cluster's endpoint and CA,
+Filestore's address, the image digest) and the data sources the program asks (zones, GKE versions,
+the caller's access token) are answered below, camelCase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tests import stack_runs
+from tests.pulumi_harness import ProgramResult
+from tests.stack_runs import REPO, as_cli_config, short  # noqa: F401 - re-exported for the GCP tests
+
+STACK_FILE = REPO / "Pulumi.gcp.yaml"
+PROJECT = "ml-research-123"
+ZONES = ("us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f")
+GKE_VERSIONS = ("1.35.1-gke.1200000", "1.34.4-gke.1100000", "1.34.3-gke.1300000", "1.33.7-gke.1000000")
+ENDPOINT = "34.123.45.67"
+CA_CERTIFICATE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
+FILESTORE_IP = "10.123.0.2"
+DIGEST = "sha256:" + "fedcba9876543210" * 4
+ACCESS_TOKEN = "ya29.token-that-must-stay-secret"
+
+# Resource types as the engine sees them.
+GCP_PROVIDER = "pulumi:providers:gcp"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+SERVICE = "gcp:projects/service:Service"
+NETWORK = "gcp:compute/network:Network"
+SUBNETWORK = "gcp:compute/subnetwork:Subnetwork"
+ROUTER = "gcp:compute/router:Router"
+ROUTER_NAT = "gcp:compute/routerNat:RouterNat"
+CLUSTER = "gcp:container/cluster:Cluster"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+SERVICE_ACCOUNT = "gcp:serviceaccount/account:Account"
+SERVICE_ACCOUNT_KEY = "gcp:serviceaccount/key:Key"
+SA_IAM_MEMBER = "gcp:serviceaccount/iAMMember:IAMMember"
+PROJECT_IAM_MEMBER = "gcp:projects/iAMMember:IAMMember"
+BUCKET = "gcp:storage/bucket:Bucket"
+BUCKET_IAM_MEMBER = "gcp:storage/bucketIAMMember:BucketIAMMember"
+REPOSITORY = "gcp:artifactregistry/repository:Repository"
+REPOSITORY_IAM_MEMBER = "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember"
+FILESTORE = "gcp:filestore/instance:Instance"
+PV = "kubernetes:core/v1:PersistentVolume"
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+IMAGE = "docker-build:index:Image"
+TRAINING_JOB = "trainstack:index:TrainingJob"
+PLATFORM = "trainstack:index:TrainingPlatform"
+
+GET_ZONES = "gcp:compute/getZones:getZones"
+GET_ENGINE_VERSIONS = "gcp:container/getEngineVersions:getEngineVersions"
+GET_CLIENT_CONFIG = "gcp:organizations/getClientConfig:getClientConfig"
+
+# `pulumi config set gcp:project ...`, the one step the README asks before `pulumi up`.
+WITH_PROJECT = {"gcp:project": PROJECT}
+# Phase two of the documented flow: data uploaded, `pulumi config set --path trainstack:job.enabled true`.
+JOB_ENABLED = {**WITH_PROJECT, "trainstack:job": {"enabled": True}}
+
+
+def stack_file_config() -> dict[str, Any]:
+    return stack_runs.stack_file_config(STACK_FILE)
+
+
+def config_with(overrides: Mapping[str, Any] | None = None, remove: tuple[str, ...] = ()) -> dict[str, str]:
+    """Pulumi.gcp.yaml plus gcp:project, with `overrides` merged in key by key."""
+    return stack_runs.config_with(STACK_FILE, {**WITH_PROJECT, **(overrides or {})}, remove)
+
+
+def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
+    """Outputs the providers compute (auto-names, addresses, the image digest), deterministic."""
+    if type_ == CLUSTER:
+        return {"endpoint": ENDPOINT, "masterAuth": {"clusterCaCertificate": CA_CERTIFICATE}}
+    if type_ == BUCKET:
+        return {"name": f"{name}-5f6a7b8", "url": f"gs://{name}-5f6a7b8"}
+    if type_ == SERVICE_ACCOUNT:
+        email = f"{inputs['accountId']}@{PROJECT}.iam.gserviceaccount.com"
+        return {"email": email, "member": f"serviceAccount:{email}",
+                "name": f"projects/{PROJECT}/serviceAccounts/{email}"}
+    if type_ == FILESTORE:
+        return {"name": f"{name}-9c0d1e2", "networks": [{**inputs["networks"][0], "ipAddresses": [FILESTORE_IP]}]}
+    if type_ == IMAGE:
+        return {"digest": DIGEST}
+    return {}
+
+
+def provider_calls(token: str, args: dict) -> dict:
+    if token == GET_ZONES:
+        return {"names": list(ZONES), "project": args.get("project"), "region": args.get("region")}
+    if token == GET_ENGINE_VERSIONS:
+        prefix = args.get("versionPrefix", "")
+        offered = [v for v in GKE_VERSIONS if v.startswith(prefix)]
+        return {"latestMasterVersion": offered[0] if offered else "", "validMasterVersions": offered,
+                "location": args.get("location")}
+    if token == GET_CLIENT_CONFIG:
+        return {"accessToken": ACCESS_TOKEN, "project": PROJECT, "region": "us-central1", "id": "client"}
+    raise NotImplementedError(f"unmocked invoke {token}")
+
+
+def run_main(config: Mapping[str, str] | None = None, *, preview: bool = False, stack: str = "gcp",
+             outputs: Any = provider_outputs, calls: Any = provider_calls) -> ProgramResult:
+    return stack_runs.run_main(config_with() if config is None else config, stack=stack, outputs=outputs,
+                               calls=calls, preview=preview)
+
+
+def run_main_expecting_error(config: Mapping[str, str], *, stack: str = "gcp"
+                             ) -> tuple[BaseException, list[str], ProgramResult]:
+    return stack_runs.run_main_expecting_error(config, stack=stack, outputs=provider_outputs, calls=provider_calls)
