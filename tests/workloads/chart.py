@@ -49,6 +49,11 @@ def chart() -> helm.Chart:
     return helm.Chart.load(CHART_DIR)
 
 
+def chart_values() -> dict[str, Any]:
+    """The chart's own values.yaml (its defaults)."""
+    return yaml.safe_load((CHART_DIR / "values.yaml").read_text())
+
+
 def load_profile(name: str) -> dict[str, Any]:
     return yaml.safe_load((PROFILES_DIR / f"{name}.yaml").read_text())
 

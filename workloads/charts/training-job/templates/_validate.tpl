@@ -22,13 +22,9 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 
 {{- $check := $v.ncclCheck.enabled -}}
 {{- $gpuNet := $v.gpuNetworking.mode -}}
-{{- if not $check -}}
-{{- if not $v.image.repository -}}
-{{- fail "image.repository is required: the training image (without tag or digest)" -}}
-{{- end -}}
-{{- if and (not $v.image.digest) (not $v.image.tag) -}}
+{{- /* The check runs its mode's NCCL plugin image, not the training image. */ -}}
+{{- if and (not $check) (not $v.image.digest) (not $v.image.tag) -}}
 {{- fail "image.digest or image.tag is required (a digest pins the exact image)" -}}
-{{- end -}}
 {{- end -}}
 
 {{- /* A3 machines have 8 GPUs, and the device-injection annotation hands all 8 to the RxDM. */ -}}
