@@ -11,12 +11,21 @@ from typing import Any
 import helm_python as helm
 import yaml
 
-from infra.training_job import deep_merge  # noqa: F401 - re-exported for the chart tests (Helm merge semantics)
+from infra.training_job import deep_merge  # re-exported for the chart tests too (Helm merge semantics)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO_ROOT / "workloads" / "charts" / "training-job"
 VALUES_DIR = Path(__file__).parent / "values"
 VALUE_SETS = sorted(path.stem for path in VALUES_DIR.glob("*.yaml"))
+PROFILES_DIR = CHART_DIR / "profiles"
+
+# Value sets that start from the chart's shipped profiles (`helm install -f <profile> ... -f <set>`),
+# in order; the value set's own file is applied last.
+PROFILES = {
+    "a3-nemo": ("a3-highgpu", "nemo-megatron"),
+    "a3-nccl-check": ("a3-highgpu", "nccl-check"),
+    "a3-mega-nccl-check": ("a3-megagpu", "nccl-check"),
+}
 
 RELEASE = "gpt2-run"
 NAMESPACE = "ml"
@@ -40,8 +49,30 @@ def chart() -> helm.Chart:
     return helm.Chart.load(CHART_DIR)
 
 
+def chart_values() -> dict[str, Any]:
+    """The chart's own values.yaml (its defaults)."""
+    return yaml.safe_load((CHART_DIR / "values.yaml").read_text())
+
+
+def load_profile(name: str) -> dict[str, Any]:
+    return yaml.safe_load((PROFILES_DIR / f"{name}.yaml").read_text())
+
+
 def load_values(name: str) -> dict[str, Any]:
-    return yaml.safe_load((VALUES_DIR / f"{name}.yaml").read_text())
+    """A value set as `helm install -f <its profiles...> -f values/<name>.yaml` would merge it."""
+    values: dict[str, Any] = {}
+    for profile in PROFILES.get(name, ()):
+        values = deep_merge(values, load_profile(profile))
+    return deep_merge(values, yaml.safe_load((VALUES_DIR / f"{name}.yaml").read_text()))
+
+
+def is_nccl_check(name: str) -> bool:
+    return bool(load_values(name).get("ncclCheck", {}).get("enabled"))
+
+
+# Sets whose Job trains (a `trainer` container), and sets whose Job runs the NCCL check instead.
+TRAINING_SETS = [name for name in VALUE_SETS if not is_nccl_check(name)]
+NCCL_CHECK_SETS = [name for name in VALUE_SETS if is_nccl_check(name)]
 
 
 def render_templates(values: dict[str, Any], *, release: str = RELEASE, namespace: str = NAMESPACE,

@@ -12,10 +12,10 @@ from torch.distributed.run import config_from_args
 
 from training.cli import build_parser
 
-from .chart import RELEASE, VALUE_SETS, deep_merge, load_values, parse_launch, render, trainer
+from .chart import RELEASE, TRAINING_SETS, deep_merge, load_values, parse_launch, render, trainer
 
 IMAGE = load_values("cpu-single-node")["image"]
-BUILT_IN_TRAINER_SETS = [name for name in VALUE_SETS if not load_values(name).get("command")]
+BUILT_IN_TRAINER_SETS = [name for name in TRAINING_SETS if not load_values(name).get("command")]
 
 
 def launch_config(container):
@@ -38,7 +38,7 @@ def expand_env_refs(text: str, env: dict[str, str]) -> str:
     return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), text)
 
 
-@pytest.mark.parametrize("value_set", VALUE_SETS)
+@pytest.mark.parametrize("value_set", TRAINING_SETS)
 def test_launcher_flags_match_the_values(rendered, value_set):
     job_values = deep_merge(
         {"nodes": {"min": 1, "max": 1}, "procsPerNode": 1, "maxRestarts": 3, "rdzvBackend": "c10d"},
@@ -53,7 +53,7 @@ def test_launcher_flags_match_the_values(rendered, value_set):
     assert config.run_id.startswith(f"{RELEASE}-")
 
 
-@pytest.mark.parametrize("value_set", VALUE_SETS)
+@pytest.mark.parametrize("value_set", TRAINING_SETS)
 def test_every_env_reference_in_the_args_is_defined(rendered, value_set):
     container = trainer(rendered[value_set])
     defined = {env["name"] for env in container["env"]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .chart import VALUE_SETS, deep_merge, load_values, one, render, trainer
+from .chart import TRAINING_SETS, deep_merge, load_values, one, render, trainer
 
 GPU_VALUES = load_values("gpu-4x8-queue-pvc")
 
@@ -14,7 +14,7 @@ def job_spec(objects):
     return one(objects, "Job")["spec"]
 
 
-@pytest.mark.parametrize("value_set", VALUE_SETS)
+@pytest.mark.parametrize("value_set", TRAINING_SETS)
 def test_job_ends_and_cleans_up(rendered, value_set):
     spec = job_spec(rendered[value_set])
     assert spec["ttlSecondsAfterFinished"] == 86400

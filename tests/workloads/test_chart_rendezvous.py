@@ -6,9 +6,19 @@ from __future__ import annotations
 import pytest
 from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
 
-from .chart import NAMESPACE, RELEASE, VALUE_SETS, deep_merge, load_values, one, parse_launch, render, trainer
+from .chart import (
+    NAMESPACE,
+    RELEASE,
+    TRAINING_SETS,
+    deep_merge,
+    load_values,
+    one,
+    parse_launch,
+    render,
+    trainer,
+)
 
-C10D_SETS = [name for name in VALUE_SETS if load_values(name).get("job", {}).get("rdzvBackend", "c10d") == "c10d"]
+C10D_SETS = [name for name in TRAINING_SETS if load_values(name).get("job", {}).get("rdzvBackend", "c10d") == "c10d"]
 GPU_VALUES = load_values("gpu-4x8-queue-pvc")
 
 

@@ -9,6 +9,20 @@ from .chart import RELEASE, VALUE_SETS, by_kind, deep_merge, load_values, one, p
 
 GPU_VALUES = load_values("gpu-4x8-queue-pvc")
 
+# The documented exceptions to the hardened profile (chart README "Security"; checkov_skips.yaml):
+# the RxDM sidecars of gpuNetworking and the NCCL check's container. test_chart_gpu_networking.py
+# and test_chart_nccl_check.py pin exactly what each of them gets; every other container is
+# checked here in full.
+EXCEPTION_CONTAINERS = {"tcpx-daemon", "tcpxo-daemon", "nccl-check"}
+# hostPath volumes and the containers that may mount them: the RxDM reads the node's NVIDIA
+# libraries, /sys and /proc/sys; TCPXO's NCCL plugin (trainer or check) opens /dev/aperture_devices.
+HOST_PATH_MOUNTERS = {
+    "/home/kubernetes/bin/nvidia/lib64": {"tcpx-daemon", "tcpxo-daemon"},
+    "/sys": {"tcpx-daemon", "tcpxo-daemon"},
+    "/proc/sys": {"tcpx-daemon", "tcpxo-daemon"},
+    "/dev/aperture_devices": {"trainer", "nccl-check"},
+}
+
 
 def all_containers(pod):
     return pod.get("initContainers", []) + pod["containers"]
@@ -24,13 +38,26 @@ def test_every_pod_is_hardened(rendered, value_set):
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
         assert pod["automountServiceAccountToken"] is False
         assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
-        assert not [v for v in pod["volumes"] if "hostPath" in v]
+
+
+@pytest.mark.parametrize("value_set", VALUE_SETS)
+def test_host_paths_only_where_documented(rendered, value_set):
+    for pod in pod_specs(rendered[value_set]):
+        host_paths = {v["name"]: v["hostPath"] for v in pod["volumes"] if "hostPath" in v}
+        for name, host_path in host_paths.items():
+            assert host_path["path"] in HOST_PATH_MOUNTERS, host_path
+            assert host_path["type"] == "Directory", name  # never created empty on a wrong node
+            mounters = {c["name"] for c in all_containers(pod)
+                        for m in c.get("volumeMounts", []) if m["name"] == name}
+            assert mounters and mounters <= HOST_PATH_MOUNTERS[host_path["path"]], (name, mounters)
 
 
 @pytest.mark.parametrize("value_set", VALUE_SETS)
 def test_every_container_is_hardened(rendered, value_set):
     for pod in pod_specs(rendered[value_set]):
         for container in all_containers(pod):
+            if container["name"] in EXCEPTION_CONTAINERS:
+                continue
             context = container["securityContext"]
             assert context["allowPrivilegeEscalation"] is False, container["name"]
             assert context["privileged"] is False, container["name"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from pathlib import Path
@@ -17,6 +18,26 @@ SKIPS = yaml.safe_load((Path(__file__).parent / "checkov_skips.yaml").read_text(
 TAG_PINNED_IMAGE_CHECKS = {"CKV_K8S_15", "CKV_K8S_43"}
 
 
+# Value sets with the documented exception containers also go through checkov without them, under
+# this suffix: a skip scoped to `containers` must then stop firing (the finding is theirs alone).
+WITHOUT_EXCEPTIONS = "--without-exceptions"
+EXCEPTION_CONTAINERS = {name for skip in SKIPS.values() for name in skip.get("containers", [])}
+
+
+def without_exception_containers(objects):
+    stripped = copy.deepcopy(objects)
+    for pod in pod_specs(stripped):
+        for key in ("initContainers", "containers"):
+            if key in pod:
+                pod[key] = [c for c in pod[key] if c["name"] not in EXCEPTION_CONTAINERS]
+    return stripped
+
+
+def has_exception_containers(objects):
+    return any(c["name"] in EXCEPTION_CONTAINERS
+               for pod in pod_specs(objects) for c in pod.get("initContainers", []) + pod["containers"])
+
+
 @pytest.fixture(scope="module")
 def scan(rendered, tmp_path_factory):
     """One checkov run (it takes seconds) over all value sets: (findings, reports, manifest dir)."""
@@ -25,6 +46,9 @@ def scan(rendered, tmp_path_factory):
     manifests = tmp_path_factory.mktemp("manifests")
     for name in VALUE_SETS:
         (manifests / f"{name}.yaml").write_text(yaml.safe_dump_all(rendered[name], sort_keys=False))
+        if has_exception_containers(rendered[name]):
+            (manifests / f"{name}{WITHOUT_EXCEPTIONS}.yaml").write_text(
+                yaml.safe_dump_all(without_exception_containers(rendered[name]), sort_keys=False))
     files = sorted(str(path) for path in manifests.glob("*.yaml")) + [str(DOCKERFILE)]
     result = subprocess.run(
         [str(CHECKOV), "--file", *files, "--framework", "kubernetes", "dockerfile", "--output", "json",
@@ -63,6 +87,22 @@ def test_no_finding_outside_the_skip_list(scan):
         f"{f['id']} {f['name']}: {f['resource']} ({f['value_set']})" for f in unexpected)
 
 
+def test_container_scoped_skips_fire_only_because_of_those_containers(scan, rendered):
+    findings, _ = scan
+    assert [name for name in VALUE_SETS if has_exception_containers(rendered[name])]  # the check is live
+    scoped = {check_id: set(skip["containers"]) for check_id, skip in SKIPS.items() if "containers" in skip}
+
+    def has_any(value_set, names):
+        objects = rendered.get(value_set)  # None for the stripped variants
+        return objects is not None and any(
+            c["name"] in names for pod in pod_specs(objects) for c in pod.get("initContainers", []) + pod["containers"])
+
+    leaked = [f for f in findings if f["id"] in scoped and not has_any(f["value_set"], scoped[f["id"]])]
+    assert not leaked, "\n".join(
+        f"{f['id']} {f['name']}: {f['resource']} ({f['value_set']}) fires without the exception containers"
+        for f in leaked)
+
+
 def test_every_skip_is_still_needed_and_explained(scan):
     findings, _ = scan
     raised = {f["id"] for f in findings}
@@ -75,8 +115,11 @@ def test_image_pinning_findings_only_concern_tag_pinned_images(scan, rendered):
     findings, _ = scan
     for finding in (f for f in findings if f["id"] in TAG_PINNED_IMAGE_CHECKS):
         kind, _, name = finding["resource"].split(".", 2)
-        [obj] = [o for o in rendered[finding["value_set"]]
-                 if (o["kind"], o["metadata"]["name"]) == (kind, name)]
+        value_set = finding["value_set"].removesuffix(WITHOUT_EXCEPTIONS)
+        objects = rendered[value_set]
+        if value_set != finding["value_set"]:
+            objects = without_exception_containers(objects)
+        [obj] = [o for o in objects if (o["kind"], o["metadata"]["name"]) == (kind, name)]
         images = [c["image"] for pod in pod_specs([obj])
                   for c in pod.get("initContainers", []) + pod["containers"]]
         assert any("@sha256:" not in image for image in images), finding

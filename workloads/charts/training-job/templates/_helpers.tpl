@@ -57,7 +57,7 @@ helm.sh/chart: {{ printf "%s-%s" $ctx.Chart.Name $ctx.Chart.Version | replace "+
 
 {{/* True (non-empty) when torchrun runs our package's `train` built from .Values.train. */}}
 {{- define "training-job.usesBuiltInTrainer" -}}
-{{- if and (not .Values.command.script) (eq .Values.command.module "training") (empty .Values.command.args) -}}
+{{- if and (not .Values.ncclCheck.enabled) (not .Values.command.script) (eq .Values.command.module "training") (empty .Values.command.args) -}}
 true
 {{- end -}}
 {{- end -}}

@@ -20,8 +20,25 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 {{- end -}}
 {{- end -}}
 
-{{- if and (not $v.image.digest) (not $v.image.tag) -}}
+{{- $check := $v.ncclCheck.enabled -}}
+{{- $gpuNet := $v.gpuNetworking.mode -}}
+{{- /* The check runs its mode's NCCL plugin image, not the training image. */ -}}
+{{- if and (not $check) (not $v.image.digest) (not $v.image.tag) -}}
 {{- fail "image.digest or image.tag is required (a digest pins the exact image)" -}}
+{{- end -}}
+
+{{- /* A3 machines have 8 GPUs, and the device-injection annotation hands all 8 to the RxDM. */ -}}
+{{- if and (ne $gpuNet "none") (ne (int $v.resources.gpusPerNode) 8) -}}
+{{- fail (printf "gpuNetworking.mode %s needs resources.gpusPerNode 8 (got %d): one pod per A3 node, all 8 GPUs" $gpuNet (int $v.resources.gpusPerNode)) -}}
+{{- end -}}
+
+{{- if $check -}}
+{{- if eq $gpuNet "none" -}}
+{{- fail "ncclCheck.enabled needs gpuNetworking.mode tcpx or tcpxo: the check runs that mode's NCCL plugin image over its wiring" -}}
+{{- end -}}
+{{- if or (ne (int $nodes.min) (int $nodes.max)) (lt (int $nodes.max) 2) -}}
+{{- fail (printf "ncclCheck.enabled needs job.nodes.min = job.nodes.max >= 2 (got %d:%d): mpirun starts on a fixed set of nodes" (int $nodes.min) (int $nodes.max)) -}}
+{{- end -}}
 {{- end -}}
 
 {{- $gpus := int $v.resources.gpusPerNode -}}
