@@ -68,6 +68,8 @@ REPLACE_ON_CHANGES = (
     "values.podAnnotations",
     "values.podLabels",
     "values.etcd",
+    "values.gpuNetworking",
+    "values.ncclCheck",
 )
 
 

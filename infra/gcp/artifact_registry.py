@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from infra.resource_options import child_options
+
 # Registry logins with an OAuth access token use this user name (Artifact Registry's "access token" auth).
 TOKEN_USERNAME = "oauth2accesstoken"
 IMAGE_NAME = "trainstack"
@@ -29,7 +31,7 @@ class ArtifactRegistry(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ArtifactRegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:gcp:ArtifactRegistry", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, None, opts)
         repository = gcp.artifactregistry.Repository(
             name,
             project=args.project,

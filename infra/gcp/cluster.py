@@ -38,7 +38,7 @@ def offered_version(result: gcp.container.GetEngineVersionsResult, minor: str, l
     """The newest control-plane version GKE offers for `minor` in `location`; fails the preview otherwise."""
     version = result.latest_master_version or ""
     if not version.startswith(minor + "."):
-        offered = sorted({v.rsplit(".", 1)[0].rsplit("-", 1)[0] for v in result.valid_master_versions or ()})
+        offered = sorted({".".join(v.split(".")[:2]) for v in result.valid_master_versions or ()})
         raise pulumi.RunError(f"trainstack:kubernetesVersion: GKE offers no {minor}.x in {location} (it offers "
                               f"{', '.join(offered) or 'none'}). Fix: pulumi config set trainstack:kubernetesVersion "
                               f"<one of those>")

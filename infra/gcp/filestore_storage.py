@@ -17,6 +17,7 @@ from infra.contracts import SharedStorage
 from infra.gcp.cluster import GkeCluster
 from infra.gcp.config import FilestoreConfig
 from infra.gcp.network import GkeNetwork
+from infra.resource_options import child_options
 
 SHARE_NAME = "trainstack"
 FILESTORE_CSI_DRIVER = "filestore.csi.storage.gke.io"
@@ -49,7 +50,7 @@ class FilestoreStorage(pulumi.ComponentResource):
             networks=[gcp.filestore.InstanceNetworkArgs(
                 network=args.network.network_name, modes=["MODE_IPV4"], connect_mode="DIRECT_PEERING")],
             deletion_protection_enabled=False,  # `pulumi destroy` must be able to remove it
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, None, opts),
         )
         self.instance_name = instance.name
         self.ip_address = instance.networks.apply(lambda networks: networks[0].ip_addresses[0])

@@ -14,6 +14,7 @@ import pulumi_gcp as gcp
 from infra.contracts import WorkloadIdentity
 from infra.gcp.naming import service_account_id
 from infra.ordering import available_after
+from infra.resource_options import child_options
 
 # The role Google made for node service accounts: logging, monitoring, metadata; nothing else.
 NODE_ROLES = ("roles/container.defaultNodeServiceAccount",)
@@ -38,7 +39,7 @@ class NodeServiceAccount(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NodeServiceAccountArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:gcp:NodeServiceAccount", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, None, opts)
         account = gcp.serviceaccount.Account(
             name, project=args.project, account_id=service_account_id(args.cluster_name, "nodes"),
             display_name=f"trainstack nodes of {args.cluster_name}", opts=child)
@@ -66,7 +67,7 @@ class JobIdentity(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: JobIdentityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:gcp:JobIdentity", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, None, opts)
         account = gcp.serviceaccount.Account(
             name, project=args.project, account_id=service_account_id(args.cluster_name, "job"),
             display_name=f"trainstack job {args.namespace}/{args.service_account}", opts=child)
@@ -77,7 +78,7 @@ class JobIdentity(pulumi.ComponentResource):
             service_account_id=account.name,
             role=WORKLOAD_IDENTITY_USER,
             member=workload_identity_member(args.project, args.namespace, args.service_account),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+            opts=child_options(self, None, opts, depends_on=[args.cluster]),
         )
         # A job started before both grants exist fails its first GCS call: the annotation waits for them.
         self.email = available_after(account.email, bucket_access, binding)

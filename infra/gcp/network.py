@@ -9,6 +9,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra.gcp.config import NetworkConfig
+from infra.resource_options import child_options
 
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"
@@ -29,7 +30,7 @@ class GkeNetwork(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:gcp:GkeNetwork", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, None, opts)
         existing = args.config.existing
         if existing is not None:
             self.network_name = pulumi.Output.from_input(existing.network)

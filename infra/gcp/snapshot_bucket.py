@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from infra.resource_options import child_options
+
 NONCURRENT_VERSIONS_KEPT = 5  # a checkpoint or data shard overwritten more often loses its oldest copies
 
 
@@ -37,7 +39,7 @@ class SnapshotBucket(pulumi.ComponentResource):
             )],
             # Only when asked may destroy delete it, objects and all.
             force_destroy=args.delete_on_destroy,
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=not args.delete_on_destroy),
+            opts=child_options(self, None, opts, retain_on_delete=not args.delete_on_destroy),
         )
         self.bucket_name = bucket.name
         self.uri = pulumi.Output.concat("gs://", bucket.name)

@@ -68,13 +68,16 @@ def stack_file_config() -> dict[str, Any]:
 
 def config_with(overrides: Mapping[str, Any] | None = None, remove: tuple[str, ...] = ()) -> dict[str, str]:
     """Pulumi.gcp.yaml plus gcp:project, with `overrides` merged in key by key."""
-    return stack_runs.config_with(STACK_FILE, {**WITH_PROJECT, **(overrides or {})}, remove)
+    project = {key: value for key, value in WITH_PROJECT.items() if key not in remove}
+    return stack_runs.config_with(STACK_FILE, {**project, **(overrides or {})}, remove)
 
 
 def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
     """Outputs the providers compute (auto-names, addresses, the image digest), deterministic."""
     if type_ == CLUSTER:
         return {"endpoint": ENDPOINT, "masterAuth": {"clusterCaCertificate": CA_CERTIFICATE}}
+    if type_ in (NETWORK, SUBNETWORK):
+        return {"name": f"{name}-3c4d5e6"}
     if type_ == BUCKET:
         return {"name": f"{name}-5f6a7b8", "url": f"gs://{name}-5f6a7b8"}
     if type_ == SERVICE_ACCOUNT:

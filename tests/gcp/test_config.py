@@ -1,0 +1,174 @@
+"""Bad GCP config stops `__main__.py` before any resource is registered, with one line naming the key and the fix.
+
+Each case runs the real program under mocks with Pulumi.gcp.yaml (plus gcp:project) and one bad change.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from infra.gcp.config import parse_gcp_config
+from tests.gcp.stack_runs import (
+    GET_ENGINE_VERSIONS,
+    GET_ZONES,
+    PROJECT,
+    as_cli_config,
+    config_with,
+    provider_calls,
+    run_main,
+    run_main_expecting_error,
+    stack_file_config,
+)
+
+POOL = "trainstack:gpuPools.t4"
+POOLS = "trainstack:gpuPools"
+JOB = "trainstack:job"
+FS = "trainstack:sharedFilesystem"
+
+
+def pool(**settings):
+    return {POOLS: {"t4": settings}}
+
+
+# (case id, config overrides, keys removed, the key the message must name, a fragment of the message)
+BAD_CONFIGS = [
+    ("no project (the shipped file leaves it to the user)", {}, ("gcp:project",), "gcp:project",
+     "not set"),
+    ("project display name instead of ID", {"gcp:project": "My Project"}, (), "gcp:project",
+     "is not a project ID"),
+    ("Google provider key trainstack would ignore", {"gcp:zone": "us-central1-b"}, (), "gcp:zone",
+     "takes only gcp:project and gcp:region"),
+    ("unknown top-level key", {"trainstack:gpuPool": {}}, (), "trainstack:gpuPool",
+     "did you mean trainstack:gpuPools?"),
+    ("unknown pool key", pool(acceleratorCont=2), (), f"{POOL}.acceleratorCont",
+     f"did you mean {POOL}.acceleratorCount?"),
+    ("unknown train key", {JOB: {"train": {"batchSzie": 4}}}, (), f"{JOB}.train.batchSzie",
+     f"did you mean {JOB}.train.batchSize?"),
+    ("accelerator that cannot attach to N1", pool(acceleratorType="nvidia-l4"), (), f"{POOL}.acceleratorType",
+     "nvidia-l4 cannot be attached to n1-standard-4"),
+    ("machine type without GPUs", pool(machineType="e2-standard-8"), (), f"{POOL}.machineType",
+     "e2-standard-8 takes no GPUs"),
+    ("GPU count the type does not offer", pool(acceleratorCount=3), (), f"{POOL}.acceleratorCount",
+     "3 x nvidia-tesla-t4 is not a count GCP offers"),
+    ("too many vCPUs for the GPU count", pool(machineType="n1-standard-64", acceleratorCount=2), (),
+     f"{POOL}.machineType", "n1-standard-64 has 64 vCPUs; with 2 x nvidia-tesla-t4 an N1 machine may have at most 48"),
+    ("A2 with another GPU count", pool(machineType="a2-highgpu-2g", acceleratorType="nvidia-tesla-a100",
+                                       acceleratorCount=4), (), f"{POOL}.acceleratorCount",
+     "a2-highgpu-2g comes with 2 x nvidia-tesla-a100"),
+    ("A3 with another accelerator", pool(machineType="a3-highgpu-8g", acceleratorType="nvidia-tesla-t4",
+                                         acceleratorCount=8), (), f"{POOL}.acceleratorType",
+     "a3-highgpu-8g comes with 8 x nvidia-h100-80gb"),
+    ("GPU the image's CUDA build cannot run", pool(acceleratorType="nvidia-tesla-v100", acceleratorCount=2), (),
+     f"{POOL}.acceleratorType", "nvidia-tesla-v100 is a Volta GPU"),
+    ("disk below the image's needs", pool(diskSizeGb=30), (), f"{POOL}.diskSizeGb",
+     "30 GB cannot hold the CUDA training image"),
+    ("unknown disk type", pool(diskType="pd-fast"), (), f"{POOL}.diskType",
+     "expected one of pd-ssd, pd-balanced"),
+    ("pool min greater than max", pool(min=3, max=2), (), f"{POOL}.min", "min (3) is greater than max (2)"),
+    ("pool name GKE refuses", {POOLS: {"T4_pool": {}}}, ("trainstack:gpuPools",), f"{POOLS}.T4_pool",
+     "is not a valid node pool name"),
+    ("job larger than the pool", {JOB: {"nodesMax": 3}}, (), f"{JOB}.nodesMax",
+     f"3 pods need 3 GPU nodes, but {POOL}.max is 2"),
+    ("more GPUs per pod than the machine has", {JOB: {"gpusPerNode": 4, "procsPerNode": 4}}, (),
+     f"{JOB}.gpusPerNode", "4 GPUs per pod, but the n1-standard-4 node pool's machine type has 2"),
+    ("processes not one per GPU", {JOB: {"procsPerNode": 1}}, (), f"{JOB}.procsPerNode",
+     "1 processes for 2 GPUs"),
+    ("job nodesMin greater than nodesMax", {JOB: {"nodesMin": 3, "nodesMax": 2}}, (), f"{JOB}.nodesMin",
+     "nodesMin (3) is greater than nodesMax (2)"),
+    ("several pools and no job pool", {POOLS: {"t4": {}, "l4": {"machineType": "g2-standard-4"}}}, (),
+     "trainstack:jobPool", "not set, and there are 2 GPU pools"),
+    ("job pool that does not exist", {"trainstack:jobPool": "a100"}, (), "trainstack:jobPool",
+     "'a100' is not one of the GPU pools"),
+    ("zone outside the region", {"trainstack:zone": "europe-west4-a"}, (), "trainstack:zone",
+     "'europe-west4-a' is not a zone of region us-central1"),
+    ("region without a default zone", {"gcp:region": "asia-east1"}, ("trainstack:zone",), "trainstack:zone",
+     "no default zone for region asia-east1"),
+    ("Filestore below its tier's minimum", {FS: {"tier": "BASIC_SSD", "capacityGb": 1024}}, (),
+     f"{FS}.capacityGb", "a BASIC_SSD Filestore share holds 2560 to 65433 GiB, not 1024"),
+    ("unknown Filestore tier", {FS: {"tier": "PREMIUM_FAST"}}, (), f"{FS}.tier", "expected one of BASIC_HDD"),
+    ("no shared filesystem for an enabled job", {FS: {"enabled": False}, JOB: {"enabled": True}}, (),
+     f"{FS}.enabled", "its checkpoints and export would live only inside the pod"),
+    ("Kubernetes version that is not a minor", {"trainstack:kubernetesVersion": "latest"}, (),
+     "trainstack:kubernetesVersion", "expected a minor version such as"),
+    ("Kubernetes version too old", {"trainstack:kubernetesVersion": "1.27"}, (), "trainstack:kubernetesVersion",
+     "Kubernetes 1.27 is older than trainstack supports on GKE"),
+    ("unknown release channel", {"trainstack:releaseChannel": "EXTENDED"}, (), "trainstack:releaseChannel",
+     "expected one of REGULAR, STABLE, RAPID"),
+    ("overlapping ranges", {"trainstack:network": {"servicesCidr": "10.16.0.0/20"}}, (),
+     "trainstack:network.servicesCidr", "overlaps trainstack:network.podsCidr"),
+    ("control-plane range of the wrong size", {"trainstack:network": {"masterCidr": "172.16.0.0/24"}}, (),
+     "trainstack:network.masterCidr", "must be a private /28"),
+    ("existing network without its ranges", {"trainstack:existingNetwork": {"network": "vpc", "subnetwork": "s"}},
+     (), "trainstack:existingNetwork.podsRangeName", "not set"),
+    ("label GCP refuses", {"trainstack:labels": {"Team": "ML"}}, (), "trainstack:labels",
+     "is not a GCP label"),
+    ("label trainstack sets itself", {"trainstack:labels": {"app": "mine"}}, (), "trainstack:labels.app",
+     "is set by trainstack on every resource"),
+    ("API allow-list entry that is not a CIDR", {"trainstack:apiAuthorizedNetworks": ["my-laptop"]}, (),
+     "trainstack:apiAuthorizedNetworks", "'my-laptop' is not an IPv4 CIDR block"),
+    ("cluster name GKE refuses", {"trainstack:clusterName": "Train_Stack"}, (), "trainstack:clusterName",
+     "is not a valid GKE cluster name"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "remove", "key", "fragment"),
+                         [case[1:] for case in BAD_CONFIGS], ids=[case[0] for case in BAD_CONFIGS])
+def test_bad_config_stops_before_any_resource_with_one_line(overrides, remove, key, fragment):
+    stop, logged, result = run_main_expecting_error(config_with(overrides, remove))
+
+    assert isinstance(stop, SystemExit) and stop.code == 32
+    (message,) = logged  # exactly one error line
+    assert "\n" not in message
+    assert message.startswith(f"{key}: "), message
+    assert fragment in message, message
+    assert ". Fix: " in message
+    assert result.registrations == []
+
+
+def _calls_answering(token: str, answer: dict):
+    def calls(called: str, args: dict) -> dict:
+        return answer if called == token else provider_calls(called, args)
+    return calls
+
+
+@pytest.mark.parametrize(("token", "answer", "fragment"), [
+    (GET_ZONES, {"names": ["us-central1-b", "us-central1-c"]},
+     "trainstack:zone: us-central1-a is not an available zone of us-central1 for this project"),
+    (GET_ENGINE_VERSIONS, {"latestMasterVersion": "", "validMasterVersions": ["1.35.1-gke.1", "1.36.0-gke.2"]},
+     "trainstack:kubernetesVersion: GKE offers no 1.34.x in us-central1-a (it offers 1.35, 1.36)"),
+])
+def test_what_only_the_account_knows_fails_the_preview_with_one_line(token, answer, fragment):
+    with pytest.raises(pulumi.RunError) as raised:
+        run_main(config_with(), preview=True, calls=_calls_answering(token, answer))
+    assert fragment in str(raised.value)
+    assert "\n" not in str(raised.value)
+    assert "Fix: pulumi config set" in str(raised.value)
+
+
+def test_stack_file_parses_to_seed_003s_defaults():
+    config = parse_gcp_config(as_cli_config({**stack_file_config(), "gcp:project": PROJECT}), stack="gcp")
+
+    assert (config.project, config.region, config.zone, config.location) == (
+        PROJECT, "us-central1", "us-central1-a", "us-central1-a")
+    (t4,) = config.gpu_pools
+    assert (t4.machine_type, t4.accelerator_type, t4.accelerator_count) == ("n1-standard-4", "nvidia-tesla-t4", 2)
+    assert (t4.disk_size_gb, t4.disk_type, t4.min_nodes, t4.max_nodes, t4.spot) == (100, "pd-ssd", 0, 2, True)
+    assert config.job.enabled is False
+    assert (config.job.nodes_min, config.job.nodes_max, config.job.gpus_per_node) == (1, 2, 2)
+    assert config.filestore is not None and config.filestore.capacity_gb == 1024
+    assert config.delete_bucket_on_destroy is False
+    assert config.cluster_name == "trainstack-gcp"
+
+
+def test_fixed_gpu_machines_need_no_accelerator_keys():
+    raw = as_cli_config({**stack_file_config(), "gcp:project": PROJECT,
+                         "trainstack:gpuPools": {"h100": {"machineType": "a3-highgpu-8g", "max": 2}},
+                         "trainstack:job": {"nodesMax": 2}})
+    (h100,) = parse_gcp_config(raw, stack="gcp").gpu_pools
+    assert (h100.accelerator_type, h100.accelerator_count, h100.attach_accelerator) == ("nvidia-h100-80gb", 8, False)
+
+
+def test_stack_name_picks_gcp_without_the_cloud_key():
+    result = run_main(config_with(remove=("trainstack:cloud",)), stack="gcp-dev")
+    assert result.exports["clusterName"] == "trainstack-gcp-dev"
