@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 
@@ -24,6 +25,9 @@ class GpuPlacement:
     tolerations: tuple[Mapping[str, str], ...]  # for the pool's taint (CPU pods never hold a GPU node up)
     gpus_per_node: int
     accelerator: str  # e.g. nvidia-tesla-t4, or the instance type on AWS: for humans and outputs
+    # The chart's `resources` for a pod that takes the whole node (requests, limits, shmSize), when the
+    # node type calls for more than the chart's defaults.
+    pod_resources: Mapping[str, Any] = field(default_factory=dict)
     # What must exist before a GPU pod can be scheduled (the node pool itself).
     ready: Sequence[pulumi.Resource] = ()
 

@@ -12,6 +12,7 @@ torchrun starts, unless `job.train.data` points elsewhere.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +56,14 @@ class TrainingPlatformArgs:
 def shared_claim_name(job: JobConfig) -> str:
     """The job's shared-volume claim: a cloud that pre-makes the volume reserves it for this name."""
     return f"{job.name}-shared"
+
+
+def scaled_quantity(quantity: str, factor: int) -> str:
+    """A Kubernetes quantity times a whole number: "180" x 2 = "360", "1500Gi" x 2 = "3000Gi"."""
+    match = re.fullmatch(r"(\d+)([A-Za-z]*)", str(quantity))
+    if match is None:
+        raise ValueError(f"cannot scale the quantity {quantity!r}; give whole numbers such as 180 or 1500Gi")
+    return f"{int(match.group(1)) * factor}{match.group(2)}"
 
 
 def data_cache_values(job: JobConfig, bucket_uri: pulumi.Input[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -110,12 +119,17 @@ class TrainingPlatform(pulumi.ComponentResource):
                 provider=args.provider, tolerations=args.gpu.tolerations, node_selector=args.gpu.node_selector),
                 opts=child_options(self, None, opts, depends_on=args.gpu.ready)))
 
+        resources = deep_merge(chart_default_values()["resources"], args.gpu.pod_resources)
         queue_name = None
         if job.queue:
             kueue = Kueue(f"{name}-kueue", KueueArgs(
                 provider=args.provider,
                 namespace=namespace,
+                # Room for the whole job at its largest, and nothing more.
                 gpu_quota=job.nodes_max * job.gpus_per_node,
+                cpu_quota=scaled_quantity(resources["requests"]["cpu"], job.nodes_max),
+                memory_quota=scaled_quantity(resources["requests"]["memory"], job.nodes_max),
+                queue_name=job.queue_name,
                 node_labels=args.gpu.node_selector,
                 tolerations=args.gpu.tolerations,
             ), opts=child_options(self, None, opts, depends_on=namespace_objects))
@@ -141,7 +155,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                 tolerations=args.gpu.tolerations,
                 train=train,
                 tensorboard=job.tensorboard,
-                extra_values=deep_merge(cache_values, args.job_values),
+                extra_values=deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}),
+                                        args.job_values),
             ), opts=child_options(self, None, opts, depends_on=job_ready))
             self.outputs = {"jobName": self.job.job_name, "jobNamespace": self.job.namespace}
         self.register_outputs({"namespace": self.namespace, **self.outputs})

@@ -79,3 +79,14 @@ GCP_SERVICES = (
     "iam.googleapis.com",
     "iamcredentials.googleapis.com",
 )
+# GPUDirect on A3 (TCPX / TCPXO): the NCCL plugin installer's version is the chart's
+# gpuNetworking.<mode>.plugin pin (workloads/charts/training-job/values.yaml), paired there with its
+# RxDM daemon; infra/gcp/gpu_direct.py reads it from the chart so the two cannot drift. The NRI device
+# injector and the pause image are pinned by digest as container-engine-accelerators
+# nri_device_injector/nri-device-injector.yaml and gpudirect-tcpxo/nccl-tcpxo-installer.yaml have them.
+NRI_DEVICE_INJECTOR_IMAGE = (
+    "gcr.io/gke-release/nri-device-injector@sha256:6e79483d52abdc28454bf186320b10a56b0f117a10e8d65d5c74dbb821a76970")
+PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
+# TCPXO's pre-installation step (aperture devices, import-helper module) runs host tools through
+# nsenter; the upstream manifest uses an unpinned `ubuntu`.
+TCPXO_PREINSTALL_IMAGE = "ubuntu:24.04"

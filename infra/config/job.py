@@ -17,7 +17,7 @@ from infra.training_job import chart_default_values
 
 KEY = f"{NAMESPACE}:job"
 JOB_KEYS = ("enabled", "name", "namespace", "nodesMin", "nodesMax", "gpusPerNode", "procsPerNode", "dataPrefix",
-            "tensorboard", "queue", "train")
+            "tensorboard", "queue", "queueName", "train")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 # The chart names the Job, its Service and its pods' hostnames after the release: at most 50 characters.
 _JOB_NAME_MAX = 50
@@ -35,6 +35,7 @@ class JobConfig:
     data_prefix: str  # the prepared data set, under <bucket>/<data_prefix>/
     tensorboard: bool
     queue: bool = False  # submit through a Kueue LocalQueue (all pods admitted together)
+    queue_name: str = "training"  # the LocalQueue and ClusterQueue
     train: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -60,7 +61,7 @@ def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -
         raise ConfigError(f"{KEY}.procsPerNode", f"{procs} processes for {gpus} GPUs (torchrun starts one process "
                           "per GPU)", set_hint(f"{KEY}.procsPerNode", str(gpus)))
     names = {}
-    for name_key, default in (("name", "train"), ("namespace", "default")):
+    for name_key, default in (("name", "train"), ("namespace", "default"), ("queueName", "training")):
         names[name_key] = value = section.get(name_key, as_str, default)
         if not _K8S_NAME.fullmatch(value) or (name_key == "name" and (len(value) > _JOB_NAME_MAX
                                                                      or value[0].isdigit())):
@@ -83,6 +84,7 @@ def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -
         data_prefix=data_prefix,
         tensorboard=section.get("tensorboard", as_bool, True),
         queue=section.get("queue", as_bool, False),
+        queue_name=names["queueName"],
         train=train,
     )
 

@@ -18,6 +18,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from infra.gcp.config import GcpStackConfig
+from infra.gcp.machine_types import GpuDirectProfile, meets_gpu_direct_minimum
 from infra.gcp.network import GkeNetwork
 
 # Upgrades of nodes and minor versions wait while the exclusion holds (until the minor's end of
@@ -34,14 +35,22 @@ class GkeClusterArgs:
     services: Sequence[pulumi.Resource]  # the APIs, enabled first
 
 
-def offered_version(result: gcp.container.GetEngineVersionsResult, minor: str, location: str) -> str:
-    """The newest control-plane version GKE offers for `minor` in `location`; fails the preview otherwise."""
+def offered_version(result: gcp.container.GetEngineVersionsResult, minor: str, location: str,
+                    gpu_direct: Sequence[GpuDirectProfile] = ()) -> str:
+    """The newest control-plane version GKE offers for `minor` in `location`; fails the preview otherwise,
+    or when it is older than what a GPUDirect pool needs."""
     version = result.latest_master_version or ""
     if not version.startswith(minor + "."):
         offered = sorted({".".join(v.split(".")[:2]) for v in result.valid_master_versions or ()})
         raise pulumi.RunError(f"trainstack:kubernetesVersion: GKE offers no {minor}.x in {location} (it offers "
                               f"{', '.join(offered) or 'none'}). Fix: pulumi config set trainstack:kubernetesVersion "
                               f"<one of those>")
+    for profile in gpu_direct:
+        minimum = meets_gpu_direct_minimum(profile, version)
+        if minimum is not None:
+            raise pulumi.RunError(f"trainstack:kubernetesVersion: GKE {version} is older than GPUDirect-{profile.mode.upper()} "
+                                  f"needs ({minimum} or newer for {minor}). Fix: pulumi config set "
+                                  "trainstack:kubernetesVersion <a newer minor>")
     return version
 
 
@@ -83,12 +92,13 @@ class GkeCluster(pulumi.ComponentResource):
         super().__init__("trainstack:gcp:GkeCluster", name, None, opts)
         cfg = args.config
         invoke = pulumi.InvokeOptions(parent=self)
+        gpu_direct = [pool.gpu_direct for pool in cfg.gpu_pools if pool.gpu_direct is not None]
         self.location = cfg.location
         self.node_zone = gcp.compute.get_zones_output(project=cfg.project, region=cfg.region, opts=invoke).apply(
             lambda result: checked_zone(result, cfg.zone, cfg.region))
         version = gcp.container.get_engine_versions_output(
             project=cfg.project, location=cfg.location, version_prefix=f"{cfg.kubernetes_version}.", opts=invoke,
-        ).apply(lambda result: offered_version(result, cfg.kubernetes_version, cfg.location))
+        ).apply(lambda result: offered_version(result, cfg.kubernetes_version, cfg.location, gpu_direct))
 
         authorized = None
         if cfg.api_authorized_networks:
@@ -117,6 +127,8 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             # Dataplane V2 enforces NetworkPolicy (the training chart ships one) without Calico.
             datapath_provider="ADVANCED_DATAPATH",
+            # GPUDirect pools attach extra VPCs to pods (GKE multi-networking; needs Dataplane V2).
+            enable_multi_networking=True if gpu_direct else None,
             private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
                 enable_private_nodes=True,  # no public IPs on nodes; egress through Cloud NAT
                 enable_private_endpoint=False,

@@ -30,7 +30,14 @@ from infra.config.reader import (
     top,
     top_section,
 )
-from infra.gcp.machine_types import FIXED_GPU_MACHINES, N1_ACCELERATORS, UNSUPPORTED_BY_IMAGE, n1_vcpus
+from infra.gcp.machine_types import (
+    FIXED_GPU_MACHINES,
+    GPU_DIRECT,
+    N1_ACCELERATORS,
+    UNSUPPORTED_BY_IMAGE,
+    GpuDirectProfile,
+    n1_vcpus,
+)
 
 # trainstack builds its Google provider explicitly from these; any other gcp:* key would be ignored.
 GCP_PROVIDER_KEYS = ("project", "region")
@@ -57,7 +64,11 @@ TOP_LEVEL_KEYS = (
     "labels",
 )
 GPU_POOL_KEYS = ("machineType", "acceleratorType", "acceleratorCount", "diskSizeGb", "diskType", "min", "max",
-                 "spot", "driverVersion")
+                 "capacity", "reservation", "placement", "localSsdCount", "gpuDirect", "driverVersion")
+# How a pool gets its VMs: spot (preemptible, cheapest), on demand, a named reservation, or DWS
+# flex-start (queued for up to a week, then up to 7 days of run time, no preemption).
+CAPACITY_TYPES = ("SPOT", "ON_DEMAND", "RESERVATION", "FLEX_START")
+GPU_DIRECT_MODES = ("auto", "tcpx", "tcpxo", "none")
 RELEASE_CHANNELS = ("REGULAR", "STABLE", "RAPID")
 DISK_TYPES = ("pd-ssd", "pd-balanced", "pd-standard", "hyperdisk-balanced")
 DRIVER_VERSIONS = ("DEFAULT", "LATEST")
@@ -117,8 +128,16 @@ class GpuPoolConfig:
     disk_type: str
     min_nodes: int
     max_nodes: int
-    spot: bool
+    capacity: str  # one of CAPACITY_TYPES
+    reservation: str | None  # the reservation's name, with capacity RESERVATION
+    compact_placement: bool  # nodes close together in the zone's network (multi-node NCCL)
+    local_ssd_count: int  # local NVMe SSDs as the node's ephemeral storage (the data cache)
+    gpu_direct: GpuDirectProfile | None  # TCPX / TCPXO networking on A3
     driver_version: str  # GKE-managed driver: DEFAULT or LATEST
+
+    @property
+    def spot(self) -> bool:
+        return self.capacity == "SPOT"
 
 
 @dataclass(frozen=True)
@@ -199,6 +218,22 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
     min_nodes = pool.get("min", as_int, 0, minimum=0)
     max_nodes = pool.get("max", as_int, max(min_nodes, 2), minimum=0)
     check_scaling(key, min_nodes, max_nodes)
+    gpu_direct = _parse_gpu_direct(pool, machine_type)
+    capacity = pool.get("capacity", as_choice, "SPOT", choices=CAPACITY_TYPES)
+    reservation = pool.get("reservation", as_str, None)
+    if (capacity == "RESERVATION") != (reservation is not None):
+        raise ConfigError(f"{key}.reservation", "a reservation name goes with capacity RESERVATION, and only with it",
+                          f"set both {key}.capacity RESERVATION and {key}.reservation <name>, or neither")
+    placement = pool.get("placement", as_choice, "COMPACT" if gpu_direct else "ANY", choices=("COMPACT", "ANY"))
+    if placement == "COMPACT" and capacity == "RESERVATION":
+        # GKE refuses a compact placement policy on a pool that consumes a specific reservation: the
+        # reservation already fixes where the VMs are.
+        raise ConfigError(f"{key}.placement", "COMPACT cannot be combined with a specific reservation (the "
+                          "reservation decides placement)", set_hint(f"{key}.placement", "ANY"))
+    if placement == "COMPACT" and capacity == "FLEX_START":
+        raise ConfigError(f"{key}.placement", f"COMPACT is not offered with FLEX_START on {machine_type}",
+                          set_hint(f"{key}.placement", "ANY"))
+    default_ssds = gpu_direct.local_ssd_count if gpu_direct else 0
     return GpuPoolConfig(
         name=name,
         machine_type=machine_type,
@@ -209,9 +244,30 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
         disk_type=pool.get("diskType", as_choice, "pd-ssd", choices=DISK_TYPES),
         min_nodes=min_nodes,
         max_nodes=max_nodes,
-        spot=pool.get("spot", as_bool, True),
+        capacity=capacity,
+        reservation=reservation,
+        compact_placement=placement == "COMPACT",
+        local_ssd_count=pool.get("localSsdCount", as_int, default_ssds, minimum=0, maximum=32),
+        gpu_direct=gpu_direct,
         driver_version=pool.get("driverVersion", as_choice, "DEFAULT", choices=DRIVER_VERSIONS),
     )
+
+
+def _parse_gpu_direct(pool: Section, machine_type: str) -> GpuDirectProfile | None:
+    """`auto` picks the machine type's GPUDirect networking; naming one it does not have is an error."""
+    key = f"{pool.key}.gpuDirect"
+    mode = pool.get("gpuDirect", as_choice, "auto", choices=GPU_DIRECT_MODES)
+    profile = GPU_DIRECT.get(machine_type)
+    if mode == "auto":
+        return profile
+    if mode == "none":
+        return None
+    if profile is None or profile.mode != mode:
+        offered = f"{machine_type} has {profile.mode}" if profile else f"{machine_type} has no GPUDirect NICs"
+        machines = ", ".join(f"{m} ({p.mode})" for m, p in GPU_DIRECT.items())
+        raise ConfigError(key, f"{mode} is not available: {offered} (GPUDirect machines: {machines})",
+                          set_hint(key, "auto"))
+    return profile
 
 
 def _parse_gpu_pools_and_job(raw: Mapping[str, str]) -> tuple[tuple[GpuPoolConfig, ...], GpuPoolConfig, JobConfig]:

@@ -1,4 +1,4 @@
-"""The GCP half of the job's commands: credentials for kubectl and the data upload (`gcloud`)."""
+"""The GCP half of the job's commands: credentials for kubectl, the data upload (`gcloud`), the NCCL check."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import pulumi
 
 from infra.commands import LOCAL_DATA_DIR, UPLOAD_EXCLUDES, kubectl_commands
 from infra.config import JobConfig
+from infra.gcp.machine_types import GpuDirectProfile
+from infra.paths import TRAINING_JOB_CHART_DIR, project_relative
+
+PROJECT_CHART = project_relative(TRAINING_JOB_CHART_DIR)
 
 
 def _as_regex(glob: str) -> str:
@@ -28,3 +32,32 @@ def job_commands(*, project: str, location: str, cluster_name: str, job: JobConf
         **kubectl_commands(namespace=job.namespace, job_name=job.name, nodes_max=job.nodes_max,
                            tensorboard=job.tensorboard),
     }
+
+
+# The chart's machine profile per GPUDirect mode (workloads/charts/training-job/profiles/).
+MACHINE_PROFILES = {"tcpx": "a3-highgpu.yaml", "tcpxo": "a3-megagpu.yaml"}
+NCCL_CHECK_RELEASE = "nccl-check"
+
+
+def nccl_check_command(*, profile: GpuDirectProfile, namespace: str, min_bus_bandwidth_gbps: int, job: JobConfig
+                       ) -> str:
+    """Runs all_gather_perf on two A3 nodes over the job's GPUDirect wiring; exits non-zero below the bar.
+
+    `eval "$(pulumi stack output ncclCheckCommand)"` prints pod 0's verdict line (bus bandwidth
+    against the threshold) and removes the check's release whatever the outcome.
+    """
+    profiles = f"{PROJECT_CHART}/profiles"
+    job_name = f"job/{NCCL_CHECK_RELEASE}"
+    condition = "jsonpath='{.status.conditions[?(@.status==\"True\")].type}'"
+    queue = job.queue_name if job.queue else ""
+    return " ".join([
+        f"helm install {NCCL_CHECK_RELEASE} {PROJECT_CHART} -n {namespace}",
+        f"-f {profiles}/{MACHINE_PROFILES[profile.mode]} -f {profiles}/nccl-check.yaml",
+        f"--set ncclCheck.minBusBandwidthGBps={min_bus_bandwidth_gbps} --set-string kueue.queueName={queue}",
+        f"&& until kubectl -n {namespace} get {job_name} -o {condition} | grep -qwE 'Complete|Failed';",
+        "do sleep 20; done;",
+        f"kubectl -n {namespace} logs -l batch.kubernetes.io/job-name={NCCL_CHECK_RELEASE},"
+        "batch.kubernetes.io/job-completion-index=0 -c nccl-check --tail=1;",
+        f"kubectl -n {namespace} get {job_name} -o {condition} | grep -qw Complete; passed=$?;",
+        f"helm uninstall {NCCL_CHECK_RELEASE} -n {namespace}; test $passed -eq 0",
+    ])

@@ -8,7 +8,7 @@ spot VMs by default, gVNIC, and the GPU taint that keeps CPU pods off them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -26,11 +26,35 @@ GPU_TOLERATIONS = ({"key": GPU_RESOURCE, "operator": "Equal", "value": "present"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # access is decided by IAM roles
 
 
+LOCAL_SSD_LABEL = "cloud.google.com/gke-ephemeral-storage-local-ssd"  # GKE sets it where emptyDirs are on SSD
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+
 @dataclass(frozen=True, kw_only=True)
 class NodePoolArgs:
     cluster: GkeCluster
     service_account_email: pulumi.Input[str]
     labels: Mapping[str, str] = field(default_factory=dict)  # billing labels on the VMs
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNodePoolArgs(NodePoolArgs):
+    config: GpuPoolConfig
+    # The GPU VPCs (network, subnetwork) attached as extra NICs, for GPUDirect machines.
+    gpu_networks: Sequence[tuple[pulumi.Input[str], pulumi.Input[str]]] = ()
+
+
+def capacity_settings(config: GpuPoolConfig) -> dict[str, object]:
+    """node_config arguments for the pool's capacity choice."""
+    if config.capacity == "RESERVATION":
+        return {"reservation_affinity": gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type="SPECIFIC_RESERVATION", key=RESERVATION_KEY, values=[config.reservation])}
+    no_reservation = gcp.container.NodePoolNodeConfigReservationAffinityArgs(consume_reservation_type="NO_RESERVATION")
+    if config.capacity == "SPOT":
+        return {"spot": True, "reservation_affinity": no_reservation}
+    if config.capacity == "FLEX_START":
+        return {"flex_start": True, "reservation_affinity": no_reservation}
+    return {}
 
 
 def _node_config(args: NodePoolArgs, pool: str, machine_type: str, disk_size_gb: int, disk_type: str,
@@ -78,9 +102,9 @@ class GpuNodePool(pulumi.ComponentResource):
     pool: gcp.container.NodePool
     placement: GpuPlacement  # what the job, Kueue and the platform consume
 
-    def __init__(self, name: str, args: NodePoolArgs, config: GpuPoolConfig,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:gcp:GpuNodePool", name, None, opts)
+        config = args.config
         accelerator = gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
             type=config.accelerator_type,
             count=config.accelerator_count,
@@ -101,23 +125,37 @@ class GpuNodePool(pulumi.ComponentResource):
                 total_min_node_count=config.min_nodes, total_max_node_count=config.max_nodes,
                 # Any zone capacity (and any unused reservation) first: fewer spot preemptions.
                 location_policy="ANY"),
-            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            # Flex-start VMs are not repaired (GKE requires it off for them).
+            management=gcp.container.NodePoolManagementArgs(auto_repair=config.capacity != "FLEX_START",
+                                                            auto_upgrade=True),
+            placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT")
+            if config.compact_placement else None,
+            network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=[
+                gcp.container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(network=network,
+                                                                                   subnetwork=subnetwork)
+                for network, subnetwork in args.gpu_networks]) if args.gpu_networks else None,
             # Replace a node only after removing one: GPU quota rarely has room for a surge node.
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
                 strategy="SURGE", max_surge=0, max_unavailable=1),
             node_config=_node_config(
                 args, config.name, config.machine_type, config.disk_size_gb, config.disk_type,
                 guest_accelerators=[accelerator],
-                spot=config.spot,
                 taints=[gcp.container.NodePoolNodeConfigTaintArgs(**GPU_TAINT)],
+                ephemeral_storage_local_ssd_config=gcp.container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(
+                    local_ssd_count=config.local_ssd_count) if config.local_ssd_count else None,
+                **capacity_settings(config),
             ),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]),
         )
+        node_selector = {ACCELERATOR_LABEL: config.accelerator_type, POOL_LABEL: config.name}
+        if config.local_ssd_count:
+            node_selector[LOCAL_SSD_LABEL] = "true"
         self.placement = GpuPlacement(
-            node_selector={ACCELERATOR_LABEL: config.accelerator_type, POOL_LABEL: config.name},
+            node_selector=node_selector,
             tolerations=GPU_TOLERATIONS,
             gpus_per_node=config.accelerator_count,
             accelerator=config.accelerator_type,
+            pod_resources=config.gpu_direct.pod_resources if config.gpu_direct else {},
             ready=[self.pool],
         )
         self.register_outputs({"name": self.pool.name})

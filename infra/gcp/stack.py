@@ -3,6 +3,7 @@
 APIs -> network -> GKE cluster -> system pool + GPU pools (spot, scale to 0, managed driver)
 node service account -> Artifact Registry -> training image
 snapshot bucket -> job identity (Workload Identity, that bucket only)
+[A3] GPU VPCs (one per GPU NIC) -> GPUDirect objects in the cluster (networks, NCCL plugin, injector)
 Filestore + its PersistentVolume
 all of them, as handles -> TrainingPlatform (namespace, claim, [Kueue], training job)
 Every GCP resource uses one explicit Google provider, every Kubernetes object the cluster's provider.
@@ -25,10 +26,12 @@ from infra.gcp.artifact_registry import ArtifactRegistry, ArtifactRegistryArgs
 from infra.gcp.cluster import GkeCluster, GkeClusterArgs
 from infra.gcp.config import GcpStackConfig
 from infra.gcp.filestore_storage import FilestoreStorage, FilestoreStorageArgs
+from infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
+from infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
 from infra.gcp.identity import JobIdentity, JobIdentityArgs, NodeServiceAccount, NodeServiceAccountArgs
-from infra.gcp.job_commands import job_commands
+from infra.gcp.job_commands import job_commands, nccl_check_command
 from infra.gcp.network import GkeNetwork, GkeNetworkArgs
-from infra.gcp.node_pools import GpuNodePool, NodePoolArgs, SystemNodePool
+from infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs, NodePoolArgs, SystemNodePool
 from infra.gcp.project_services import ProjectServices, ProjectServicesArgs
 from infra.gcp.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
 from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
@@ -63,8 +66,21 @@ class GcpStack(pulumi.ComponentResource):
             project=cfg.project, cluster_name=cfg.cluster_name), opts=after_apis)
         pool_args = NodePoolArgs(cluster=cluster, service_account_email=node_account.email, labels=cfg.labels)
         system_pool = SystemNodePool(f"{name}-system", pool_args, cfg.system_pool, opts=child)
-        gpu_pools = {pool.name: GpuNodePool(f"{name}-gpu-{pool.name}", pool_args, pool, opts=child)
-                     for pool in cfg.gpu_pools}
+
+        # GPUDirect machines (A3): their extra VPCs, once per networking mode, shared by the pools.
+        gpu_networks = {
+            profile.mode: GpuNetworks(f"{name}-{profile.mode}-networks", GpuNetworksArgs(
+                region=cfg.region, name_prefix=f"{cfg.cluster_name}-{profile.mode}", count=profile.networks),
+                opts=after_apis)
+            for profile in {pool.gpu_direct.mode: pool.gpu_direct for pool in cfg.gpu_pools if pool.gpu_direct}.values()
+        }
+        gpu_pools = {}
+        for pool in cfg.gpu_pools:
+            networks = gpu_networks[pool.gpu_direct.mode] if pool.gpu_direct else None
+            gpu_pools[pool.name] = GpuNodePool(f"{name}-gpu-{pool.name}", GpuNodePoolArgs(
+                cluster=cluster, service_account_email=node_account.email, labels=cfg.labels, config=pool,
+                gpu_networks=list(zip(networks.network_names, networks.subnetwork_names, strict=True))
+                if networks else ()), opts=child)
 
         registry = ArtifactRegistry(f"{name}-registry", ArtifactRegistryArgs(
             project=cfg.project, region=cfg.region, repository_id=cfg.cluster_name,
@@ -91,6 +107,19 @@ class GcpStack(pulumi.ComponentResource):
                 project=cfg.project, config=cfg.filestore, cluster=cluster, network=network,
                 claim_namespace=cfg.job.namespace, claim_name=shared_claim_name(cfg.job)), opts=after_apis)
 
+        job_pool = cfg.job_pool
+        job_values: dict[str, Any] = {}
+        job_ready: list[pulumi.Resource] = [system_pool.pool]
+        if job_pool.gpu_direct is not None:
+            profile = job_pool.gpu_direct
+            networks = gpu_networks[profile.mode]
+            gpu_direct = GpuDirect(f"{name}-{profile.mode}", GpuDirectArgs(
+                provider=cluster.provider, profile=profile, accelerator=job_pool.accelerator_type,
+                vpc_names=networks.network_names, subnet_names=networks.subnetwork_names), opts=child)
+            job_values = {"gpuNetworking": {"mode": profile.mode,
+                                            profile.mode: {"networks": gpu_direct.network_names}}}
+            job_ready.extend(gpu_direct.ready)
+
         platform = TrainingPlatform(name, TrainingPlatformArgs(
             provider=cluster.provider,
             job=cfg.job,
@@ -100,7 +129,8 @@ class GcpStack(pulumi.ComponentResource):
             identity=job_identity.identity,
             image_ref=image.ref,
             install_device_plugin=False,  # GKE's own runs on every GPU node
-        ), opts=pulumi.ResourceOptions(parent=self, depends_on=[system_pool.pool]))
+            job_values=job_values,
+        ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
 
         self.outputs = {
             "clusterName": cluster.cluster_name,
@@ -115,6 +145,10 @@ class GcpStack(pulumi.ComponentResource):
         }
         if storage is not None:
             self.outputs["filestoreInstance"] = storage.instance_name
+        if job_pool.gpu_direct is not None:
+            self.outputs["ncclCheckCommand"] = nccl_check_command(
+                profile=job_pool.gpu_direct, namespace=cfg.job.namespace,
+                min_bus_bandwidth_gbps=job_pool.gpu_direct.nccl_min_bus_bandwidth_gbps, job=cfg.job)
         if not cfg.job.enabled:
             self.outputs["enableJobCommand"] = f"pulumi config set --path {NAMESPACE}:job.enabled true && pulumi up"
         self.register_outputs(self.outputs)

@@ -77,7 +77,7 @@ def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
     if type_ == CLUSTER:
         return {"endpoint": ENDPOINT, "masterAuth": {"clusterCaCertificate": CA_CERTIFICATE}}
     if type_ in (NETWORK, SUBNETWORK):
-        return {"name": f"{name}-3c4d5e6"}
+        return {"name": inputs.get("name") or f"{name}-3c4d5e6"}
     if type_ == BUCKET:
         return {"name": f"{name}-5f6a7b8", "url": f"gs://{name}-5f6a7b8"}
     if type_ == SERVICE_ACCOUNT:

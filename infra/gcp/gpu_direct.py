@@ -1,0 +1,162 @@
+"""GPUDirect inside the cluster: the GPU VPCs as GKE networks, the NCCL plugin installer and the device injector.
+
+- One `GKENetworkParamSet` + `Network` (device mode) per GPU VPC, named vpc1..vpcN: the names the
+  training chart's `gpuNetworking.<mode>.networks` puts in each pod's interface annotation.
+- The NCCL TCPX/TCPXO plugin installer DaemonSet on the A3 nodes (copies NCCL and the plugin to
+  /home/kubernetes/bin/nvidia/lib64, which the chart mounts); its version is the chart's pin.
+- The NRI device injector DaemonSet, which honours the chart's `devices.gke.io/container.*`
+  annotation (the RxDM sidecar gets the GPU devices without being privileged).
+All of it on the cluster's provider, created after the cluster; the job waits for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from infra import versions
+from infra.gcp.machine_types import GpuDirectProfile
+from infra.resource_options import child_options
+from infra.training_job import chart_default_values
+
+NETWORKING_API = "networking.gke.io/v1"
+SYSTEM_NAMESPACE = "kube-system"
+
+
+def gke_network_names(count: int) -> list[str]:
+    """vpc1..vpcN: the chart's default `gpuNetworking.<mode>.networks`, in NIC order."""
+    return [f"vpc{index}" for index in range(1, count + 1)]
+
+
+def plugin_image(mode: str) -> str:
+    plugin = chart_default_values()["gpuNetworking"][mode]["plugin"]
+    return f"{plugin['repository']}:{plugin['tag']}"
+
+
+def _affinity(accelerator_label: str) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "cloud.google.com/gke-accelerator", "operator": "In",
+                               "values": [accelerator_label]}]}]}}}
+
+
+def installer_spec(profile: GpuDirectProfile, accelerator: str) -> dict[str, Any]:
+    """The installer DaemonSet's pod spec (container-engine-accelerators gpudirect-tcpx(o)/nccl-*-installer.yaml)."""
+    mode = profile.mode
+    install = [
+        "set -ex",
+        "chmod 755 /scripts/container_entry.sh",
+        "/scripts/container_entry.sh install --install-nccl",
+        "mkdir -p /usr/local/nvidia/lib64",
+        f"cp -r /var/lib/{mode}/lib64/. /usr/local/nvidia/lib64",
+        'echo "installation finishes"',
+    ]
+    init_containers = [{
+        "name": f"nccl-{mode}-installer",
+        "image": plugin_image(mode),
+        "command": ["/bin/sh", "-c"],
+        "args": ["\n".join(install) + "\n"],
+        "resources": {"requests": {"cpu": "150m"}},
+        "securityContext": {"privileged": True},  # writes the host's library directory
+        "volumeMounts": [{"name": "var-lib", "mountPath": "/var/lib"},
+                         {"name": "library-dir-host", "mountPath": "/usr/local"}],
+    }]
+    if mode == "tcpxo":
+        # Bind-mounts the NICs' aperture devices for the plugin and loads the import-helper module.
+        preinstall = "\n".join([
+            "/sbin/iptables -I INPUT -p tcp -m tcp -j ACCEPT && modprobe import-helper",
+            "mkdir -p /dev/aperture_devices",
+            "while IFS= read -r line; do",
+            "  BDF=$( echo \"$line\" | awk '{print $1}' );",
+            "  target_aperture_path=\"/dev/aperture_devices/$BDF\"",
+            "  host_aperture_device=$(readlink -f \"/sys/bus/pci/devices/$BDF\");",
+            "  mkdir -p $target_aperture_path;",
+            "  umount -R $target_aperture_path;",
+            "  mount --bind $host_aperture_device $target_aperture_path;",
+            "done < <(lspci -nn -D | grep '1ae0:0084')",
+            "if [ -d /dev/aperture_devices ]; then",
+            "  chmod -R a+r /dev/aperture_devices/",
+            "  chmod a+rw /dev/aperture_devices/*/resource*",
+            "fi",
+        ])
+        init_containers.insert(0, {
+            "name": "pre-installation",
+            "image": versions.TCPXO_PREINSTALL_IMAGE,
+            "command": ["nsenter", "-at", "1", "--", "bash", "-c", preinstall + "\n"],
+            "securityContext": {"privileged": True},
+        })
+    return {
+        "priorityClassName": "system-node-critical",
+        "affinity": _affinity(accelerator),
+        "tolerations": [{"operator": "Exists"}],
+        "hostNetwork": True,
+        "hostPID": True,
+        "volumes": [{"name": "var-lib", "hostPath": {"path": "/var/lib"}},
+                    {"name": "library-dir-host", "hostPath": {"path": "/home/kubernetes/bin"}}],
+        "initContainers": init_containers,
+        "containers": [{"name": "pause", "image": versions.PAUSE_IMAGE}],
+    }
+
+
+def device_injector_spec() -> dict[str, Any]:
+    """container-engine-accelerators nri_device_injector/nri-device-injector.yaml, pinned by digest."""
+    return {
+        "priorityClassName": "system-node-critical",
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "cloud.google.com/gke-gpu", "operator": "Exists"}]}]}}},
+        "tolerations": [{"operator": "Exists"}],
+        "hostNetwork": True,
+        "hostPID": True,
+        "containers": [{
+            "name": "device-injector",
+            "image": versions.NRI_DEVICE_INJECTOR_IMAGE,
+            "resources": {"requests": {"cpu": "150m"}},
+            "securityContext": {"privileged": True},
+            "volumeMounts": [{"name": "dev", "mountPath": "/dev"}, {"name": "nri", "mountPath": "/var/run/nri"}],
+        }],
+        "volumes": [{"name": "nri", "hostPath": {"path": "/var/run/nri"}}, {"name": "dev", "hostPath": {"path": "/dev"}}],
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuDirectArgs:
+    provider: k8s.Provider
+    profile: GpuDirectProfile
+    accelerator: str  # the pool's accelerator label (nvidia-h100-80gb, nvidia-h100-mega-80gb)
+    vpc_names: Sequence[pulumi.Input[str]]  # the GPU VPCs and their subnets, in NIC order
+    subnet_names: Sequence[pulumi.Input[str]]
+
+
+class GpuDirect(pulumi.ComponentResource):
+    network_names: list[str]  # for the chart's gpuNetworking.<mode>.networks
+    ready: list[pulumi.Resource]  # what a job using GPUDirect must wait for
+
+    def __init__(self, name: str, args: GpuDirectArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:gcp:GpuDirect", name, None, opts)
+        child = child_options(self, args.provider, opts)
+        self.network_names = gke_network_names(len(args.vpc_names))
+        self.ready = []
+        for network_name, vpc, subnet in zip(self.network_names, args.vpc_names, args.subnet_names, strict=True):
+            params = k8s.apiextensions.CustomResource(
+                f"{name}-{network_name}-params", api_version=NETWORKING_API, kind="GKENetworkParamSet",
+                metadata={"name": network_name},
+                spec={"vpc": vpc, "vpcSubnet": subnet, "deviceMode": "NetDevice"}, opts=child)
+            self.ready.append(k8s.apiextensions.CustomResource(
+                f"{name}-{network_name}", api_version=NETWORKING_API, kind="Network",
+                metadata={"name": network_name},
+                spec={"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet",
+                                                          "name": network_name}},
+                opts=child_options(self, args.provider, opts, depends_on=[params])))
+        for component, spec in ((f"nccl-{args.profile.mode}-installer", installer_spec(args.profile, args.accelerator)),
+                                ("device-injector", device_injector_spec())):
+            labels = {"k8s-app": component}
+            self.ready.append(k8s.apps.v1.DaemonSet(
+                f"{name}-{component}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=component, namespace=SYSTEM_NAMESPACE, labels=labels),
+                spec={"selector": {"matchLabels": labels}, "updateStrategy": {"type": "RollingUpdate"},
+                      "template": {"metadata": {"labels": labels}, "spec": spec}},
+                opts=child))
+        self.register_outputs({"networkNames": self.network_names})
