@@ -120,3 +120,16 @@ def short(urn: str | None) -> str | None:
         return None
     qualified_type, name = urn.split("::")[-2:]
     return f"{qualified_type.rsplit('$', 1)[-1]}::{name}"
+
+
+def assert_one_config_error_line(stop: BaseException, logged: list[str], result: ProgramResult, key: str,
+                                 fragment: str) -> None:
+    """The program stopped on bad config the documented way: exit 32, one line `<key>: ... Fix: ...`,
+    and nothing registered."""
+    assert isinstance(stop, SystemExit) and stop.code == 32
+    (message,) = logged  # exactly one error line
+    assert "\n" not in message
+    assert message.startswith(f"{key}: "), message
+    assert fragment in message, message
+    assert ". Fix: " in message  # and says what to do about it
+    assert result.registrations == []

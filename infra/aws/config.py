@@ -19,12 +19,13 @@ from infra.config import NAMESPACE, ConfigError, JobConfig, nodes_for_job, parse
 from infra.config.reader import (
     Section,
     as_bool,
+    as_cidr_list,
     as_int,
     as_str,
     as_str_list,
     as_str_map,
     check_scaling,
-    reject_unknown,
+    check_stack_keys,
     top,
 )
 
@@ -268,13 +269,8 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
     """All of the AWS stack's config, typed and checked; raises ConfigError on the first bad key."""
     raw = raw_config() if raw is None else raw
     stack = pulumi.get_stack() if stack is None else stack
-    ours = {k.split(":", 1)[1] for k in raw if k.startswith(NAMESPACE + ":")}
-    reject_unknown(NAMESPACE + ":", ours, TOP_LEVEL_KEYS)
-
-    for key in sorted(raw):
-        if key.startswith("aws:") and key.split(":", 1)[1] not in AWS_PROVIDER_KEYS:
-            raise ConfigError(key, "trainstack's AWS provider takes only aws:region and aws:profile",
-                              f"pulumi config rm {key} and set the matching AWS_* environment variable instead")
+    check_stack_keys(raw, TOP_LEVEL_KEYS, "aws", AWS_PROVIDER_KEYS,
+                     " and set the matching AWS_* environment variable instead")
     region = raw.get("aws:region")
     if not region:
         raise ConfigError("aws:region", "not set", "pulumi config set aws:region us-west-2")
@@ -292,14 +288,7 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         if not _IAM_ARN.fullmatch(arn):
             raise ConfigError(admins_key, f"{arn!r} is not an IAM role or user ARN",
                               "use ARNs like arn:aws:iam::123456789012:role/Admin")
-    cidrs_key = f"{NAMESPACE}:apiPublicAccessCidrs"
-    cidrs = top(raw, "apiPublicAccessCidrs", as_str_list, ("0.0.0.0/0",))
-    for cidr in cidrs:
-        try:
-            ipaddress.IPv4Network(cidr)
-        except ValueError:
-            raise ConfigError(cidrs_key, f"{cidr!r} is not an IPv4 CIDR block",
-                              "use blocks like 203.0.113.7/32 (your address: curl -s https://checkip.amazonaws.com)") from None
+    cidrs = top(raw, "apiPublicAccessCidrs", as_cidr_list, ("0.0.0.0/0",))
     return AwsStackConfig(
         region=region,
         aws_profile=raw.get("aws:profile") or None,

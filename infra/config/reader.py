@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -109,6 +110,30 @@ def decoded(value: Any) -> Any:
         except json.JSONDecodeError:
             return value
     return value
+
+
+def as_cidr_list(value: Any, key: str, *, allow_empty: bool = False) -> tuple[str, ...]:
+    """A list of IPv4 CIDR blocks (allow-lists)."""
+    cidrs = as_str_list(value, key, allow_empty=allow_empty)
+    for cidr in cidrs:
+        try:
+            ipaddress.IPv4Network(cidr)
+        except ValueError:
+            raise ConfigError(key, f"{cidr!r} is not an IPv4 CIDR block", "use blocks like 203.0.113.7/32 (your "
+                              "address: curl -s https://checkip.amazonaws.com)") from None
+    return cidrs
+
+
+def check_stack_keys(raw: Mapping[str, str], allowed: tuple[str, ...], provider: str, provider_keys: tuple[str, ...],
+                     provider_fix: str = "") -> None:
+    """Every `trainstack:*` key is one the stack reads, and every `<provider>:*` one its explicit provider takes."""
+    ours = {key.split(":", 1)[1] for key in raw if key.startswith(NAMESPACE + ":")}
+    reject_unknown(NAMESPACE + ":", ours, allowed)
+    for key in sorted(raw):
+        if key.startswith(provider + ":") and key.split(":", 1)[1] not in provider_keys:
+            taken = " and ".join(f"{provider}:{name}" for name in provider_keys)
+            raise ConfigError(key, f"trainstack's {provider} provider takes only {taken}",
+                              f"pulumi config rm {key}{provider_fix}")
 
 
 def reject_unknown(prefix: str, keys: Iterable[str], allowed: tuple[str, ...]) -> None:

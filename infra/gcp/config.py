@@ -20,13 +20,13 @@ from infra.config.reader import (
     Section,
     as_bool,
     as_choice,
+    as_cidr_list,
     as_int,
     as_object,
     as_str,
-    as_str_list,
     as_str_map,
     check_scaling,
-    reject_unknown,
+    check_stack_keys,
     top,
     top_section,
 )
@@ -395,12 +395,7 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
     """All of the GCP stack's config, typed and checked; raises ConfigError on the first bad key."""
     raw = raw_config() if raw is None else raw
     stack = pulumi.get_stack() if stack is None else stack
-    ours = {k.split(":", 1)[1] for k in raw if k.startswith(NAMESPACE + ":")}
-    reject_unknown(NAMESPACE + ":", ours, TOP_LEVEL_KEYS)
-    for key in sorted(raw):
-        if key.startswith("gcp:") and key.split(":", 1)[1] not in GCP_PROVIDER_KEYS:
-            raise ConfigError(key, "trainstack's Google provider takes only gcp:project and gcp:region",
-                              f"pulumi config rm {key}")
+    check_stack_keys(raw, TOP_LEVEL_KEYS, "gcp", GCP_PROVIDER_KEYS)
     project = raw.get("gcp:project", "").strip()
     if not project:
         raise ConfigError("gcp:project", "not set (the project that holds the cluster and pays for it)",
@@ -433,15 +428,7 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         raise ConfigError(version_key, f"Kubernetes {version} is older than trainstack supports on GKE (native "
                           f"sidecars, Filestore CSI and Kueue need {versions.GKE_OLDEST_KUBERNETES_VERSION} or newer)",
                           set_hint(version_key, versions.GKE_MIN_KUBERNETES_VERSION))
-    cidrs_key = f"{NAMESPACE}:apiAuthorizedNetworks"
-    cidrs = top(raw, "apiAuthorizedNetworks", as_str_list, (), allow_empty=True)
-    for cidr in cidrs:
-        try:
-            ipaddress.IPv4Network(cidr)
-        except ValueError:
-            raise ConfigError(cidrs_key, f"{cidr!r} is not an IPv4 CIDR block",
-                              "use blocks like 203.0.113.7/32 (your address: curl -s https://checkip.amazonaws.com)"
-                              ) from None
+    cidrs = top(raw, "apiAuthorizedNetworks", as_cidr_list, (), allow_empty=True)
 
     gpu_pools, job_pool, job = _parse_gpu_pools_and_job(raw)
     filestore = _parse_filestore(raw)

@@ -15,6 +15,7 @@ from infra import versions
 from infra.aws.config import GPU_INSTANCE_FAMILIES, parse_aws_config
 from infra.config import ConfigError
 from tests.aws.stack_runs import as_cli_config, config_with, run_main_expecting_error, stack_file_config
+from tests.stack_runs import assert_one_config_error_line
 
 GPU = "trainstack:gpuNodes"
 JOB = "trainstack:job"
@@ -90,15 +91,7 @@ BAD_CONFIGS = [
 @pytest.mark.parametrize(("overrides", "remove", "key", "fragment"),
                          [case[1:] for case in BAD_CONFIGS], ids=[case[0] for case in BAD_CONFIGS])
 def test_bad_config_stops_before_any_resource_with_one_line(overrides, remove, key, fragment):
-    stop, logged, result = run_main_expecting_error(config_with(overrides, remove))
-
-    assert isinstance(stop, SystemExit) and stop.code == 32
-    (message,) = logged  # exactly one error line
-    assert "\n" not in message
-    assert message.startswith(f"{key}: "), message
-    assert fragment in message
-    assert ". Fix: " in message  # and says what to do about it
-    assert result.registrations == []
+    assert_one_config_error_line(*run_main_expecting_error(config_with(overrides, remove)), key, fragment)
 
 
 def test_cloud_is_taken_from_the_stack_name_when_unset():

@@ -216,12 +216,9 @@ A3_BAD_CONFIGS = [
 
 @pytest.mark.parametrize(("pool", "key", "fragment"), [c[1:] for c in A3_BAD_CONFIGS], ids=[c[0] for c in A3_BAD_CONFIGS])
 def test_bad_a3_config_stops_with_one_line(pool, key, fragment):
-    stop, logged, result = stack_runs.run_main_expecting_error(
-        a3_config({"trainstack:gpuPools": {"a3": pool}}), stack="gcp-a3", outputs=provider_outputs, calls=provider_calls)
-    assert isinstance(stop, SystemExit) and stop.code == 32
-    (message,) = logged
-    assert message.startswith(f"{key}: ") and fragment in message, message
-    assert result.registrations == []
+    stack_runs.assert_one_config_error_line(*stack_runs.run_main_expecting_error(
+        a3_config({"trainstack:gpuPools": {"a3": pool}}), stack="gcp-a3", outputs=provider_outputs,
+        calls=provider_calls), key, fragment)
 
 
 def test_filestore_below_the_zonal_minimum_stops():

@@ -20,6 +20,7 @@ from tests.gcp.stack_runs import (
     run_main_expecting_error,
     stack_file_config,
 )
+from tests.stack_runs import assert_one_config_error_line
 
 POOL = "trainstack:gpuPools.t4"
 POOLS = "trainstack:gpuPools"
@@ -115,15 +116,7 @@ BAD_CONFIGS = [
 @pytest.mark.parametrize(("overrides", "remove", "key", "fragment"),
                          [case[1:] for case in BAD_CONFIGS], ids=[case[0] for case in BAD_CONFIGS])
 def test_bad_config_stops_before_any_resource_with_one_line(overrides, remove, key, fragment):
-    stop, logged, result = run_main_expecting_error(config_with(overrides, remove))
-
-    assert isinstance(stop, SystemExit) and stop.code == 32
-    (message,) = logged  # exactly one error line
-    assert "\n" not in message
-    assert message.startswith(f"{key}: "), message
-    assert fragment in message, message
-    assert ". Fix: " in message
-    assert result.registrations == []
+    assert_one_config_error_line(*run_main_expecting_error(config_with(overrides, remove)), key, fragment)
 
 
 def _calls_answering(token: str, answer: dict):
