@@ -7,10 +7,12 @@ PY := $(VENV)/bin/python
 CHECKOV_VENV := .venv-checkov
 STAMP := $(VENV)/.installed-stamp
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-stamp
+POLICY_VENV := policy/venv
+POLICY_STAMP := $(POLICY_VENV)/.installed-stamp
 
 .PHONY: setup demo test lint bench clean
 
-setup: $(STAMP) $(CHECKOV_STAMP)
+setup: $(STAMP) $(CHECKOV_STAMP) $(POLICY_STAMP)
 
 # torch==2.13.0 first: it resolves to the local CPU build; anything else would pull GBs of CUDA wheels.
 $(STAMP): pyproject.toml
@@ -25,6 +27,14 @@ $(CHECKOV_STAMP):
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/pip install -q --upgrade pip
 	$(CHECKOV_VENV)/bin/pip install -q checkov==3.3.30
+	touch $@
+
+# The policy pack's own venv, where policy/PulumiPolicy.yaml points `pulumi preview --policy-pack policy`
+# (pulumi-policy pins protobuf 5; tensorboard in .venv needs 6). tests/policy/test_pack.py loads the pack in it.
+$(POLICY_STAMP): policy/requirements.txt
+	$(PYTHON) -m venv $(POLICY_VENV)
+	$(POLICY_VENV)/bin/pip install -q --upgrade pip
+	$(POLICY_VENV)/bin/pip install -q -r policy/requirements.txt
 	touch $@
 
 demo: $(STAMP)
