@@ -10,7 +10,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-stamp
 POLICY_VENV := policy/venv
 POLICY_STAMP := $(POLICY_VENV)/.installed-stamp
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-image lint bench clean
 
 setup: $(STAMP) $(CHECKOV_STAMP) $(POLICY_STAMP)
 
@@ -45,6 +45,16 @@ lint: $(STAMP)
 
 test: setup lint
 	$(PY) -m pytest -q
+
+# The image tier: images/Dockerfile built with buildah (--isolation chroot) on a stand-in base (Debian +
+# CPU torch, tests/image/stand_in_base.py) and run with podman as the chart runs it. Needs root (debootstrap,
+# chroot, rootful podman) and the Debian packages below; a cold run takes about 3 minutes.
+IMAGE_TOOLS := podman buildah debootstrap runc
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+test-image: $(STAMP)
+	@command -v podman >/dev/null && command -v buildah >/dev/null && command -v debootstrap >/dev/null || \
+		($(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(IMAGE_TOOLS))
+	$(SUDO) $(PY) -m pytest -q -s tests/image --image-tier
 
 bench: $(STAMP)
 	$(PY) bench/cpu_vs_hf_trainer.py
