@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         orphans, not_checked = run(args)
-    except (UsageError, state.StateError) as error:
+    except (UsageError, state.StateError, report.CloudError) as error:
         print(f"infra.audit: {error}", file=sys.stderr)
         return 2
     print(report.render(args.stack, orphans, not_checked))

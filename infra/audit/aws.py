@@ -7,10 +7,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.audit import APP_LABEL, STACK_LABEL_KEY
-from infra.audit.report import Orphan
+from infra.audit.report import CloudError, Orphan
 
 CNI_TAG = "cluster.k8s.amazonaws.com/name"  # on every interface the Amazon VPC CNI creates
 
@@ -37,6 +37,14 @@ class Scope:
 
 
 def audit(scope: Scope) -> list[Orphan]:
+    try:
+        return _audit(scope)
+    except (BotoCoreError, ClientError) as error:
+        raise CloudError(f"AWS ({scope.region}): {error}; check the credentials and region "
+                         "(read-only access is enough)") from None
+
+
+def _audit(scope: Scope) -> list[Orphan]:
     session = boto3.Session(region_name=scope.region, profile_name=scope.profile)
     ec2 = session.client("ec2")
     vpcs = [v["VpcId"] for v in ec2.describe_vpcs(Filters=scope.ec2_filters())["Vpcs"]]
@@ -122,17 +130,25 @@ def _efs(efs, scope: Scope) -> Iterator[Orphan]:
                          scope.cli(f"efs delete-mount-target --mount-target-id {target['MountTargetId']}"), order=41)
 
 
+# Tagged EC2 resources the state should hold: (kind, describe call, its filter argument, list key, id key,
+# delete command, note, delete order).
+TAGGED_EC2 = (
+    ("NAT gateway", "describe_nat_gateways", "Filter", "NatGateways", "NatGatewayId",
+     "ec2 delete-nat-gateway --nat-gateway-id {}", "bills per hour and per GB", 45),
+    ("Elastic IP", "describe_addresses", "Filters", "Addresses", "AllocationId",
+     "ec2 release-address --allocation-id {}", "", 46),
+    ("security group", "describe_security_groups", "Filters", "SecurityGroups", "GroupId",
+     "ec2 delete-security-group --group-id {}", "", 48),
+    ("subnet", "describe_subnets", "Filters", "Subnets", "SubnetId", "ec2 delete-subnet --subnet-id {}", "", 49),
+)
+
+
 def _ec2(ec2, scope: Scope, vpcs: list[str]) -> Iterator[Orphan]:
     tagged = scope.ec2_filters()
-    for nat in ec2.describe_nat_gateways(Filter=tagged)["NatGateways"]:
-        if nat["State"] not in ("deleted", "deleting") and nat["NatGatewayId"] not in scope.held:
-            yield Orphan("NAT gateway", nat["NatGatewayId"],
-                         scope.cli(f"ec2 delete-nat-gateway --nat-gateway-id {nat['NatGatewayId']}"),
-                         "bills per hour and per GB", order=45)
-    for address in ec2.describe_addresses(Filters=tagged)["Addresses"]:
-        if address["AllocationId"] not in scope.held:
-            yield Orphan("Elastic IP", address["AllocationId"],
-                         scope.cli(f"ec2 release-address --allocation-id {address['AllocationId']}"), order=46)
+    for kind, call, filter_arg, key, id_key, command, note, order in TAGGED_EC2:
+        for item in getattr(ec2, call)(**{filter_arg: tagged})[key]:
+            if item[id_key] not in scope.held and item.get("State") not in ("deleted", "deleting"):
+                yield Orphan(kind, item[id_key], scope.cli(command.format(item[id_key])), note, order=order)
     # Volumes and network interfaces are never in the state (nodes and the VPC CNI make them): a
     # detached one is a leftover.
     detached = [{"Name": "status", "Values": ["available"]}]
@@ -148,14 +164,6 @@ def _ec2(ec2, scope: Scope, vpcs: list[str]) -> Iterator[Orphan]:
                 yield Orphan("network interface", eni["NetworkInterfaceId"],
                              scope.cli(f"ec2 delete-network-interface --network-interface-id {eni['NetworkInterfaceId']}"),
                              "detached; blocks deleting its subnet", order=44)
-    for group in ec2.describe_security_groups(Filters=tagged)["SecurityGroups"]:
-        if group["GroupId"] not in scope.held:
-            yield Orphan("security group", group["GroupId"],
-                         scope.cli(f"ec2 delete-security-group --group-id {group['GroupId']}"), order=48)
-    for subnet in ec2.describe_subnets(Filters=tagged)["Subnets"]:
-        if subnet["SubnetId"] not in scope.held:
-            yield Orphan("subnet", subnet["SubnetId"], scope.cli(f"ec2 delete-subnet --subnet-id {subnet['SubnetId']}"),
-                         order=49)
     for vpc in vpcs:
         if vpc not in scope.held:
             yield Orphan("VPC", vpc, scope.cli(f"ec2 delete-vpc --vpc-id {vpc}"),

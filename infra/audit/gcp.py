@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from infra.audit import APP_LABEL, STACK_LABEL_KEY
-from infra.audit.report import Orphan
+from infra.audit.report import CloudError, Orphan
 
 GCS_API = "https://storage.googleapis.com"
 
@@ -69,9 +69,13 @@ def _buckets(project: str) -> Iterator[dict]:
 
 
 def audit(scope: Scope) -> list[Orphan]:
+    try:
+        buckets = list(_buckets(scope.project))
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise CloudError(f"Cloud Storage ({scope.project}): {error}; check `gcloud auth login` and the project") from None
     return [
         Orphan("Cloud Storage bucket", bucket["name"], f"gcloud storage rm --recursive gs://{bucket['name']}",
                "kept by `pulumi destroy` on purpose (snapshots, exports): delete only what you no longer need", order=80)
-        for bucket in _buckets(scope.project)
+        for bucket in buckets
         if scope.ours(bucket.get("labels")) and bucket["name"] not in scope.held and bucket.get("id") not in scope.held
     ]

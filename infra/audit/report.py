@@ -6,6 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
+class CloudError(Exception):
+    """The cloud could not be listed (credentials, region, project): one line naming it."""
+
+
 @dataclass(frozen=True)
 class Orphan:
     kind: str  # e.g. "EFS access point"

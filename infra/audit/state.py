@@ -39,14 +39,15 @@ def load(stack: str, state_file: Path | None) -> Mapping[str, Any]:
 
 def identifiers(state: Mapping[str, Any]) -> set[str]:
     """Every id, ARN and name the state records for its resources."""
-    resources = (state.get("deployment") or {}).get("resources")
-    if not isinstance(resources, list):
+    deployment = state.get("deployment") if isinstance(state, Mapping) else None
+    resources = deployment.get("resources") if isinstance(deployment, Mapping) else None
+    if not isinstance(resources, list) or not all(isinstance(r, Mapping) for r in resources):
         raise StateError("the state has no deployment.resources: is it the output of `pulumi stack export`?")
     found: set[str] = set()
     for resource in resources:
         if resource.get("id"):
             found.add(str(resource["id"]))
-        outputs = resource.get("outputs") or {}
+        outputs = resource.get("outputs") if isinstance(resource.get("outputs"), Mapping) else {}
         for key in IDENTIFYING_OUTPUTS:
             value = outputs.get(key)
             if isinstance(value, str) and value:

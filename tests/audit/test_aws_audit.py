@@ -196,3 +196,24 @@ def test_a_file_that_is_not_an_export(tmp_path, capsys):
     bad.write_text(json.dumps({"outputs": {}}))
     assert main(["--stack", "aws", "--state", str(bad), "--region", REGION]) == 2
     assert "deployment.resources" in capsys.readouterr().err
+
+
+def test_a_json_list_is_not_an_export(tmp_path, capsys):
+    bad = tmp_path / "state.json"
+    bad.write_text("[1, 2]")
+    assert main(["--stack", "aws", "--state", str(bad)]) == 2
+    assert "deployment.resources" in capsys.readouterr().err
+
+
+def test_an_unreachable_cloud_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    from tests.training.helpers import free_port
+
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"deployment": {"resources": []}}))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    assert main(["--stack", "aws", "--state", str(state)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("infra.audit: AWS (us-west-2):") and err.count("\n") == 1

@@ -317,3 +317,12 @@ def test_budget_present_fails(config, fragment):
 def test_budget_present_passes():
     config = {"trainstack:maxHourlyUsd": "12.5", "trainstack:maxRunUsd": "400"}
     assert BY_NAME["budget-present"].check([], Stack("aws", config)) == []
+
+
+def test_every_rule_is_documented():
+    from .graphs import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "GUARDRAILS.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line.split("|")[2].strip()
+            for line in text.splitlines() if line.startswith("| `")}
+    assert rows == {rule.name: rule.level for rule in RULES}
