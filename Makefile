@@ -7,10 +7,12 @@ PY := $(VENV)/bin/python
 CHECKOV_VENV := .venv-checkov
 STAMP := $(VENV)/.installed-stamp
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-stamp
+POLICY_VENV := policy/venv
+POLICY_STAMP := $(POLICY_VENV)/.installed-stamp
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-image lint bench clean
 
-setup: $(STAMP) $(CHECKOV_STAMP)
+setup: $(STAMP) $(CHECKOV_STAMP) $(POLICY_STAMP)
 
 # torch==2.13.0 first: it resolves to the local CPU build; anything else would pull GBs of CUDA wheels.
 $(STAMP): pyproject.toml
@@ -27,6 +29,14 @@ $(CHECKOV_STAMP):
 	$(CHECKOV_VENV)/bin/pip install -q checkov==3.3.30
 	touch $@
 
+# The policy pack's own venv, where policy/PulumiPolicy.yaml points `pulumi preview --policy-pack policy`
+# (pulumi-policy pins protobuf 5; tensorboard in .venv needs 6). tests/policy/test_pack.py loads the pack in it.
+$(POLICY_STAMP): policy/requirements.txt
+	$(PYTHON) -m venv $(POLICY_VENV)
+	$(POLICY_VENV)/bin/pip install -q --upgrade pip
+	$(POLICY_VENV)/bin/pip install -q -r policy/requirements.txt
+	touch $@
+
 demo: $(STAMP)
 	$(PY) -m training demo
 
@@ -35,6 +45,16 @@ lint: $(STAMP)
 
 test: setup lint
 	$(PY) -m pytest -q
+
+# The image tier: images/Dockerfile built with buildah (--isolation chroot) on a stand-in base (Debian +
+# CPU torch, tests/image/stand_in_base.py) and run with podman as the chart runs it. Needs root (debootstrap,
+# chroot, rootful podman) and the Debian packages below; a cold run takes about 3 minutes.
+IMAGE_TOOLS := podman buildah debootstrap runc
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+test-image: $(STAMP)
+	@command -v podman >/dev/null && command -v buildah >/dev/null && command -v debootstrap >/dev/null || \
+		($(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(IMAGE_TOOLS))
+	$(SUDO) $(PY) -m pytest -q -s tests/image --image-tier
 
 bench: $(STAMP)
 	$(PY) bench/cpu_vs_hf_trainer.py
