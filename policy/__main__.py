@@ -20,7 +20,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from rules import RULES, Rule
-from rules.common import Resource, Stack
+from rules.common import Resource, Stack, provider_setting
 
 # Where providers keep the tags/labels they add to every resource.
 PROVIDER_LABEL_PATHS = (("defaultTags", "tags"), ("defaultLabels",))
@@ -36,7 +36,7 @@ def _provider_labels(provider) -> Mapping:
     for path in PROVIDER_LABEL_PATHS:
         value = props
         for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
+            value = provider_setting(value.get(key)) if isinstance(value, Mapping) else None
         if isinstance(value, Mapping):
             return dict(value)
     return {}

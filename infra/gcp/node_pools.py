@@ -8,6 +8,7 @@ spot VMs by default, gVNIC, and the GPU taint that keeps CPU pods off them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +36,9 @@ class NodePoolArgs:
     cluster: GkeCluster
     service_account_email: pulumi.Input[str]
     labels: Mapping[str, str] = field(default_factory=dict)  # billing labels on the VMs
+
+    def with_labels(self, labels: Mapping[str, str]) -> NodePoolArgs:
+        return dataclasses.replace(self, labels={**self.labels, **labels})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,7 +142,9 @@ class GpuNodePool(pulumi.ComponentResource):
             upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(
                 strategy="SURGE", max_surge=0, max_unavailable=1),
             node_config=_node_config(
-                args, config.name, config.machine_type, config.disk_size_gb, config.disk_type,
+                # On-demand GPUs are a deliberate choice in config; the label records it for policy and billing.
+                args.with_labels({"trainstack-capacity": "on-demand"}) if config.capacity == "ON_DEMAND" else args,
+                config.name, config.machine_type, config.disk_size_gb, config.disk_type,
                 guest_accelerators=[accelerator],
                 taints=[gcp.container.NodePoolNodeConfigTaintArgs(**GPU_TAINT)],
                 ephemeral_storage_local_ssd_config=gcp.container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(

@@ -85,8 +85,9 @@ RULES: tuple[Rule, ...] = (
     # --- data safety --------------------------------------------------------------------------------
     Rule("bucket-retained", MANDATORY, "`pulumi destroy` must not take the snapshots and exports with it.",
          storage.bucket_retained),
-    Rule("deletion-protection", MANDATORY,
-         "Clusters and file systems stay protected unless the stack's config records that it is disposable.",
+    Rule("deletion-protection", ADVISORY,
+         "Protected clusters and file systems survive a mistaken destroy; trainstack's stacks leave it off so "
+         "`pulumi destroy` removes what costs money, and keep results in the retained bucket.",
          clusters.deletion_protection),
     # --- cost ---------------------------------------------------------------------------------------
     Rule("gpu-pool-scales-to-zero", MANDATORY, "Idle GPU nodes cost dollars per hour each; pools scale to zero without a job.",

@@ -111,6 +111,16 @@ def json_document(value: Any) -> Any:
     return None
 
 
+def provider_setting(value: Any) -> Any:
+    """A provider's nested setting: providers receive objects as JSON text (`defaultLabels`, `defaultTags`)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
 def labels_of(resource: Resource, path: str) -> dict[str, Any]:
     """The AWS tags or GCP labels at `path`, with the provider's default ones underneath."""
     found = get(resource.props, path)

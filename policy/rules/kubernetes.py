@@ -105,6 +105,25 @@ def chart_versions_pinned(resource: Resource, stack: Stack) -> list[str]:
             "changes under an unchanged program"]
 
 
+# Images allowed by exact version tag, each with why (a digest could not be taken from a published source).
+TAG_PINNED_EXCEPTIONS = {
+    # Google publishes the GPUDirect NCCL plugin installers by version tag only (its own manifests in
+    # container-engine-accelerators and cluster-toolkit pin tags); the tag is the pair of the RxDM
+    # daemon pinned in the training chart.
+    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev",
+    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev",
+    # TCPXO's pre-installation step runs the node's own tools through nsenter; the image is only a shell.
+    "ubuntu",
+}
+
+
+def _pinned(image: str) -> bool:
+    if _DIGEST.search(image):
+        return True
+    repository, _, tag = image.rpartition(":")
+    return bool(tag) and "/" not in tag and repository in TAG_PINNED_EXCEPTIONS and tag != "latest"
+
+
 def images_pinned_by_digest(resource: Resource, stack: Stack) -> list[str]:
     is_training, digest = _training_chart_value(resource, "image.digest")
     if is_training:
@@ -116,4 +135,4 @@ def images_pinned_by_digest(resource: Resource, stack: Stack) -> list[str]:
     spec = get(resource.props, path, {})
     containers = as_list(get(spec, "containers")) + as_list(get(spec, "initContainers"))
     return [f"container {get(c, 'name')}: image {get(c, 'image')} is not pinned by digest (@sha256:...)"
-            for c in containers if not _DIGEST.search(str(get(c, "image", "")))]
+            for c in containers if not _pinned(str(get(c, "image", "")))]

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from policy.rules.common import Resource, Stack
+from policy.rules.common import Resource, Stack, provider_setting
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_GRAPHS = sorted(REPO_ROOT.glob("tests/*/golden/*.json"))
@@ -38,7 +38,8 @@ def load(graph: Path) -> tuple[list[Resource], Stack]:
 
     def provider_labels(entry) -> Mapping[str, Any]:
         provider = inputs.get(entry.get("provider") or "", {})
-        return (provider.get("defaultTags") or {}).get("tags") or provider.get("defaultLabels") or {}
+        tags = provider_setting(provider.get("defaultTags")) or {}
+        return tags.get("tags") or provider_setting(provider.get("defaultLabels")) or {}
 
     resources = []
     for entry in entries:
