@@ -3,6 +3,7 @@ is created. Over it, the program stops with one ConfigError line that shows the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -25,7 +26,8 @@ def parse_budget(raw: Mapping[str, str]) -> Budget:
 
 
 def _raise_hint(key: str, needed: float) -> str:
-    return f"pulumi config set {key} {needed:.2f}"
+    """The command that sets `key` to the estimate, rounded up to the cent (rounding down would still fail)."""
+    return f"pulumi config set {key} {math.ceil(needed * 100) / 100:.2f}"
 
 
 def check_budget(estimate: CostEstimate, budget: Budget, job_enabled: bool) -> None:

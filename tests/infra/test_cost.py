@@ -123,3 +123,16 @@ def test_run_estimate_follows_global_batch_and_shape_flags_in_extra_args():
 def test_no_run_estimate_says_why(inputs, why):
     result = estimate(inputs)
     assert result.run is None and why in result.outputs()["estimatedRunUsd"]["why"]
+
+
+def test_the_suggested_budget_is_rounded_up_so_that_it_passes():
+    from infra.config import ConfigError
+    from infra.cost import Budget, check_budget
+
+    result = estimate(_inputs({}))  # $1.63/h at max: 0.1 + 3 x 0.51
+    with pytest.raises(ConfigError) as raised:
+        check_budget(result, Budget(max_hourly_usd=1.0), job_enabled=False)
+    suggested = float(str(raised.value).split("maxHourlyUsd ")[-1].split(",")[0])
+    assert suggested >= result.hourly(3)
+    check_budget(result, Budget(max_hourly_usd=suggested), job_enabled=False)  # passes
+    check_budget(result, Budget(max_run_usd=0.01), job_enabled=False)  # a disabled job is not held to maxRunUsd
