@@ -27,7 +27,7 @@ def parse_budget(raw: Mapping[str, str]) -> Budget:
 
 def _raise_hint(key: str, needed: float) -> str:
     """The command that sets `key` to the estimate, rounded up to the cent (rounding down would still fail)."""
-    return f"pulumi config set {key} {math.ceil(needed * 100) / 100:.2f}"
+    return f"pulumi config set {key} {math.ceil(round(needed, 4) * 100) / 100:.2f}"
 
 
 def check_budget(estimate: CostEstimate, budget: Budget, job_enabled: bool) -> None:
@@ -39,7 +39,7 @@ def check_budget(estimate: CostEstimate, budget: Budget, job_enabled: bool) -> N
         if at_max is None:
             raise ConfigError(key, f"cannot check the budget: {gpu.node_type} has no {estimate.inputs.region} price",
                               f"add it to infra/cost/prices.yaml, or pulumi config rm {key}")
-        if at_max > budget.max_hourly_usd:
+        if round(at_max, 4) > budget.max_hourly_usd:  # to 1/100 cent, as the outputs show it: no float noise
             raise ConfigError(key, f"the stack can cost {estimate.hourly_breakdown(gpu.nodes_max)} with the GPU pool "
                               f"at its max, over the ${budget.max_hourly_usd:.2f}/h limit",
                               f"{_raise_hint(key, at_max)}, or lower the GPU pool's max"
@@ -50,7 +50,7 @@ def check_budget(estimate: CostEstimate, budget: Budget, job_enabled: bool) -> N
         if run is None:
             raise ConfigError(key, f"cannot check the budget: {estimate.run_unavailable}",
                               f"pulumi config rm {key}, or fix the cause")
-        if run.usd > budget.max_run_usd:
+        if round(run.usd, 4) > budget.max_run_usd:
             raise ConfigError(key, f"the job's run is estimated at ${run.usd:.2f}: {run.steps} steps x "
                               f"{run.tokens_per_step} tokens / {run.tokens_per_second:,.0f} tokens/s "
                               f"({run.throughput.kind}) = {run.hours:.2f} h x "

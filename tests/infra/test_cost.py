@@ -133,6 +133,6 @@ def test_the_suggested_budget_is_rounded_up_so_that_it_passes():
     with pytest.raises(ConfigError) as raised:
         check_budget(result, Budget(max_hourly_usd=1.0), job_enabled=False)
     suggested = float(str(raised.value).split("maxHourlyUsd ")[-1].split(",")[0])
-    assert suggested >= result.hourly(3)
+    assert suggested >= round(result.hourly(3), 4)
     check_budget(result, Budget(max_hourly_usd=suggested), job_enabled=False)  # passes
     check_budget(result, Budget(max_run_usd=0.01), job_enabled=False)  # a disabled job is not held to maxRunUsd
