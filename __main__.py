@@ -10,19 +10,24 @@ from typing import Any
 import pulumi
 
 from infra.config import NAMESPACE, ConfigError, raw_config
+from infra.cost import check_budget
 
 
 def build_aws(raw: dict[str, str]) -> dict[str, Any]:
     from infra.aws import AwsStack, AwsStackArgs, parse_aws_config
+    from infra.aws.cost import estimate_aws_cost
 
     config = parse_aws_config(raw)  # every key checked before any resource is registered
+    check_budget(estimate_aws_cost(config), config.budget, config.job.enabled)  # and the budget
     return AwsStack("trainstack", AwsStackArgs(config=config)).outputs
 
 
 def build_gcp(raw: dict[str, str]) -> dict[str, Any]:
     from infra.gcp import GcpStack, GcpStackArgs, parse_gcp_config
+    from infra.gcp.cost import estimate_gcp_cost
 
     config = parse_gcp_config(raw)
+    check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
     return GcpStack("trainstack", GcpStackArgs(config=config)).outputs
 
 

@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 from training.errors import UserError
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    n_layer: int
-    n_embd: int
-    n_head: int
-    block_size: int
-
-
-# The four GPT-2 sizes (124M, 350M, 774M, 1.5B) plus `tiny` for CPUs and tests.
-PRESETS: dict[str, ModelShape] = {
-    "tiny": ModelShape(n_layer=2, n_embd=128, n_head=4, block_size=128),
-    "gpt2": ModelShape(n_layer=12, n_embd=768, n_head=12, block_size=1024),
-    "gpt2-medium": ModelShape(n_layer=24, n_embd=1024, n_head=16, block_size=1024),
-    "gpt2-large": ModelShape(n_layer=36, n_embd=1280, n_head=20, block_size=1024),
-    "gpt2-xl": ModelShape(n_layer=48, n_embd=1600, n_head=25, block_size=1024),
-}
+from training.shapes import PRESETS, ModelShape, padded_vocab  # noqa: F401 - the presets live in a torch-free module
 
 
 def resolve_shape(preset: str, n_layer=None, n_embd=None, n_head=None, block_size=None) -> ModelShape:
@@ -37,11 +20,6 @@ def resolve_shape(preset: str, n_layer=None, n_embd=None, n_head=None, block_siz
         raise UserError(f"--n-embd {shape.n_embd} is not divisible by --n-head {shape.n_head}; "
                         "pick sizes where n_embd / n_head is a whole number")
     return shape
-
-
-def padded_vocab(vocab_size: int, multiple: int = 64) -> int:
-    """Round the embedding table up (50257 -> 50304): matmuls on GPUs are faster on aligned sizes."""
-    return ((vocab_size + multiple - 1) // multiple) * multiple
 
 
 def config_for(shape: ModelShape, vocab_size: int, dropout: float, eos_token_id: int):

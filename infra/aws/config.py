@@ -28,6 +28,7 @@ from infra.config.reader import (
     check_stack_keys,
     top,
 )
+from infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
 
 # NVIDIA GPUs per instance, for the x86_64 families the AL2023_x86_64_NVIDIA AMI runs on
 # (ARM families such as g5g are left out: that AMI cannot boot them).
@@ -110,6 +111,7 @@ class AwsStackConfig:
     cluster_admin_arns: tuple[str, ...]
     api_public_access_cidrs: tuple[str, ...]
     tags: Mapping[str, str]
+    budget: Budget = Budget()  # trainstack:maxHourlyUsd / maxRunUsd
 
 
 # --- the sections -----------------------------------------------------------------------------------
@@ -125,6 +127,7 @@ TOP_LEVEL_KEYS = (
     "systemNodes",
     "gpuNodes",
     "job",
+    *BUDGET_KEYS,  # maxHourlyUsd, maxRunUsd
     "deleteBucketOnDestroy",
     "clusterAdmins",
     "apiPublicAccessCidrs",
@@ -302,4 +305,5 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         cluster_admin_arns=admins,
         api_public_access_cidrs=cidrs,
         tags=top(raw, "tags", as_str_map, {}),
+        budget=parse_budget(raw),
     )

@@ -17,8 +17,10 @@ import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
 from infra import TrainingImage, TrainingImageArgs
+from infra.aws import preflight
 from infra.aws.cluster import EksCluster, EksClusterArgs
 from infra.aws.config import AwsStackConfig
+from infra.aws.cost import estimate_aws_cost
 from infra.aws.efs_storage import EfsStorage, EfsStorageArgs
 from infra.aws.irsa import IrsaRole, IrsaRoleArgs
 from infra.aws.job_commands import job_commands
@@ -45,7 +47,9 @@ class AwsStack(pulumi.ComponentResource):
 
         aws_provider = aws.Provider(f"{name}-aws", region=cfg.region, profile=cfg.aws_profile,
                                     opts=pulumi.ResourceOptions(parent=self))
-        child = pulumi.ResourceOptions(parent=self, providers={"aws": aws_provider})
+        # Nothing is created before the account confirms what only it knows (preflight.py).
+        child = pulumi.ResourceOptions(parent=self, providers={"aws": aws_provider},
+                                       depends_on=preflight.gate(cfg, aws_provider, parent=self))
 
         network = Network(f"{name}-network", NetworkArgs(
             region=cfg.region,
@@ -112,6 +116,7 @@ class AwsStack(pulumi.ComponentResource):
             **job_commands(region=cfg.region, cluster_name=cfg.cluster_name, aws_profile=cfg.aws_profile,
                            job=cfg.job, bucket_name=bucket.bucket_name),
             **platform.outputs,
+            **estimate_aws_cost(cfg).outputs(),  # estimatedHourlyUsd, estimatedRunUsd
         }
         if not cfg.job.enabled:
             self.outputs["enableJobCommand"] = f"pulumi config set --path {NAMESPACE}:job.enabled true && pulumi up"

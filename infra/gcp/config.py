@@ -30,6 +30,7 @@ from infra.config.reader import (
     top,
     top_section,
 )
+from infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
 from infra.gcp.machine_types import (
     FIXED_GPU_MACHINES,
     GPU_DIRECT,
@@ -59,6 +60,7 @@ TOP_LEVEL_KEYS = (
     "gpuPools",
     "jobPool",
     "job",
+    *BUDGET_KEYS,  # maxHourlyUsd, maxRunUsd
     "sharedFilesystem",
     "deleteBucketOnDestroy",
     "labels",
@@ -164,6 +166,7 @@ class GcpStackConfig:
     filestore: FilestoreConfig | None  # None: no shared filesystem
     delete_bucket_on_destroy: bool
     labels: Mapping[str, str]
+    budget: Budget = Budget()  # trainstack:maxHourlyUsd / maxRunUsd
 
     @property
     def location(self) -> str:
@@ -454,4 +457,5 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         filestore=filestore,
         delete_bucket_on_destroy=top(raw, "deleteBucketOnDestroy", as_bool, False),
         labels=_parse_labels(raw, stack),
+        budget=parse_budget(raw),
     )

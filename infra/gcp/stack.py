@@ -22,9 +22,11 @@ import pulumi_gcp as gcp
 from infra import TrainingImage, TrainingImageArgs, versions
 from infra.config import NAMESPACE
 from infra.contracts import ObjectStore
+from infra.gcp import preflight
 from infra.gcp.artifact_registry import ArtifactRegistry, ArtifactRegistryArgs
 from infra.gcp.cluster import GkeCluster, GkeClusterArgs
 from infra.gcp.config import GcpStackConfig
+from infra.gcp.cost import estimate_gcp_cost
 from infra.gcp.filestore_storage import FilestoreStorage, FilestoreStorageArgs
 from infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
 from infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
@@ -51,7 +53,9 @@ class GcpStack(pulumi.ComponentResource):
 
         google = gcp.Provider(f"{name}-gcp", project=cfg.project, region=cfg.region,
                               default_labels=dict(cfg.labels), opts=pulumi.ResourceOptions(parent=self))
-        child = pulumi.ResourceOptions(parent=self, providers={"gcp": google})
+        # Nothing is created before the account confirms what only it knows (preflight.py).
+        child = pulumi.ResourceOptions(parent=self, providers={"gcp": google},
+                                       depends_on=preflight.gate(cfg, google, parent=self))
 
         services = ProjectServices(f"{name}-apis", ProjectServicesArgs(
             project=cfg.project, services=versions.GCP_SERVICES), opts=child)
@@ -142,6 +146,7 @@ class GcpStack(pulumi.ComponentResource):
             **job_commands(project=cfg.project, location=cfg.location, cluster_name=cfg.cluster_name, job=cfg.job,
                            bucket_name=bucket.bucket_name),
             **platform.outputs,
+            **estimate_gcp_cost(cfg).outputs(),  # estimatedHourlyUsd, estimatedRunUsd
         }
         if storage is not None:
             self.outputs["filestoreInstance"] = storage.instance_name

@@ -64,6 +64,23 @@ DEVICE_PLUGIN = "trainstack:index:NvidiaDevicePlugin"
 
 GET_AUTHORIZATION_TOKEN = "aws:ecr/getAuthorizationToken:getAuthorizationToken"
 GET_VPC = "aws:ec2/getVpc:getVpc"
+GET_INSTANCE_TYPE_OFFERINGS = "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"
+GET_CLUSTER_VERSIONS = "aws:eks/getClusterVersions:getClusterVersions"
+GET_ADDON_VERSION = "aws:eks/getAddonVersion:getAddonVersion"
+# What the mocked account offers (preflight.py asks): every type in every zone, these EKS versions, and
+# the EFS CSI add-on up to this build.
+EKS_VERSIONS = ("1.33", "1.34", "1.35")
+EFS_CSI_NEWEST = "v3.3.0-eksbuild.1"
+
+
+def filter_values(args: dict, name: str) -> list[str]:
+    return next((f["values"] for f in args.get("filters", ()) if f["name"] == name), [])
+
+
+def offer_everything(args: dict) -> dict:
+    pairs = [(t, z) for t in filter_values(args, "instance-type") for z in filter_values(args, "location")]
+    return {"id": "us-west-2", "instanceTypes": [t for t, _ in pairs], "locations": [z for _, z in pairs],
+            "locationTypes": ["availability-zone"] * len(pairs)}
 
 
 def stack_file_config() -> dict[str, Any]:
@@ -106,14 +123,28 @@ def provider_calls(token: str, args: dict) -> dict:
                 "proxyEndpoint": f"https://{REGISTRY_HOST}"}
     if token == GET_VPC:
         return {"id": args["id"], "cidrBlock": EXISTING_VPC_CIDR}
+    if token == GET_INSTANCE_TYPE_OFFERINGS:
+        return offer_everything(args)
+    if token == GET_CLUSTER_VERSIONS:
+        wanted = args.get("clusterVersionsOnlies") or EKS_VERSIONS
+        return {"id": "us-west-2", "clusterVersions": [
+            {"clusterType": "eks", "clusterVersion": v, "controlPlaneComponentConfigs": [],
+             "controlPlaneScalingTiers": [], "defaultPlatformVersion": "eks.1", "defaultVersion": False,
+             "endOfExtendedSupportDate": "2028-01-01", "endOfStandardSupportDate": "2027-01-01",
+             "kubernetesPatchVersion": f"{v}.0", "releaseDate": "2026-01-01", "versionStatus": "STANDARD_SUPPORT"}
+            for v in EKS_VERSIONS if v in wanted]}
+    if token == GET_ADDON_VERSION:
+        return {"id": args["addonName"], "addonName": args["addonName"],
+                "kubernetesVersion": args["kubernetesVersion"], "mostRecent": args.get("mostRecent"),
+                "version": EFS_CSI_NEWEST}
     raise NotImplementedError(f"unmocked invoke {token}")
 
 
 def run_main(config: Mapping[str, str] | None = None, *, preview: bool = False, stack: str = "aws",
-             outputs: Any = provider_outputs) -> ProgramResult:
+             outputs: Any = provider_outputs, calls: Any = provider_calls) -> ProgramResult:
     """`pulumi up` (or `preview`) of the real __main__.py; config defaults to Pulumi.aws.yaml."""
     return stack_runs.run_main(config_with() if config is None else config, stack=stack, outputs=outputs,
-                               calls=provider_calls, preview=preview)
+                               calls=calls, preview=preview)
 
 
 def run_main_expecting_error(config: Mapping[str, str], *, stack: str = "aws"

@@ -7,7 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.aws.stack_runs import EKS_CLUSTER, JOB_ENABLED, K8S_PROVIDER, RELEASE, config_with, run_main
+from tests.aws.stack_runs import (
+    EKS_CLUSTER,
+    GET_ADDON_VERSION,
+    GET_CLUSTER_VERSIONS,
+    GET_INSTANCE_TYPE_OFFERINGS,
+    JOB_ENABLED,
+    K8S_PROVIDER,
+    RELEASE,
+    config_with,
+    filter_values,
+    run_main,
+)
 from tests.pulumi_harness import UNKNOWN
 
 
@@ -41,5 +52,11 @@ def test_preview_leaves_what_it_cannot_know_unknown(preview):
     assert values["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"] is UNKNOWN
 
 
-def test_preview_asks_no_token_for_a_registry_that_does_not_exist_yet(preview):
-    assert preview.invokes == []
+def test_preview_asks_the_account_only_its_preflight_questions(preview):
+    # No token for a registry that does not exist yet; only what preflight.py must know before creating anything.
+    assert sorted(token for token, _ in preview.invokes) == sorted(
+        [GET_CLUSTER_VERSIONS, GET_ADDON_VERSION, GET_INSTANCE_TYPE_OFFERINGS])
+    offerings = next(args for token, args in preview.invokes if token == GET_INSTANCE_TYPE_OFFERINGS)
+    assert offerings["locationType"] == "availability-zone"
+    assert filter_values(offerings, "instance-type") == ["g4dn.xlarge", "t3.medium"]
+    assert filter_values(offerings, "location") == ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]

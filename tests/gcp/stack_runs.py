@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from infra.gcp.machine_types import FIXED_GPU_MACHINES
 from tests import stack_runs
 from tests.pulumi_harness import ProgramResult
 from tests.stack_runs import REPO, as_cli_config, short  # noqa: F401 - re-exported for the GCP tests
@@ -55,6 +56,7 @@ PLATFORM = "trainstack:index:TrainingPlatform"
 GET_ZONES = "gcp:compute/getZones:getZones"
 GET_ENGINE_VERSIONS = "gcp:container/getEngineVersions:getEngineVersions"
 GET_CLIENT_CONFIG = "gcp:organizations/getClientConfig:getClientConfig"
+GET_MACHINE_TYPES = "gcp:compute/getMachineTypes:getMachineTypes"
 
 # `pulumi config set gcp:project ...`, the one step the README asks before `pulumi up`.
 WITH_PROJECT = {"gcp:project": PROJECT}
@@ -91,6 +93,16 @@ def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
     return {}
 
 
+def machine_type(name: str) -> dict:
+    """compute.machineTypes as the mocked zone offers them: every type, with its bundled GPUs."""
+    fixed = FIXED_GPU_MACHINES.get(name)
+    accelerators = [{"guestAcceleratorType": fixed.accelerator, "guestAcceleratorCount": fixed.count}] if fixed else []
+    return {"name": name, "accelerators": accelerators, "architecture": "X86_64", "bundledLocalSsds": [],
+            "deprecateds": [], "description": name, "guestCpus": 4, "isSharedCpus": False,
+            "maximumPersistentDisks": 128, "maximumPersistentDisksSizeGb": 263168, "memoryMb": 15360,
+            "selfLink": f"zones/{ZONES[0]}/machineTypes/{name}"}
+
+
 def provider_calls(token: str, args: dict) -> dict:
     if token == GET_ZONES:
         return {"names": list(ZONES), "project": args.get("project"), "region": args.get("region")}
@@ -99,6 +111,9 @@ def provider_calls(token: str, args: dict) -> dict:
         offered = [v for v in GKE_VERSIONS if v.startswith(prefix)]
         return {"latestMasterVersion": offered[0] if offered else "", "validMasterVersions": offered,
                 "location": args.get("location")}
+    if token == GET_MACHINE_TYPES:
+        return {"machineTypes": [machine_type(args["filter"].removeprefix("name = "))], "zone": args.get("zone"),
+                "project": args.get("project"), "filter": args["filter"], "id": "machine-types"}
     if token == GET_CLIENT_CONFIG:
         return {"accessToken": ACCESS_TOKEN, "project": PROJECT, "region": "us-central1", "id": "client"}
     raise NotImplementedError(f"unmocked invoke {token}")

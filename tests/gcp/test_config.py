@@ -110,6 +110,16 @@ BAD_CONFIGS = [
      "trainstack:apiAuthorizedNetworks", "'my-laptop' is not an IPv4 CIDR block"),
     ("cluster name GKE refuses", {"trainstack:clusterName": "Train_Stack"}, (), "trainstack:clusterName",
      "is not a valid GKE cluster name"),
+    ("run budget that is not a number", {"trainstack:maxRunUsd": "10 dollars"}, (), "trainstack:maxRunUsd",
+     "expected a number, got '10 dollars'"),
+    # 2 x (n1-standard-4 + 2 T4) on demand at max: $0.52 platform + 2 x $0.91 = $2.35/h.
+    ("stack over the hourly budget", {"trainstack:gpuPools": {"t4": {"capacity": "ON_DEMAND"}},
+                                      "trainstack:maxHourlyUsd": 2}, (), "trainstack:maxHourlyUsd",
+     "the stack can cost $0.52 platform + 2 x n1-standard-4 + 2 x nvidia-tesla-t4 ON_DEMAND $0.91 = $2.35/h with "
+     "the GPU pool at its max, over the $2.00/h limit"),
+    ("job over the run budget", {"trainstack:job": {"enabled": True, "train": {"maxSteps": 1000000}},
+                                 "trainstack:maxRunUsd": 50}, (), "trainstack:maxRunUsd",
+     "the job's run is estimated at $"),
 ]
 
 

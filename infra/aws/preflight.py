@@ -1,0 +1,88 @@
+"""Preflight: what only the AWS account can answer, asked during `pulumi preview` before anything is created.
+
+- Is every instance type (GPU and system) offered in every chosen availability zone?
+  (ec2:DescribeInstanceTypeOfferings; an EKS node group whose subnets include a zone without the
+  type fails only after the cluster has been created, 15 minutes in.)
+- Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
+- Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
+
+Each answer is an Output whose apply raises a one-line pulumi.RunError; `gate()` combines them into
+an Output that the stack's resources depend on, so a wrong answer fails the preview and nothing is
+registered. These calls need credentials (the same ones `pulumi preview` uses); under mocks the tests
+answer them. With `trainstack:existingNetwork` the zones are the subnets', which are not looked up
+here: the offering check is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from infra import versions
+from infra.aws.config import AwsStackConfig
+from infra.config import NAMESPACE
+
+EFS_CSI_ADDON = "aws-efs-csi-driver"
+
+
+def checked_offerings(result: aws.ec2.GetInstanceTypeOfferingsResult, wanted: dict[str, str],
+                      zones: Sequence[str]) -> bool:
+    """`wanted` maps instance type -> the config key that chose it; every (type, zone) pair must be offered."""
+    offered = set(zip(result.instance_types or (), result.locations or (), strict=False))
+    for instance_type, key in wanted.items():
+        missing = [zone for zone in zones if (instance_type, zone) not in offered]
+        if missing:
+            where = [zone for zone in zones if zone not in missing]
+            raise pulumi.RunError(
+                f"{key}: {instance_type} is not offered in {', '.join(missing)} (offered in: "
+                f"{', '.join(where) or 'none of the chosen zones'}). Fix: drop {', '.join(missing)} from "
+                f"{NAMESPACE}:availabilityZones, or choose another instance type")
+    return True
+
+
+def checked_cluster_version(result: aws.eks.GetClusterVersionsResult, version: str, region: str) -> bool:
+    if not any(v.cluster_version == version for v in result.cluster_versions or ()):
+        raise pulumi.RunError(f"{NAMESPACE}:kubernetesVersion: EKS offers no Kubernetes {version} in {region}. Fix: "
+                              f"pulumi config set {NAMESPACE}:kubernetesVersion {versions.EKS_KUBERNETES_VERSION}")
+    return True
+
+
+def addon_version_key(version: str) -> tuple[int, ...]:
+    """`v3.3.0-eksbuild.1` -> (3, 3, 0, 1)."""
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def checked_addon(result: aws.eks.GetAddonVersionResult, pinned: str, kubernetes_version: str) -> bool:
+    newest = result.version or ""
+    if not newest or addon_version_key(pinned) > addon_version_key(newest):
+        raise pulumi.RunError(
+            f"{NAMESPACE}:kubernetesVersion: EKS offers the {EFS_CSI_ADDON} add-on for Kubernetes {kubernetes_version} "
+            f"up to {newest or 'no version'}, not the pinned {pinned} (infra/versions.py EFS_CSI_ADDON_VERSION). "
+            f"Fix: pulumi config set {NAMESPACE}:kubernetesVersion {versions.EKS_KUBERNETES_VERSION}, or pin an "
+            "offered build")
+    return True
+
+
+def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource) -> pulumi.Output[list]:
+    """An Output that resolves to [] once every check passed: give it to resources as depends_on."""
+    invoke = pulumi.InvokeOutputOptions(parent=parent, provider=provider)
+    checks = [
+        aws.eks.get_cluster_versions_output(cluster_versions_onlies=[cfg.kubernetes_version], opts=invoke).apply(
+            lambda result: checked_cluster_version(result, cfg.kubernetes_version, cfg.region)),
+        aws.eks.get_addon_version_output(addon_name=EFS_CSI_ADDON, kubernetes_version=cfg.kubernetes_version,
+                                         most_recent=True, opts=invoke).apply(
+            lambda result: checked_addon(result, versions.EFS_CSI_ADDON_VERSION, cfg.kubernetes_version)),
+    ]
+    zones = cfg.network.availability_zones
+    if cfg.network.existing is None and zones:
+        wanted = {t: f"{NAMESPACE}:gpuNodes.instanceTypes" for t in cfg.gpu_nodes.instance_types}
+        wanted.update({t: f"{NAMESPACE}:systemNodes.instanceType" for t in cfg.system_nodes.instance_types})
+        checks.append(aws.ec2.get_instance_type_offerings_output(
+            location_type="availability-zone",
+            filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=list(wanted)),
+                     aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="location", values=list(zones))],
+            opts=invoke).apply(lambda result: checked_offerings(result, wanted, zones)))
+    return pulumi.Output.all(*checks).apply(lambda _: [])

@@ -1,0 +1,35 @@
+"""The AWS stack's cost outputs with Pulumi.aws.yaml and the job enabled, checked against the price table
+by hand (infra/cost/prices.yaml, us-west-2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.aws.stack_runs import JOB_ENABLED, config_with, run_main
+
+GP3_HOUR = 0.08 / 730  # per GiB
+
+
+@pytest.fixture(scope="module")
+def exports():
+    return run_main(config_with(JOB_ENABLED)).exports
+
+
+def test_hourly_estimate_breaks_down_platform_and_spot_gpu_nodes(exports):
+    hourly = exports["estimatedHourlyUsd"]
+    platform = 0.10 + 0.0416 + 20 * GP3_HOUR + (0.045 + 0.005)  # EKS, t3.medium, its disk, one NAT gateway + IPv4
+    node_spot, node_on_demand = 0.18373 + 100 * GP3_HOUR, 0.526 + 100 * GP3_HOUR
+    assert hourly["idlePlatform"] == pytest.approx(platform, abs=1e-4)
+    assert hourly["gpuNode"] == {"type": "g4dn.xlarge", "capacity": "SPOT", "usdPerNode": round(node_spot, 4),
+                                 "onDemandUsdPerNode": round(node_on_demand, 4), "spotUsdPerNode": round(node_spot, 4)}
+    assert (hourly["atMin"]["nodes"], hourly["atJob"]["nodes"], hourly["atMax"]["nodes"]) == (0, 2, 2)
+    assert hourly["atJob"]["usd"] == pytest.approx(platform + 2 * node_spot, abs=1e-4)
+    assert hourly["atJobOnDemand"] == pytest.approx(platform + 2 * node_on_demand, abs=1e-4)
+
+
+def test_run_estimate_uses_the_charts_batch_and_the_presets_block(exports):
+    run = exports["estimatedRunUsd"]
+    # 2 pods x batchSize 8 (the chart's) x block 1024 (gpt2); T4 derived at 29% MFU of 65 TFLOP/s.
+    assert (run["steps"], run["globalBatch"], run["tokensPerStep"], run["processes"]) == (1000, 16, 16384, 2)
+    assert run["throughput"].startswith("22037 tokens/s per T4 (derived")
+    assert run["hours"] == pytest.approx(1000 * 16384 / 44074 / 3600, abs=1e-3)

@@ -1,0 +1,79 @@
+"""Preflight (infra/aws/preflight.py) under mocks: what the account answers decides whether the preview
+goes on. Both answers are tested for each question, and a failed check must leave nothing registered
+but the stack's components and providers."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from tests import pulumi_harness
+from tests.aws.stack_runs import (
+    GET_ADDON_VERSION,
+    GET_CLUSTER_VERSIONS,
+    GET_INSTANCE_TYPE_OFFERINGS,
+    config_with,
+    filter_values,
+    provider_calls,
+    run_main,
+)
+
+
+def _answering(token: str, answer):
+    def calls(called: str, args: dict) -> dict:
+        return answer(args) if called == token else provider_calls(called, args)
+    return calls
+
+
+def _offered_except(instance_type: str, zone: str):
+    def answer(args: dict) -> dict:
+        pairs = [(t, z) for t in filter_values(args, "instance-type") for z in filter_values(args, "location")
+                 if (t, z) != (instance_type, zone)]
+        return {"id": "us-west-2", "instanceTypes": [t for t, _ in pairs], "locations": [z for _, z in pairs],
+                "locationTypes": ["availability-zone"] * len(pairs)}
+    return answer
+
+
+def test_types_offered_in_every_zone_let_the_preview_through():
+    result = run_main(config_with({"trainstack:gpuNodes": {"instanceTypes": ["g5.xlarge", "g6.xlarge"]}}),
+                      preview=True)
+    asked = next(args for token, args in result.invokes if token == GET_INSTANCE_TYPE_OFFERINGS)
+    assert filter_values(asked, "instance-type") == ["g5.xlarge", "g6.xlarge", "t3.medium"]
+    assert len(result.registrations) > 50
+
+
+@pytest.mark.parametrize(("token", "answer", "line"), [
+    (GET_INSTANCE_TYPE_OFFERINGS, _offered_except("g4dn.xlarge", "us-west-2d"),
+     "trainstack:gpuNodes.instanceTypes: g4dn.xlarge is not offered in us-west-2d (offered in: us-west-2a, us-west-2b, "
+     "us-west-2c). Fix: drop us-west-2d from trainstack:availabilityZones, or choose another instance type"),
+    (GET_INSTANCE_TYPE_OFFERINGS, _offered_except("t3.medium", "us-west-2a"),
+     "trainstack:systemNodes.instanceType: t3.medium is not offered in us-west-2a"),
+    (GET_CLUSTER_VERSIONS, lambda args: {"id": "us-west-2", "clusterVersions": []},
+     "trainstack:kubernetesVersion: EKS offers no Kubernetes 1.35 in us-west-2. Fix: pulumi config set "
+     "trainstack:kubernetesVersion 1.35"),
+    (GET_ADDON_VERSION, lambda args: {"id": "a", "addonName": args["addonName"], "version": "v2.1.0-eksbuild.1",
+                                      "kubernetesVersion": args["kubernetesVersion"]},
+     "trainstack:kubernetesVersion: EKS offers the aws-efs-csi-driver add-on for Kubernetes 1.35 up to "
+     "v2.1.0-eksbuild.1, not the pinned v3.3.0-eksbuild.1"),
+])
+def test_a_wrong_answer_fails_the_preview_with_one_line_before_anything_billable(token, answer, line, monkeypatch):
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_main(config_with(), preview=True, calls=_answering(token, answer))
+
+    assert line in str(raised.value) and "\n" not in str(raised.value)
+    registered = {r.type for r in monitors[0].recorded}
+    assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered
+
+
+def test_an_existing_network_skips_the_zone_check():
+    existing = {"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-1", "subnet-2"]}}
+    result = run_main(config_with(existing), preview=True)
+    assert GET_INSTANCE_TYPE_OFFERINGS not in [token for token, _ in result.invokes]

@@ -1,0 +1,29 @@
+"""The GCP stacks' cost outputs, checked against the price table by hand (infra/cost/prices.yaml, us-central1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.gcp.stack_runs import JOB_ENABLED, PROJECT, REPO, config_with, run_main
+from tests.stack_runs import config_with as stack_config_with
+
+
+def test_t4_stack_prices_host_gpus_disk_and_filestore():
+    hourly = run_main(config_with(JOB_ENABLED)).exports["estimatedHourlyUsd"]
+    platform = 0.10 + 0.13402 + (0.0014 + 0.005) + 1024 * 0.20 / 730  # GKE, e2-standard-4, NAT, BASIC_HDD 1 TiB
+    node_spot = 0.04816 + 2 * 0.14 + 100 * 0.17 / 730 + 0.0014  # n1-standard-4 + 2 T4 + pd-ssd + its NAT share
+    assert hourly["idlePlatform"] == pytest.approx(platform, abs=1e-4)
+    assert hourly["gpuNode"]["usdPerNode"] == pytest.approx(node_spot, abs=1e-4)
+    assert hourly["atJob"] == {"nodes": 2, "usd": round(platform + 2 * node_spot, 4)}
+
+
+def test_a3_stack_is_on_demand_and_says_what_it_leaves_out():
+    config = stack_config_with(REPO / "Pulumi.gcp-a3.yaml", {"gcp:project": PROJECT})
+    exports = run_main(config, stack="gcp-a3").exports
+    hourly = exports["estimatedHourlyUsd"]
+    assert hourly["gpuNode"]["capacity"] == "ON_DEMAND"
+    assert hourly["gpuNode"]["onDemandUsdPerNode"] == pytest.approx(9.46006 + 8 * 4.20076 + 200 * 0.17 / 730 + 0.0014,
+                                                                    abs=1e-4)
+    assert "a3 local SSDs (16 per node: no price in infra/cost/prices.yaml)" in hourly["notIncluded"]
+    run = exports["estimatedRunUsd"]
+    assert (run["preset"], run["processes"], run["tokensPerStep"]) == ("gpt2-medium", 16, 16 * 16 * 1024)
