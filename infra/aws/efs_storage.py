@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_kubernetes as k8s
 
 from infra import versions
 from infra.aws.cluster import EksCluster
 from infra.aws.irsa import IrsaRole, IrsaRoleArgs
 from infra.aws.network import Network
 from infra.contracts import SharedStorage
+from infra.static_volume import static_volume
 from infra.training_job import chart_default_values
 
 EFS_CSI_CONTROLLER_NAMESPACE = "kube-system"
@@ -137,31 +137,18 @@ class EfsStorage(pulumi.ComponentResource):
             tags={**tags, "Name": f"{name}-{args.claim_namespace}-{args.claim_name}"},
             opts=child,
         )
-        volume = k8s.core.v1.PersistentVolume(
-            f"{name}-volume",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{args.claim_namespace}-{args.claim_name}"),
-            spec=k8s.core.v1.PersistentVolumeSpecArgs(
-                capacity={"storage": CLAIM_SIZE},
-                access_modes=["ReadWriteMany"],
-                # Deleting the claim never deletes the files; destroy removes the access point and,
-                # with the file system, the data (copy the results to the bucket first).
-                persistent_volume_reclaim_policy="Retain",
-                storage_class_name="",  # static: no provisioner may bind something else to the claim
-                claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=args.claim_namespace, name=args.claim_name),
-                # Access point mounts always use TLS (encryption in transit), which the driver requires.
-                mount_options=["tls"],
-                csi=k8s.core.v1.CSIPersistentVolumeSourceArgs(
-                    driver=EFS_CSI_DRIVER,
-                    volume_handle=pulumi.Output.concat(file_system.id, "::", access_point.id),
-                ),
-            ),
-            opts=pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[addon]),
-        )
+        # Deleting the claim never deletes the files; destroy removes the access point and, with the
+        # file system, the data (copy the results to the bucket first). Access point mounts always use
+        # TLS (encryption in transit), which the driver requires.
+        volume, self.shared_storage = static_volume(
+            f"{name}-volume", claim_namespace=args.claim_namespace, claim_name=args.claim_name,
+            capacity=CLAIM_SIZE, driver=EFS_CSI_DRIVER, mount_options=["tls"],
+            volume_handle=pulumi.Output.concat(file_system.id, "::", access_point.id),
+            ready=[addon, *mount_targets],
+            opts=pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[addon]))
         self.file_system_id = file_system.id
         self.access_point_id = access_point.id
         self.volume_name = volume.metadata.name
-        self.shared_storage = SharedStorage(storage_class_name="", size=CLAIM_SIZE, volume_name=self.volume_name,
-                                            ready=[volume, addon, *mount_targets])
         self.csi_role_arn = csi_role.role_arn
         self.register_outputs({
             "fileSystemId": self.file_system_id,
