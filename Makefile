@@ -15,11 +15,13 @@ POLICY_STAMP := $(POLICY_VENV)/.installed-stamp
 setup: $(STAMP) $(CHECKOV_STAMP) $(POLICY_STAMP)
 
 # torch==2.13.0 first: it resolves to the local CPU build; anything else would pull GBs of CUDA wheels.
-$(STAMP): pyproject.toml
+# requirements.txt is the Pulumi program's lock (what `pulumi install` puts into this same .venv):
+# installed with the package, so make's venv holds exactly those pins and Pulumi finds nothing to do.
+$(STAMP): pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[infra,dev]"
+	$(PY) -m pip install -q -r requirements.txt -e ".[infra,dev]"
 	touch $@
 
 # checkov's dependencies conflict with the Pulumi SDK's, so it lives in a venv of its own.

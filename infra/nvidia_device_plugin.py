@@ -17,6 +17,8 @@ from infra import validation
 from infra.resource_options import child_options
 from infra.versions import NVIDIA_DEVICE_PLUGIN_CHART
 
+DEFAULT_NAMESPACE = "nvidia-device-plugin"  # the chart refuses the default namespace
+
 # The chart's own default tolerations (deployments/helm/nvidia-device-plugin/values.yaml at v0.20.0).
 # Helm replaces lists instead of merging them, so they are repeated here before the caller's.
 CHART_DEFAULT_TOLERATIONS: tuple[Mapping[str, str], ...] = (
@@ -31,7 +33,7 @@ class NvidiaDevicePluginArgs:
     tolerations: Sequence[Mapping[str, str]] = ()  # added to the chart's defaults
     node_selector: Mapping[str, str] = field(default_factory=dict)  # labels of the GPU nodes
     # Beyond contracts.md:
-    namespace: str = "nvidia-device-plugin"  # the chart refuses the default namespace
+    namespace: str = DEFAULT_NAMESPACE
 
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):

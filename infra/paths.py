@@ -8,6 +8,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TRAINING_JOB_CHART_DIR = REPO_ROOT / "workloads" / "charts" / "training-job"
 DOCKERFILE = REPO_ROOT / "images" / "Dockerfile"
+# TensorBoard's own small CPU image; its directory is its whole build context.
+TENSORBOARD_IMAGE_DIR = REPO_ROOT / "images" / "tensorboard"
+TENSORBOARD_DOCKERFILE = TENSORBOARD_IMAGE_DIR / "Dockerfile"
 
 
 def project_relative(path: Path | str) -> str:

@@ -58,6 +58,19 @@ EKS_SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 # kubernetes-sigs/aws-efs-csi-driver CHANGELOG-3.x.md). Check with
 # `aws eks describe-addon-versions --addon-name aws-efs-csi-driver --kubernetes-version 1.35`.
 EFS_CSI_ADDON_VERSION = "v3.3.0-eksbuild.1"
+# cluster-autoscaler: chart repository and name from the chart's README (kubernetes/autoscaler,
+# cluster-autoscaler/charts/cluster-autoscaler). Chart 9.59.0 (tag cluster-autoscaler-chart-9.59.0,
+# 2026-07-21) has appVersion 1.35.0; the autoscaler's minor must match the cluster's (1.35). The image
+# follows the cluster's minor (the autoscaler's scheduler simulation is built against one Kubernetes
+# minor): the newest patch of each, tags cluster-autoscaler-1.35.2 (2026-07-22) and -1.34.5.
+# A version added to EKS_SUPPORTED_KUBERNETES_VERSIONS needs its entry here (tests/aws check it).
+CLUSTER_AUTOSCALER_CHART = ChartPin(
+    chart="cluster-autoscaler",
+    version="9.59.0",
+    repo="https://kubernetes.github.io/autoscaler",
+)
+CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
+CLUSTER_AUTOSCALER_IMAGE_TAGS = {"1.34": "v1.34.5", "1.35": "v1.35.2"}
 
 
 # --- GCP (owned by infra/gcp/) ----------------------------------------------------------------------

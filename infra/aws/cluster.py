@@ -1,13 +1,23 @@
 """The EKS cluster (pulumi-eks), its nodes, and the Kubernetes provider every in-cluster object uses.
 
-Two managed node groups: a small on-demand one for the system pods (CoreDNS, the EFS CSI controller),
-which must keep running when the GPU group is at zero, and a spot GPU group that only pods tolerating
-the GPU taint may use. Both boot from launch templates that require IMDSv2 and encrypt the root disk.
+Two managed node groups: a small on-demand one for the system pods (CoreDNS, the EFS CSI controller,
+the cluster autoscaler, TensorBoard), which must keep running when the GPU group is at zero, and a
+spot GPU group that only pods tolerating the GPU taint may use. Both boot from launch templates that
+require IMDSv2 with a hop limit of 1: containers outside the host network cannot reach the node's
+role through instance metadata (pods use IRSA; aws-node, kube-proxy and the EFS CSI node plugin run
+on the host network, and the EFS CSI controller falls back to the Kubernetes API for its region).
+
+Access: API authentication mode, no aws-auth ConfigMap. Access entries are keyed by principal ARN, so
+reordering `trainstack:clusterAdmins` replaces nothing; the identity running Pulumi is refused there
+(EKS already made it admin), which only the account can tell, so the check runs as a data source and
+fails the preview. The PR preview role gets read-only access (see `preview_access_policies`).
+Control-plane logs go to a log group this stack owns (bounded retention, removed by destroy).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -17,15 +27,19 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from infra import versions
-from infra.aws.config import GpuNodeGroupConfig, NodeGroupConfig
+from infra.aws.config import ApiEndpointConfig, GpuNodeGroupConfig, NodeGroupConfig, access_entry_key
 from infra.contracts import GPU_RESOURCE, GpuPlacement
 from infra.ordering import available_after
 
 # Pods must tolerate this to land on a GPU node, so CPU pods never hold a spot GPU node up.
 GPU_TAINT_KEY = GPU_RESOURCE
 GPU_TOLERATIONS = ({"key": GPU_TAINT_KEY, "operator": "Equal", "value": "true", "effect": "NoSchedule"},)
-# nvidia.com/gpu.present is also what the NVIDIA device plugin chart's default affinity looks for.
-GPU_NODE_LABELS = {"trainstack/node-pool": "gpu", "nvidia.com/gpu.present": "true"}
+# nvidia.com/gpu.present is also what the NVIDIA device plugin chart's default affinity looks for;
+# k8s.amazonaws.com/accelerator is the cluster autoscaler's GPU label on AWS (GPULabel in
+# cloudprovider/aws/aws_cloud_provider.go): a new node that has it but advertises no GPU yet counts
+# as not ready, so the autoscaler waits for the device plugin instead of adding another node.
+GPU_NODE_LABELS = {"trainstack/node-pool": "gpu", "nvidia.com/gpu.present": "true",
+                   "k8s.amazonaws.com/accelerator": "nvidia"}
 SYSTEM_NODE_LABELS = {"trainstack/node-pool": "system"}
 
 NODE_POLICY_ARNS = (
@@ -33,7 +47,15 @@ NODE_POLICY_ARNS = (
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 )
-CLUSTER_ADMIN_POLICY_ARN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+ACCESS_POLICY = "arn:aws:eks::aws:cluster-access-policy/"
+CLUSTER_ADMIN_POLICY_ARN = ACCESS_POLICY + "AmazonEKSClusterAdminPolicy"
+# The preview role reads everything but Secrets cluster-wide (AmazonEKSViewPolicy), and Secrets only in
+# the namespaces that hold Helm releases (AmazonEKSAdminViewPolicy: view, Secrets included): a
+# helm.v3.Release reads its state from the `sh.helm.release.v1.*` Secrets of its namespace.
+VIEW_POLICY_ARN = ACCESS_POLICY + "AmazonEKSViewPolicy"
+ADMIN_VIEW_POLICY_ARN = ACCESS_POLICY + "AmazonEKSAdminViewPolicy"
+# EKS writes control-plane logs here; created first so that its retention is ours and destroy removes it.
+CONTROL_PLANE_LOG_RETENTION_DAYS = 90
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,11 +67,53 @@ class EksClusterArgs:
     private_subnet_ids: Sequence[pulumi.Input[str]]
     system_nodes: NodeGroupConfig
     gpu_nodes: GpuNodeGroupConfig
+    api_endpoint: ApiEndpointConfig
     cluster_admin_arns: Sequence[str] = ()
-    api_public_access_cidrs: Sequence[str] = ("0.0.0.0/0",)
+    # Read-only access for `pulumi preview` in pull requests; Secrets readable only in these namespaces.
+    preview_role_arn: str | None = None
+    preview_secret_namespaces: Sequence[str] = ()
+    control_plane_logs: Sequence[str] = ()
+    # The cluster autoscaler owns both groups' sizes: `pulumi up` must not reset them.
+    autoscaled: bool = False
     # The kubeconfig's `aws eks get-token` uses this profile (set when aws:profile is).
     aws_profile: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def deployer_principal(caller_arn: str) -> str:
+    """The IAM ARN behind sts:GetCallerIdentity's answer (an assumed-role session maps to its role)."""
+    match = re.fullmatch(r"arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/.+", caller_arn)
+    if match:
+        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
+    return caller_arn
+
+
+def _principal_identity(arn: str) -> tuple[str, str, str]:
+    """(account, kind, name): a role's path is not part of the session ARN, so it is left out."""
+    _, _, resource = arn.partition(":iam::")
+    account, _, rest = resource.partition(":")
+    kind, _, path = rest.partition("/")
+    return account, kind, path.rsplit("/", 1)[-1]
+
+
+def checked_principal(arn: str, key: str, caller_arn: str) -> str:
+    """`arn`, unless it is the identity running Pulumi: EKS gave that one an admin entry already, and a
+    second entry for it fails the apply (ResourceInUseException) after the cluster took 10 minutes."""
+    if _principal_identity(arn) == _principal_identity(deployer_principal(caller_arn)):
+        raise pulumi.RunError(f"{key}: {arn} is the identity running Pulumi ({caller_arn}), which EKS already "
+                              f"made cluster admin. Fix: remove it from {key}")
+    return arn
+
+
+def preview_access_policies(namespaces: Sequence[str]) -> dict[str, eks.AccessPolicyAssociationArgs]:
+    policies = {"view": eks.AccessPolicyAssociationArgs(
+        policy_arn=VIEW_POLICY_ARN, access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))}
+    if namespaces:
+        policies["release-state"] = eks.AccessPolicyAssociationArgs(
+            policy_arn=ADMIN_VIEW_POLICY_ARN,
+            access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="namespace",
+                                                                        namespaces=sorted(set(namespaces))))
+    return policies
 
 
 def node_trust_policy() -> str:
@@ -61,6 +125,9 @@ def node_trust_policy() -> str:
 
 class EksCluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
+    kubernetes_version: str
+    account_id: pulumi.Output[str]  # of the identity running Pulumi: the cluster's account
+    partition: pulumi.Output[str]  # aws, aws-cn, aws-us-gov
     kubeconfig_json: pulumi.Output[str]  # secret
     oidc_provider_arn: pulumi.Output[str]
     oidc_issuer: pulumi.Output[str]  # without https://
@@ -74,6 +141,37 @@ class EksCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
 
+        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        self.account_id = caller.account_id
+        self.partition = caller.arn.apply(lambda arn: arn.split(":")[1])
+
+        def entry(arn: str, key: str, policies: Mapping[str, eks.AccessPolicyAssociationArgs]) -> eks.AccessEntryArgs:
+            return eks.AccessEntryArgs(
+                principal_arn=caller.arn.apply(lambda caller_arn: checked_principal(arn, key, caller_arn)),
+                access_policies=dict(policies))
+
+        admin = {"cluster-admin": eks.AccessPolicyAssociationArgs(
+            policy_arn=CLUSTER_ADMIN_POLICY_ARN,
+            access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))}
+        # Keyed by ARN: a list position would replace entries whenever the list is reordered.
+        access_entries = {f"admin-{access_entry_key(arn)}": entry(arn, "trainstack:clusterAdmins", admin)
+                          for arn in args.cluster_admin_arns}
+        if args.preview_role_arn:
+            access_entries[f"preview-{access_entry_key(args.preview_role_arn)}"] = entry(
+                args.preview_role_arn, "trainstack:previewRoleArn",
+                preview_access_policies(args.preview_secret_namespaces))
+
+        depends_on: list[pulumi.Resource] = []
+        if args.control_plane_logs:
+            depends_on.append(aws.cloudwatch.LogGroup(
+                f"{name}-control-plane",
+                name=f"/aws/eks/{args.cluster_name}/cluster",  # the group EKS writes to
+                retention_in_days=CONTROL_PLANE_LOG_RETENTION_DAYS,
+                tags=tags,
+                opts=child,
+            ))
+
+        endpoint = args.api_endpoint
         cluster = eks.Cluster(
             name,
             name=args.cluster_name,
@@ -86,21 +184,13 @@ class EksCluster(pulumi.ComponentResource):
             private_subnet_ids=list(args.private_subnet_ids),
             node_associate_public_ip_address=False,
             endpoint_private_access=True,
-            endpoint_public_access=True,
-            public_access_cidrs=list(args.api_public_access_cidrs),
+            endpoint_public_access=not endpoint.private,
+            public_access_cidrs=list(endpoint.public_access_cidrs) or None,
+            enabled_cluster_log_types=list(args.control_plane_logs) or None,
             # Access entries, not the aws-auth ConfigMap. The identity running `pulumi up` is admin
             # (pulumi-eks bootstraps the cluster creator); trainstack:clusterAdmins adds others.
             authentication_mode=eks.AuthenticationMode.API,
-            access_entries={
-                f"admin-{index}": eks.AccessEntryArgs(
-                    principal_arn=arn,
-                    access_policies={"cluster-admin": eks.AccessPolicyAssociationArgs(
-                        policy_arn=CLUSTER_ADMIN_POLICY_ARN,
-                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-                    )},
-                )
-                for index, arn in enumerate(args.cluster_admin_arns)
-            },
+            access_entries=access_entries,
             create_oidc_provider=True,
             # Our own managed node groups below; EKS creates their access entries itself.
             skip_default_node_group=True,
@@ -110,7 +200,7 @@ class EksCluster(pulumi.ComponentResource):
             provider_credential_opts=eks.KubeconfigOptionsArgs(profile_name=args.aws_profile)
             if args.aws_profile else None,
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
         )
 
         node_role = aws.iam.Role(f"{name}-node", assume_role_policy=node_trust_policy(), tags=tags, opts=child)
@@ -138,6 +228,7 @@ class EksCluster(pulumi.ComponentResource):
             scaling_config=_scaling(args.system_nodes),
             labels=SYSTEM_NODE_LABELS,
             launch_template=self._launch_template(f"{name}-system", args.system_nodes.disk_size_gb, None, tags),
+            ignore_scaling_changes=args.autoscaled,
             opts=child,
         )
         gpu = args.gpu_nodes
@@ -161,6 +252,7 @@ class EksCluster(pulumi.ComponentResource):
             node_selector=GPU_NODE_LABELS, tolerations=GPU_TOLERATIONS, gpus_per_node=gpu.gpus_per_instance,
             accelerator=gpu.instance_types[0])
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
+        self.kubernetes_version = args.kubernetes_version
         self.kubeconfig_json = pulumi.Output.secret(cluster.kubeconfig_json)
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_issuer = cluster.oidc_issuer
@@ -186,9 +278,9 @@ class EksCluster(pulumi.ComponentResource):
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 http_tokens="required",  # IMDSv2 only
-                # 2, as in EKS's own node launch template: pods that read instance metadata (region,
-                # zone) still can; pods with AWS work use IRSA, not the node's role.
-                http_put_response_hop_limit=2,
+                # 1: only the node itself and host-network pods reach instance metadata, so no
+                # container can take the node role's credentials (pods use IRSA).
+                http_put_response_hop_limit=1,
             ),
             block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
                 device_name="/dev/xvda",  # the AL2023 root volume

@@ -19,6 +19,7 @@ from infra.config import NAMESPACE, ConfigError, JobConfig, nodes_for_job, parse
 from infra.config.reader import (
     Section,
     as_bool,
+    as_choice,
     as_cidr_list,
     as_int,
     as_str,
@@ -41,8 +42,6 @@ GPU_INSTANCE_FAMILIES: Mapping[str, Mapping[str, int]] = {
     "g6e": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
             "48xlarge": 8},
     "gr6": {"4xlarge": 1, "8xlarge": 1},
-    "p3": {"2xlarge": 1, "8xlarge": 4, "16xlarge": 8},
-    "p3dn": {"24xlarge": 8},
     "p4d": {"24xlarge": 8},
     "p4de": {"24xlarge": 8},
     "p5": {"4xlarge": 1, "48xlarge": 8},
@@ -50,6 +49,22 @@ GPU_INSTANCE_FAMILIES: Mapping[str, Mapping[str, int]] = {
     "p5en": {"48xlarge": 8},
     "p6-b200": {"48xlarge": 8},
 }
+
+# NVIDIA families whose GPUs the training image cannot count on: V100s (compute capability 7.0). The
+# image's PyTorch CUDA 12.8 line drops sm_70 kernels from 2.11 on (pytorch/pytorch#172598, "Exclude
+# Volta from CUDA-12.8 and 12.9 builds"), and NVIDIA's R580 is the last driver branch for Volta, so
+# a routine image or AMI bump would leave these nodes unable to run a kernel.
+REFUSED_GPU_FAMILIES: Mapping[str, str] = {
+    "p3": "NVIDIA V100 GPUs (compute capability 7.0)",
+    "p3dn": "NVIDIA V100 GPUs (compute capability 7.0)",
+}
+# One spot group, several pools (capacity diversification): each has 1 GPU, 4 vCPUs and 16 GiB, so
+# the cluster autoscaler's node template (built from the first type) fits every one of them.
+DEFAULT_GPU_INSTANCE_TYPES = ("g4dn.xlarge", "g5.xlarge", "g6.xlarge")  # T4, A10G, L4
+
+# Control-plane log types EKS can send to CloudWatch Logs (EKS API: LogSetup.types).
+CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+DEFAULT_CONTROL_PLANE_LOGS = ("audit", "authenticator")  # who did what, and who signed in
 
 # The seed's zones; other regions must list theirs (zone letters differ from region to region).
 DEFAULT_ZONES: Mapping[str, tuple[str, ...]] = {
@@ -59,7 +74,9 @@ DEFAULT_ZONES: Mapping[str, tuple[str, ...]] = {
 # trainstack builds its AWS provider explicitly from these; any other aws:* key would be ignored.
 AWS_PROVIDER_KEYS = ("region", "profile")
 
-_IAM_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+_IAM_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>\d{12}):(?P<kind>role|user)/(?P<path>[\w+=,.@/-]+)$")
+# Addresses the public endpoint never sees (they reach it only through the private one).
+_RFC1918 = tuple(ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
 
@@ -94,7 +111,15 @@ class GpuNodeGroupConfig(NodeGroupConfig):
     capacity_type: str  # "SPOT" or "ON_DEMAND"
     gpus_per_instance: int
     ssh_public_key: str | None = None
-    ignore_scaling_changes: bool = False
+    ignore_scaling_changes: bool = False  # always true while the cluster autoscaler owns the size
+
+
+@dataclass(frozen=True)
+class ApiEndpointConfig:
+    """Who reaches the Kubernetes API: a public endpoint limited to CIDR blocks, or a private one only."""
+
+    private: bool  # True: reachable from inside the VPC only (VPN, peering, a runner in the VPC)
+    public_access_cidrs: tuple[str, ...]  # empty when private
 
 
 @dataclass(frozen=True)
@@ -109,9 +134,12 @@ class AwsStackConfig:
     job: JobConfig
     delete_bucket_on_destroy: bool
     cluster_admin_arns: tuple[str, ...]
-    api_public_access_cidrs: tuple[str, ...]
+    api_endpoint: ApiEndpointConfig
     tags: Mapping[str, str]
     budget: Budget = Budget()  # trainstack:maxHourlyUsd / maxRunUsd
+    preview_role_arn: str | None = None  # read-only access entry for PR previews
+    cluster_autoscaler: bool = True  # cluster-autoscaler owns the GPU group's size (scale from and to 0)
+    control_plane_logs: tuple[str, ...] = DEFAULT_CONTROL_PLANE_LOGS
 
 
 # --- the sections -----------------------------------------------------------------------------------
@@ -130,13 +158,21 @@ TOP_LEVEL_KEYS = (
     *BUDGET_KEYS,  # maxHourlyUsd, maxRunUsd
     "deleteBucketOnDestroy",
     "clusterAdmins",
+    "previewRoleArn",
+    "apiEndpoint",
     "apiPublicAccessCidrs",
+    "controlPlaneLogs",
+    "clusterAutoscaler",
     "tags",
 )
 
 
 def _instance_gpus(instance_type: str, key: str) -> int:
     family, _, size = instance_type.partition(".")
+    if family in REFUSED_GPU_FAMILIES:
+        raise ConfigError(key, f"{instance_type} has {REFUSED_GPU_FAMILIES[family]}, which the training image's "
+                          "CUDA 12.8 PyTorch line no longer builds kernels for",
+                          "use a Turing or newer family such as g4dn, g5 or g6")
     sizes = GPU_INSTANCE_FAMILIES.get(family)
     if sizes is None:
         raise ConfigError(key, f"{instance_type} has no NVIDIA GPU (or runs on ARM)",
@@ -208,12 +244,13 @@ def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
     )
 
 
-def _parse_gpu_nodes_and_job(raw: Mapping[str, str]) -> tuple[GpuNodeGroupConfig, JobConfig]:
-    """The GPU node group and the job together: unless set, the node count follows the job."""
+def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[GpuNodeGroupConfig, JobConfig]:
+    """The GPU node group and the job together: unless set, the node count follows the job (or, with the
+    cluster autoscaler, the job's pending pods)."""
     gpu_key = f"{NAMESPACE}:gpuNodes"
     gpu = Section(gpu_key, raw.get(gpu_key), ("instanceTypes", "min", "desired", "max", "diskSizeGb",
                                                "capacityType", "sshPublicKey", "ignoreScalingChanges"))
-    types = gpu.get("instanceTypes", as_str_list, ("g4dn.xlarge",))
+    types = gpu.get("instanceTypes", as_str_list, DEFAULT_GPU_INSTANCE_TYPES)
     gpus_by_type = {t: _instance_gpus(t, f"{gpu_key}.instanceTypes") for t in types}
     if len(set(gpus_by_type.values())) > 1:
         raise ConfigError(f"{gpu_key}.instanceTypes", f"types with different GPU counts cannot share one job: "
@@ -225,14 +262,21 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str]) -> tuple[GpuNodeGroupConfig
     instances_to_start, instances_for_job = nodes_for_job(job, gpus_per_instance)
     min_size = gpu.get("min", as_int, 0, minimum=0)
     max_size = gpu.get("max", as_int, max(instances_for_job, min_size), minimum=1)
-    # No job, no GPU nodes: spot GPUs are the bill, so they scale to zero unless asked otherwise.
-    desired = gpu.get("desired", as_int, max(min_size, instances_for_job if job.enabled else 0), minimum=0)
+    # No job, no GPU nodes: spot GPUs are the bill, so they scale to zero unless asked otherwise. With the
+    # autoscaler the job's pending pods grow the group; without it, `pulumi up` sets the size.
+    follows_job = instances_for_job if job.enabled and not autoscaler else 0
+    desired = gpu.get("desired", as_int, max(min_size, follows_job), minimum=0)
     check_scaling(gpu_key, min_size, max_size, desired)
     if instances_for_job > max_size:
         raise ConfigError(f"{NAMESPACE}:job.nodesMax", f"{job.nodes_max} pods need {instances_for_job} GPU nodes "
                           f"({pods_per_instance} per {types[0]}), but {gpu_key}.max is {max_size}",
                           f"raise {gpu_key}.max to {instances_for_job} or lower {NAMESPACE}:job.nodesMax")
-    ignore_scaling = gpu.get("ignoreScalingChanges", as_bool, False)
+    ignore_scaling = gpu.get("ignoreScalingChanges", as_bool, autoscaler)
+    if autoscaler and not ignore_scaling:
+        raise ConfigError(f"{gpu_key}.ignoreScalingChanges", "false while the cluster autoscaler owns the GPU "
+                          "group: every `pulumi up` would reset the size the autoscaler set",
+                          f"pulumi config rm --path {gpu_key}.ignoreScalingChanges, or set "
+                          f"{NAMESPACE}:clusterAutoscaler false")
     if job.enabled and not ignore_scaling and desired < instances_to_start:
         raise ConfigError(f"{gpu_key}.desired", f"the job needs {instances_to_start} GPU nodes to start, "
                           f"desired is {desired}", set_hint(f"{gpu_key}.desired", str(instances_to_start)))
@@ -256,6 +300,70 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str]) -> tuple[GpuNodeGroupConfig
         ignore_scaling_changes=ignore_scaling,
     )
     return gpu_nodes, job
+
+
+def access_entry_key(arn: str) -> str:
+    """A stable name for an access entry of `arn`: reordering the list never replaces an entry."""
+    match = _IAM_ARN.fullmatch(arn)
+    assert match is not None, arn  # checked by _parse_access
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", f"{match['account']}-{match['kind']}-{match['path']}")
+
+
+def _parse_access(raw: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """(cluster admin ARNs, the preview role's ARN): IAM roles or users, each given one access entry."""
+    admins_key = f"{NAMESPACE}:clusterAdmins"
+    admins = top(raw, "clusterAdmins", as_str_list, (), allow_empty=True)
+    preview_key = f"{NAMESPACE}:previewRoleArn"
+    preview_role = top(raw, "previewRoleArn", as_str, None)
+    for key, arns in ((admins_key, admins), (preview_key, (preview_role,) if preview_role else ())):
+        for arn in arns:
+            if not _IAM_ARN.fullmatch(arn):
+                raise ConfigError(key, f"{arn!r} is not an IAM role or user ARN",
+                                  "use ARNs like arn:aws:iam::123456789012:role/Admin")
+    principals = [(admins_key, arn) for arn in admins] + ([(preview_key, preview_role)] if preview_role else [])
+    seen: dict[str, str] = {}
+    for key, arn in principals:
+        name = access_entry_key(arn)
+        if name in seen:
+            problem = (f"{arn} is listed twice" if seen[name] == arn
+                       else f"{arn} and {seen[name]} map to the same access entry name")
+            raise ConfigError(key, problem, "give each IAM principal one access entry: remove one of them")
+        seen[name] = arn
+    return admins, preview_role
+
+
+def _parse_api_endpoint(raw: Mapping[str, str]) -> ApiEndpointConfig:
+    """Private, or public for an explicit allow-list: there is no default that opens the API to everyone."""
+    endpoint_key = f"{NAMESPACE}:apiEndpoint"
+    endpoint = top(raw, "apiEndpoint", as_choice, "public", choices=("public", "private"))
+    cidrs_key = f"{NAMESPACE}:apiPublicAccessCidrs"
+    if endpoint == "private":
+        if cidrs_key in raw:
+            raise ConfigError(cidrs_key, "set, but trainstack:apiEndpoint is private (no public endpoint to limit)",
+                              f"pulumi config rm {cidrs_key}, or pulumi config set {endpoint_key} public")
+        return ApiEndpointConfig(private=True, public_access_cidrs=())
+    if cidrs_key not in raw:
+        raise ConfigError(cidrs_key, "not set: the public Kubernetes API endpoint would accept any address",
+                          f"pulumi config set --path '{cidrs_key}[0]' \"$(curl -s https://checkip.amazonaws.com)/32\" "
+                          f"(list 0.0.0.0/0 to accept any address, or set {endpoint_key} private)")
+    cidrs = top(raw, "apiPublicAccessCidrs", as_cidr_list, ())
+    for cidr in cidrs:
+        network = ipaddress.IPv4Network(cidr)
+        if any(network.subnet_of(block) for block in _RFC1918):
+            raise ConfigError(cidrs_key, f"{cidr} is a private block: the public endpoint never sees those addresses "
+                              "(from inside the VPC the private endpoint answers)",
+                              "list public addresses, e.g. 203.0.113.7/32")
+    return ApiEndpointConfig(private=False, public_access_cidrs=cidrs)
+
+
+def _parse_control_plane_logs(raw: Mapping[str, str]) -> tuple[str, ...]:
+    key = f"{NAMESPACE}:controlPlaneLogs"
+    logs = top(raw, "controlPlaneLogs", as_str_list, DEFAULT_CONTROL_PLANE_LOGS, allow_empty=True)
+    for log in logs:
+        if log not in CONTROL_PLANE_LOG_TYPES:
+            raise ConfigError(key, f"{log!r} is not an EKS control-plane log type",
+                              f"use some of {', '.join(CONTROL_PLANE_LOG_TYPES)}")
+    return logs
 
 
 def _parse_kubernetes_version(raw: Mapping[str, str]) -> str:
@@ -284,14 +392,9 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         raise ConfigError(name_key, f"{cluster_name!r} is not a valid EKS cluster name (letters, digits, - and _, "
                           "at most 100)", set_hint(name_key, f"{NAMESPACE}-{stack}"))
 
-    gpu_nodes, job = _parse_gpu_nodes_and_job(raw)
-    admins_key = f"{NAMESPACE}:clusterAdmins"
-    admins = top(raw, "clusterAdmins", as_str_list, (), allow_empty=True)
-    for arn in admins:
-        if not _IAM_ARN.fullmatch(arn):
-            raise ConfigError(admins_key, f"{arn!r} is not an IAM role or user ARN",
-                              "use ARNs like arn:aws:iam::123456789012:role/Admin")
-    cidrs = top(raw, "apiPublicAccessCidrs", as_cidr_list, ("0.0.0.0/0",))
+    autoscaler = top(raw, "clusterAutoscaler", as_bool, True)
+    gpu_nodes, job = _parse_gpu_nodes_and_job(raw, autoscaler)
+    admins, preview_role = _parse_access(raw)
     return AwsStackConfig(
         region=region,
         aws_profile=raw.get("aws:profile") or None,
@@ -303,7 +406,10 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         job=job,
         delete_bucket_on_destroy=top(raw, "deleteBucketOnDestroy", as_bool, False),
         cluster_admin_arns=admins,
-        api_public_access_cidrs=cidrs,
+        api_endpoint=_parse_api_endpoint(raw),
         tags=top(raw, "tags", as_str_map, {}),
         budget=parse_budget(raw),
+        preview_role_arn=preview_role,
+        cluster_autoscaler=autoscaler,
+        control_plane_logs=_parse_control_plane_logs(raw),
     )

@@ -1,11 +1,12 @@
-"""Shared storage for the training pods: an encrypted EFS file system, the EFS CSI driver as an EKS
-add-on with its own IRSA role, and a StorageClass that provisions access points. The ReadWriteMany
-claim is the platform's (infra.platform), made from the `shared_storage` handle.
+"""Shared storage for the training pods: an encrypted EFS file system with one mount target per zone,
+the EFS CSI driver as an EKS add-on with its own IRSA role, and, made here rather than by the driver,
+the job's EFS access point and a static PersistentVolume reserved for the platform's claim
+(infra.platform.shared_claim_name), handed over as the `shared_storage` handle.
 
-Order matters both ways: the add-on waits for a node group (it stays DEGRADED with no node to run
-on), the claim waits for the add-on and every mount target (`shared_storage.ready`); `pulumi destroy`
-therefore deletes the claim (the driver removes its access point) before the driver, the mount
-targets and the file system.
+Static, not dynamic provisioning: an access point the driver creates for a claim is deleted by the
+driver, so a `pulumi destroy` that removes the driver first (or a driver that is down) leaves the
+access point behind and the file system cannot be deleted. Owned by Pulumi, destroy runs in order:
+the claim, the volume, the access point, then the driver, the mount targets and the file system.
 The seed's teardown left the file system, its security group and mount targets behind.
 """
 
@@ -16,13 +17,14 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_kubernetes as k8s
 
 from infra import versions
 from infra.aws.cluster import EksCluster
 from infra.aws.irsa import IrsaRole, IrsaRoleArgs
 from infra.aws.network import Network
 from infra.contracts import SharedStorage
+from infra.static_volume import static_volume
+from infra.training_job import chart_default_values
 
 EFS_CSI_CONTROLLER_NAMESPACE = "kube-system"
 EFS_CSI_CONTROLLER_SERVICE_ACCOUNT = "efs-csi-controller-sa"  # what the add-on's controller runs as
@@ -33,17 +35,27 @@ NFS_PORT = 2049
 @dataclass(frozen=True, kw_only=True)
 class EfsStorageArgs:
     cluster: EksCluster  # its OIDC provider, its Kubernetes provider, and a node group for the add-on
-    network: Network  # one mount target per private subnet; NFS open to the VPC's CIDR only
+    network: Network  # one mount target per zone; NFS open to the VPC's CIDR only
+    claim_namespace: str  # the volume is reserved for this claim (the platform's)
+    claim_name: str
+    # The POSIX identity every client of the access point acts as, and the owner of its directory:
+    # the training chart's non-root user (securityContext.runAsUser / fsGroup).
+    uid: int = field(default_factory=lambda: chart_default_values()["securityContext"]["runAsUser"])
+    gid: int = field(default_factory=lambda: chart_default_values()["securityContext"]["fsGroup"])
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-# EFS grows as needed; a claim wants a number all the same.
+# EFS grows as needed; a volume and its claim want a number all the same.
 CLAIM_SIZE = "100Gi"
+EFS_CSI_DRIVER = "efs.csi.aws.com"
+# The run directories live under /trainstack/<namespace>/<claim> on the file system.
+ROOT_DIRECTORY = "/trainstack"
 
 
 class EfsStorage(pulumi.ComponentResource):
     file_system_id: pulumi.Output[str]
-    storage_class_name: pulumi.Output[str]
+    access_point_id: pulumi.Output[str]
+    volume_name: pulumi.Output[str]
     csi_role_arn: pulumi.Output[str]
     shared_storage: SharedStorage
 
@@ -103,41 +115,44 @@ class EfsStorage(pulumi.ComponentResource):
         )
         mount_targets = [
             aws.efs.MountTarget(
-                f"{name}-mount-{index}",
+                f"{name}-mount-{zone}",
                 file_system_id=file_system.id,
                 subnet_id=subnet_id,
                 security_groups=[security_group.id],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[nfs_rule]),
             )
-            for index, subnet_id in enumerate(network.private_subnet_ids)
+            for zone, subnet_id in network.mount_subnet_ids.items()
         ]
-
-        k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
-        storage_class = k8s.storage.v1.StorageClass(
-            f"{name}-class",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name="efs"),
-            provisioner="efs.csi.aws.com",
-            parameters={
-                "provisioningMode": "efs-ap",  # one EFS access point per claim
-                "fileSystemId": file_system.id,
-                "directoryPerms": "700",
-                "basePath": "/trainstack",
-                # The same claim gets the same directory back if it is re-created (runs resume).
-                "subPathPattern": "${.PVC.namespace}/${.PVC.name}",
-                "ensureUniqueDirectory": "false",
-            },
-            reclaim_policy="Delete",
-            # Immediate: `pulumi up` waits for the claim to bind, proving the driver works.
-            volume_binding_mode="Immediate",
-            opts=pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=[addon])),
+        access_point = aws.efs.AccessPoint(
+            f"{name}-access-point",
+            file_system_id=file_system.id,
+            # Every NFS client of this access point is this user, whatever the pod runs as.
+            posix_user=aws.efs.AccessPointPosixUserArgs(uid=args.uid, gid=args.gid),
+            root_directory=aws.efs.AccessPointRootDirectoryArgs(
+                path=f"{ROOT_DIRECTORY}/{args.claim_namespace}/{args.claim_name}",
+                # Created on first mount, owned by the trainer, closed to everyone else.
+                creation_info=aws.efs.AccessPointRootDirectoryCreationInfoArgs(
+                    owner_uid=args.uid, owner_gid=args.gid, permissions="750"),
+            ),
+            tags={**tags, "Name": f"{name}-{args.claim_namespace}-{args.claim_name}"},
+            opts=child,
         )
+        # Deleting the claim never deletes the files; destroy removes the access point and, with the
+        # file system, the data (copy the results to the bucket first). Access point mounts always use
+        # TLS (encryption in transit), which the driver requires.
+        volume, self.shared_storage = static_volume(
+            f"{name}-volume", claim_namespace=args.claim_namespace, claim_name=args.claim_name,
+            capacity=CLAIM_SIZE, driver=EFS_CSI_DRIVER, mount_options=["tls"],
+            volume_handle=pulumi.Output.concat(file_system.id, "::", access_point.id),
+            ready=[addon, *mount_targets],
+            opts=pulumi.ResourceOptions(parent=self, provider=cluster.provider, depends_on=[addon]))
         self.file_system_id = file_system.id
-        self.storage_class_name = storage_class.metadata.name
-        self.shared_storage = SharedStorage(storage_class_name=self.storage_class_name, size=CLAIM_SIZE,
-                                            ready=[addon, *mount_targets])
+        self.access_point_id = access_point.id
+        self.volume_name = volume.metadata.name
         self.csi_role_arn = csi_role.role_arn
         self.register_outputs({
             "fileSystemId": self.file_system_id,
-            "storageClassName": self.storage_class_name,
+            "accessPointId": self.access_point_id,
+            "volumeName": self.volume_name,
             "csiRoleArn": self.csi_role_arn,
         })

@@ -1,6 +1,8 @@
 """The VPC the cluster runs in: public and private subnets per zone, NAT, and an S3 gateway endpoint.
 
-Or, given an existing VPC, nothing is created and its CIDR block is looked up (the seed copied it by hand).
+Or, given an existing VPC, nothing is created: its CIDR block and its private subnets' zones are looked
+up (the seed copied the CIDR by hand). EFS allows one mount target per zone, so `mount_subnet_ids`
+holds one private subnet per zone: two private subnets in one zone must not become two mount targets.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Network(pulumi.ComponentResource):
     # Known-length lists: one mount target per private subnet is decided while the program runs.
     public_subnet_ids: list[pulumi.Output[str]]
     private_subnet_ids: list[pulumi.Output[str]]
+    mount_subnet_ids: dict[str, pulumi.Output[str]]  # zone -> the first private subnet there
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:aws:Network", name, None, opts)
@@ -61,6 +64,16 @@ class Network(pulumi.ComponentResource):
         self.vpc_cidr = vpc.cidr_block
         self.public_subnet_ids = [pulumi.Output.from_input(s) for s in existing.public_subnet_ids]
         self.private_subnet_ids = [pulumi.Output.from_input(s) for s in existing.private_subnet_ids]
+        # Plain (blocking) lookups: the IDs are config, and how many mount targets to create must be
+        # known while the program runs, never inside an apply. They run in previews too.
+        zones: dict[str, str] = {}
+        for subnet_id in existing.private_subnet_ids:
+            subnet = aws.ec2.get_subnet(id=subnet_id, opts=pulumi.InvokeOptions(parent=self))
+            if subnet.vpc_id != existing.vpc_id:
+                raise pulumi.RunError(f"trainstack:existingNetwork.privateSubnetIds: {subnet_id} is in {subnet.vpc_id}, "
+                                      f"not in {existing.vpc_id}. Fix: list subnets of {existing.vpc_id}")
+            zones.setdefault(subnet.availability_zone, subnet_id)
+        self.mount_subnet_ids = {zone: pulumi.Output.from_input(subnet_id) for zone, subnet_id in zones.items()}
 
     def _create(self, name: str, args: NetworkArgs) -> None:
         child = pulumi.ResourceOptions(parent=self)
@@ -114,6 +127,7 @@ class Network(pulumi.ComponentResource):
             table, route = private_tables[-1]
             _, ready_id = self._subnet(f"{name}-private-{zone}", vpc, zone, block, table, route, tags)
             self.private_subnet_ids.append(ready_id)
+        self.mount_subnet_ids = dict(zip(args.availability_zones, self.private_subnet_ids, strict=True))
 
         # Free: S3 traffic (snapshots, and the ECR image layers, which ECR serves from S3) skips the NAT
         # gateway and its per-GB processing charge.

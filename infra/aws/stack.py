@@ -1,8 +1,9 @@
 """AwsStack: the whole EKS spot-GPU training platform of the seed, composed from typed components.
 
-network -> EKS cluster (system + spot GPU node groups)
-        -> EFS storage (CSI add-on with IRSA, file system, mount targets, StorageClass)
-registry -> training image;  snapshot bucket -> job IRSA role
+network -> EKS cluster (system + spot GPU node groups, access entries, control-plane logs)
+        -> cluster autoscaler (IRSA; grows the GPU group from 0 for pending pods, back to 0 after)
+        -> EFS storage (CSI add-on with IRSA, file system, a mount target per zone, access point + volume)
+registry -> training image + TensorBoard image;  snapshot bucket -> job IRSA role
 all of them, as handles -> TrainingPlatform (namespace, claim, NVIDIA device plugin, training job)
 Every AWS resource uses one explicit AWS provider, every Kubernetes object the cluster's provider.
 """
@@ -19,6 +20,8 @@ import pulumi_docker_build as docker_build
 from infra import TrainingImage, TrainingImageArgs
 from infra.aws import preflight
 from infra.aws.cluster import EksCluster, EksClusterArgs
+from infra.aws.cluster_autoscaler import NAMESPACE as AUTOSCALER_NAMESPACE
+from infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.aws.config import AwsStackConfig
 from infra.aws.cost import estimate_aws_cost
 from infra.aws.efs_storage import EfsStorage, EfsStorageArgs
@@ -29,7 +32,21 @@ from infra.aws.registry import Registry, RegistryArgs
 from infra.aws.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
 from infra.config import NAMESPACE
 from infra.contracts import ObjectStore, WorkloadIdentity
-from infra.platform import TrainingPlatform, TrainingPlatformArgs
+from infra.kueue import KUEUE_NAMESPACE
+from infra.nvidia_device_plugin import DEFAULT_NAMESPACE as DEVICE_PLUGIN_NAMESPACE
+from infra.paths import TENSORBOARD_DOCKERFILE, TENSORBOARD_IMAGE_DIR, project_relative
+from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
+from infra.training_job import image_values
+
+
+def release_namespaces(cfg: AwsStackConfig) -> list[str]:
+    """Where this stack's Helm releases keep their state (Secrets): what a preview must be able to read."""
+    namespaces = [cfg.job.namespace, DEVICE_PLUGIN_NAMESPACE]
+    if cfg.cluster_autoscaler:
+        namespaces.append(AUTOSCALER_NAMESPACE)
+    if cfg.job.queue:
+        namespaces.append(KUEUE_NAMESPACE)
+    return namespaces
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,22 +84,37 @@ class AwsStack(pulumi.ComponentResource):
             private_subnet_ids=network.private_subnet_ids,
             system_nodes=cfg.system_nodes,
             gpu_nodes=cfg.gpu_nodes,
+            api_endpoint=cfg.api_endpoint,
             cluster_admin_arns=cfg.cluster_admin_arns,
-            api_public_access_cidrs=cfg.api_public_access_cidrs,
+            preview_role_arn=cfg.preview_role_arn,
+            preview_secret_namespaces=release_namespaces(cfg),
+            control_plane_logs=cfg.control_plane_logs,
+            autoscaled=cfg.cluster_autoscaler,
             aws_profile=cfg.aws_profile,
             tags=tags,
         ), opts=child)
-        storage = EfsStorage(f"{name}-efs", EfsStorageArgs(cluster=cluster, network=network, tags=tags), opts=child)
+        if cfg.cluster_autoscaler:
+            ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(cluster=cluster, region=cfg.region,
+                                                                          tags=tags), opts=child)
+        storage = EfsStorage(f"{name}-efs", EfsStorageArgs(
+            cluster=cluster, network=network, claim_namespace=cfg.job.namespace,
+            claim_name=shared_claim_name(cfg.job), tags=tags), opts=child)
 
         registry = Registry(f"{name}-registry", RegistryArgs(tags=tags), opts=child)
-        image = TrainingImage(f"{name}-image", TrainingImageArgs(
-            repository_url=registry.repository_url,
-            registry_server=registry.server,
-            registry_username=registry.username,
-            registry_password=registry.password,
-            # Builds with the local Docker/BuildKit of whoever runs `pulumi up`.
-            provider=docker_build.Provider(f"{name}-docker-build", opts=pulumi.ResourceOptions(parent=self)),
-        ), opts=child)
+        # Builds with the local Docker/BuildKit of whoever runs `pulumi up`.
+        builder = docker_build.Provider(f"{name}-docker-build", opts=pulumi.ResourceOptions(parent=self))
+        push = {"repository_url": registry.repository_url, "registry_server": registry.server,
+                "registry_username": registry.username, "registry_password": registry.password, "provider": builder}
+        image = TrainingImage(f"{name}-image", TrainingImageArgs(**push), opts=child)
+        job_values = {}
+        if cfg.job.tensorboard:
+            # TensorBoard's own small CPU image, in the same repository under its own tags: the system
+            # node then pulls a few hundred MB instead of the multi-GB CUDA image.
+            tensorboard_image = TrainingImage(f"{name}-tensorboard-image", TrainingImageArgs(
+                **push, context=project_relative(TENSORBOARD_IMAGE_DIR),
+                dockerfile=project_relative(TENSORBOARD_DOCKERFILE),
+                tags=("tensorboard",), cache_tag="tensorboard-buildcache"), opts=child)
+            job_values = {"tensorboard": {"image": tensorboard_image.ref.apply(image_values)}}
 
         bucket = SnapshotBucket(f"{name}-snapshots", SnapshotBucketArgs(
             delete_on_destroy=cfg.delete_bucket_on_destroy, tags=tags), opts=child)
@@ -105,6 +137,7 @@ class AwsStack(pulumi.ComponentResource):
             identity=WorkloadIdentity(service_account_annotations={"eks.amazonaws.com/role-arn": job_role.role_arn}),
             image_ref=image.ref,
             install_device_plugin=True,
+            job_values=job_values,
         ), opts=pulumi.ResourceOptions(parent=self))
 
         self.outputs = {

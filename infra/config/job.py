@@ -74,7 +74,7 @@ def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -
     train: dict[str, Any] = section.get("train", as_object, {})
     reject_unknown(f"{KEY}.train.", train.keys(), chart_train_keys())
     return JobConfig(
-        enabled=section.get("enabled", as_bool, True),
+        enabled=section.get("enabled", as_bool, False),  # the shipped stack files start without a job (data first)
         name=names["name"],
         namespace=names["namespace"],
         nodes_min=nodes_min,

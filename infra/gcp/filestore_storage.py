@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
-import pulumi_kubernetes as k8s
 
 from infra.contracts import SharedStorage
 from infra.gcp.cluster import GkeCluster
 from infra.gcp.config import FilestoreConfig
 from infra.gcp.network import GkeNetwork
 from infra.resource_options import child_options
+from infra.static_volume import static_volume
 
 SHARE_NAME = "trainstack"
 FILESTORE_CSI_DRIVER = "filestore.csi.storage.gke.io"
@@ -54,25 +54,10 @@ class FilestoreStorage(pulumi.ComponentResource):
         )
         self.instance_name = instance.name
         self.ip_address = instance.networks.apply(lambda networks: networks[0].ip_addresses[0])
-        capacity = f"{args.config.capacity_gb}Gi"
-        volume = k8s.core.v1.PersistentVolume(
-            f"{name}-volume",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{args.claim_namespace}-{args.claim_name}"),
-            spec=k8s.core.v1.PersistentVolumeSpecArgs(
-                capacity={"storage": capacity},
-                access_modes=["ReadWriteMany"],
-                persistent_volume_reclaim_policy="Retain",
-                storage_class_name="",  # static: no provisioner may bind something else to the claim
-                claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=args.claim_namespace, name=args.claim_name),
-                csi=k8s.core.v1.CSIPersistentVolumeSourceArgs(
-                    driver=FILESTORE_CSI_DRIVER,
-                    volume_handle=pulumi.Output.concat(
-                        "modeInstance/", instance.location, "/", instance.name, f"/{SHARE_NAME}"),
-                    volume_attributes={"ip": self.ip_address, "volume": SHARE_NAME},
-                ),
-            ),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.cluster.provider),
-        )
-        self.shared_storage = SharedStorage(storage_class_name="", size=capacity, volume_name=volume.metadata.name,
-                                            ready=[volume])
+        _, self.shared_storage = static_volume(
+            f"{name}-volume", claim_namespace=args.claim_namespace, claim_name=args.claim_name,
+            capacity=f"{args.config.capacity_gb}Gi", driver=FILESTORE_CSI_DRIVER,
+            volume_handle=pulumi.Output.concat("modeInstance/", instance.location, "/", instance.name, f"/{SHARE_NAME}"),
+            volume_attributes={"ip": self.ip_address, "volume": SHARE_NAME},
+            opts=pulumi.ResourceOptions(parent=self, provider=args.cluster.provider))
         self.register_outputs({"instanceName": self.instance_name, "ipAddress": self.ip_address})

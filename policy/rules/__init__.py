@@ -41,7 +41,7 @@ RULES: tuple[Rule, ...] = (
     # --- security: nodes and network ---------------------------------------------------------------
     Rule("imdsv2-required", MANDATORY, "IMDSv1 lets any request a pod can forge read the node's credentials.",
          nodes.imdsv2_required),
-    Rule("imds-hop-limit-one", ADVISORY,
+    Rule("imds-hop-limit-one", MANDATORY,
          "A hop limit of 1 keeps pods away from the node role entirely; IRSA gives pods their own.",
          nodes.imds_hop_limit_one),
     Rule("node-group-launch-template", MANDATORY,

@@ -22,6 +22,7 @@ OIDC_PROVIDER_ARN = f"arn:aws:iam::{ACCOUNT}:oidc-provider/{OIDC_ISSUER}"
 KUBECONFIG = '{"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "trainstack-aws"}]}'
 REGISTRY_HOST = f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
+TENSORBOARD_DIGEST = "sha256:" + "fedcba9876543210" * 4
 ECR_PASSWORD = "ecr-token-that-must-stay-secret"
 EXISTING_VPC_CIDR = "172.31.0.0/16"
 
@@ -54,13 +55,17 @@ BUCKET_ENCRYPTION = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServer
 BUCKET_VERSIONING = "aws:s3/bucketVersioning:BucketVersioning"
 BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
 REPOSITORY = "aws:ecr/repository:Repository"
-STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 IMAGE = "docker-build:index:Image"
 TRAINING_JOB = "trainstack:index:TrainingJob"
 DEVICE_PLUGIN = "trainstack:index:NvidiaDevicePlugin"
+
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+ACCESS_POINT = "aws:efs/accessPoint:AccessPoint"
+PV = "kubernetes:core/v1:PersistentVolume"
+AUTOSCALER = "trainstack:aws:ClusterAutoscaler"
 
 GET_AUTHORIZATION_TOKEN = "aws:ecr/getAuthorizationToken:getAuthorizationToken"
 GET_VPC = "aws:ec2/getVpc:getVpc"
@@ -81,6 +86,20 @@ def offer_everything(args: dict) -> dict:
     pairs = [(t, z) for t in filter_values(args, "instance-type") for z in filter_values(args, "location")]
     return {"id": "us-west-2", "instanceTypes": [t for t, _ in pairs], "locations": [z for _, z in pairs],
             "locationTypes": ["availability-zone"] * len(pairs)}
+GET_SUBNET = "aws:ec2/getSubnet:getSubnet"
+GET_CALLER_IDENTITY = "aws:index/getCallerIdentity:getCallerIdentity"
+# Who runs `pulumi up` in these tests: a role assumed through SSO, as most people do.
+DEPLOYER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/AWSReservedSSO_Deployer"
+DEPLOYER_SESSION_ARN = f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSReservedSSO_Deployer/alice@example.com"
+# Existing subnets (trainstack:existingNetwork) answer with these zones and VPCs; others: us-west-2a, vpc-0abc.
+EXISTING_SUBNETS: dict[str, dict[str, str]] = {
+    "subnet-a": {"availabilityZone": "us-west-2a", "vpcId": "vpc-0abc"},
+    "subnet-a2": {"availabilityZone": "us-west-2a", "vpcId": "vpc-0abc"},
+    "subnet-b": {"availabilityZone": "us-west-2b", "vpcId": "vpc-0abc"},
+    "subnet-elsewhere": {"availabilityZone": "us-west-2c", "vpcId": "vpc-0other"},
+}
+# Pulumi.aws.yaml leaves the API allow-list to the user (the program refuses to guess it): tests add one.
+API_ACCESS = {"trainstack:apiPublicAccessCidrs": ["203.0.113.7/32"]}
 
 
 def stack_file_config() -> dict[str, Any]:
@@ -89,8 +108,10 @@ def stack_file_config() -> dict[str, Any]:
 
 
 def config_with(overrides: Mapping[str, Any] | None = None, remove: tuple[str, ...] = ()) -> dict[str, str]:
-    """Pulumi.aws.yaml with `overrides` merged in key by key (like `pulumi config set --path`)."""
-    return stack_runs.config_with(STACK_FILE, overrides, remove)
+    """Pulumi.aws.yaml plus the user's API allow-list (API_ACCESS), with `overrides` merged in key by key
+    (like `pulumi config set --path`)."""
+    base = {key: value for key, value in API_ACCESS.items() if key not in remove}
+    return stack_runs.config_with(STACK_FILE, {**base, **(overrides or {})}, remove)
 
 
 # Phase two of the documented flow: data uploaded, `pulumi config set --path trainstack:job.enabled true`.
@@ -112,7 +133,7 @@ def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
     if type_ == KEY_PAIR:
         return {"keyName": f"{name}-2d3e4f5"}
     if type_ == IMAGE:
-        return {"digest": DIGEST}
+        return {"digest": TENSORBOARD_DIGEST if name.endswith("-tensorboard-image") else DIGEST}
     return {}
 
 
@@ -137,6 +158,11 @@ def provider_calls(token: str, args: dict) -> dict:
         return {"id": args["addonName"], "addonName": args["addonName"],
                 "kubernetesVersion": args["kubernetesVersion"], "mostRecent": args.get("mostRecent"),
                 "version": EFS_CSI_NEWEST}
+    if token == GET_SUBNET:
+        return {"id": args["id"], **EXISTING_SUBNETS.get(args["id"], {"availabilityZone": "us-west-2a",
+                                                                       "vpcId": "vpc-0abc"})}
+    if token == GET_CALLER_IDENTITY:
+        return {"id": ACCOUNT, "accountId": ACCOUNT, "arn": DEPLOYER_SESSION_ARN, "userId": "AROAEXAMPLE:alice"}
     raise NotImplementedError(f"unmocked invoke {token}")
 
 

@@ -14,11 +14,24 @@ import pytest
 from infra import versions
 from infra.aws.config import GPU_INSTANCE_FAMILIES, parse_aws_config
 from infra.config import ConfigError
-from tests.aws.stack_runs import as_cli_config, config_with, run_main_expecting_error, stack_file_config
+from tests.aws.stack_runs import (
+    API_ACCESS,
+    DEPLOYER_ROLE_ARN,
+    GET_CALLER_IDENTITY,
+    GET_SUBNET,
+    as_cli_config,
+    config_with,
+    provider_calls,
+    run_main,
+    run_main_expecting_error,
+    stack_file_config,
+)
 from tests.stack_runs import assert_one_config_error_line
 
 GPU = "trainstack:gpuNodes"
 JOB = "trainstack:job"
+ADMIN = "arn:aws:iam::123456789012:role/Admin"
+NO_AUTOSCALER = {"trainstack:clusterAutoscaler": False}
 
 # (case id, config overrides, keys removed, the key the message must name, a fragment of the message)
 BAD_CONFIGS = [
@@ -78,8 +91,36 @@ BAD_CONFIGS = [
      "trainstack:existingNetwork.privateSubnetIds", "no private subnets given"),
     ("existing network with a bad VPC ID", {"trainstack:existingNetwork": {"vpcId": "0abc"}}, (),
      "trainstack:existingNetwork.vpcId", "expected a VPC ID"),
-    ("job with fewer GPU nodes than it needs to start", {JOB: {"enabled": True}, GPU: {"desired": 0}}, (),
+    ("job with fewer GPU nodes than it needs to start (no autoscaler)",
+     {**NO_AUTOSCALER, JOB: {"enabled": True}, GPU: {"desired": 0}}, (),
      f"{GPU}.desired", "the job needs 1 GPU nodes to start, desired is 0"),
+    ("V100 family the image's CUDA build is dropping", {GPU: {"instanceTypes": ["p3.2xlarge"]}}, (),
+     f"{GPU}.instanceTypes", "p3.2xlarge has NVIDIA V100 GPUs (compute capability 7.0)"),
+    ("V100 family, p3dn", {GPU: {"instanceTypes": ["g5.xlarge", "p3dn.24xlarge"]}}, (), f"{GPU}.instanceTypes",
+     "p3dn.24xlarge has NVIDIA V100 GPUs"),
+    ("AMD GPU family", {GPU: {"instanceTypes": ["g4ad.xlarge"]}}, (), f"{GPU}.instanceTypes",
+     "g4ad.xlarge has no NVIDIA GPU"),
+    ("instance type listed twice", {GPU: {"instanceTypes": ["g5.xlarge", "g5.xlarge"]}}, (), f"{GPU}.instanceTypes",
+     "lists a value twice"),
+    ("autoscaler with a size pulumi up would reset", {GPU: {"ignoreScalingChanges": False}}, (),
+     f"{GPU}.ignoreScalingChanges", "false while the cluster autoscaler owns the GPU group"),
+    ("no API allow-list", {}, ("trainstack:apiPublicAccessCidrs",), "trainstack:apiPublicAccessCidrs",
+     "not set: the public Kubernetes API endpoint would accept any address"),
+    ("private block on the public endpoint", {"trainstack:apiPublicAccessCidrs": ["10.0.0.0/16"]}, (),
+     "trainstack:apiPublicAccessCidrs", "10.0.0.0/16 is a private block"),
+    ("API allow-list with a private endpoint", {"trainstack:apiEndpoint": "private"}, (),
+     "trainstack:apiPublicAccessCidrs", "set, but trainstack:apiEndpoint is private"),
+    ("unknown API endpoint kind", {"trainstack:apiEndpoint": "internal"}, (), "trainstack:apiEndpoint",
+     "expected one of public, private"),
+    ("unknown control-plane log type", {"trainstack:controlPlaneLogs": ["audit", "kubelet"]}, (),
+     "trainstack:controlPlaneLogs", "'kubelet' is not an EKS control-plane log type"),
+    ("cluster admin listed twice", {"trainstack:clusterAdmins": [ADMIN, ADMIN]}, (), "trainstack:clusterAdmins",
+     "lists a value twice"),
+    ("preview role that is also a cluster admin", {"trainstack:clusterAdmins": [ADMIN],
+                                                   "trainstack:previewRoleArn": ADMIN}, (),
+     "trainstack:previewRoleArn", f"{ADMIN} is listed twice"),
+    ("preview role that is not a role ARN", {"trainstack:previewRoleArn": "github-preview"}, (),
+     "trainstack:previewRoleArn", "'github-preview' is not an IAM role or user ARN"),
     ("job name the chart cannot use", {JOB: {"name": "Train_1"}}, (), f"{JOB}.name", "is not a valid name"),
     ("data prefix that is a URI", {JOB: {"dataPrefix": "s3://other-bucket/data"}}, (), f"{JOB}.dataPrefix",
      "expected a prefix inside the snapshot bucket"),
@@ -89,11 +130,13 @@ BAD_CONFIGS = [
      "expected a number, got 'cheap'"),
     ("hourly budget of zero", {"trainstack:maxHourlyUsd": 0}, (), "trainstack:maxHourlyUsd", "must be at least 0.01"),
     # 2 x g4dn.xlarge on demand at max: $0.19 platform + 2 x $0.54 = $1.27/h.
-    ("stack over the hourly budget", {GPU: {"capacityType": "ON_DEMAND"}, "trainstack:maxHourlyUsd": 1}, (),
+    ("stack over the hourly budget", {GPU: {"capacityType": "ON_DEMAND", "instanceTypes": ["g4dn.xlarge"]},
+                                      "trainstack:maxHourlyUsd": 1}, (),
      "trainstack:maxHourlyUsd", "the stack can cost $0.19 platform + 2 x g4dn.xlarge ON_DEMAND $0.54 = $1.27/h "
      "with the GPU pool at its max, over the $1.00/h limit. Fix: pulumi config set trainstack:maxHourlyUsd 1.27"),
     # 5,000,000 steps x 16,384 tokens / 44,074 tokens/s (2 T4s, derived) = 516.31 h x $0.58/h.
-    ("job over the run budget", {JOB: {"enabled": True, "train": {"maxSteps": 5000000}}, "trainstack:maxRunUsd": 100},
+    ("job over the run budget", {JOB: {"enabled": True, "train": {"maxSteps": 5000000}},
+                                  GPU: {"instanceTypes": ["g4dn.xlarge"]}, "trainstack:maxRunUsd": 100},
      (), "trainstack:maxRunUsd", "5000000 steps x 16384 tokens / 44,074 tokens/s (derived) = 516.31 h x $0.19 "
      "platform + 2 x g4dn.xlarge SPOT $0.19 = $0.58/h, over the $100.00 limit"),
     ("run budget for an instance type without a price", {GPU: {"instanceTypes": ["g6e.xlarge"]},
@@ -127,12 +170,47 @@ def test_config_error_is_a_run_error_for_other_programs_too():
     assert raised.value.key == "trainstack:gpuNodes.min"
 
 
+def _calls_answering(token: str, answer: dict):
+    def calls(called: str, args: dict) -> dict:
+        return {"id": args.get("id", "x"), **answer} if called == token else provider_calls(called, args)
+    return calls
+
+
+@pytest.mark.parametrize(("overrides", "token", "answer", "fragment"), [
+    ({"trainstack:clusterAdmins": [DEPLOYER_ROLE_ARN]}, None, None,
+     f"trainstack:clusterAdmins: {DEPLOYER_ROLE_ARN} is the identity running Pulumi"),
+    # The same role under a path: the session ARN carries no path, the name still matches.
+    ({"trainstack:clusterAdmins": ["arn:aws:iam::123456789012:role/sso/AWSReservedSSO_Deployer"]}, None, None,
+     "is the identity running Pulumi"),
+    ({"trainstack:previewRoleArn": "arn:aws:iam::123456789012:user/ci"}, GET_CALLER_IDENTITY,
+     {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/ci", "userId": "AIDAEXAMPLE"},
+     "trainstack:previewRoleArn: arn:aws:iam::123456789012:user/ci is the identity running Pulumi"),
+    ({"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a", "subnet-elsewhere"]}},
+     None, None, "trainstack:existingNetwork.privateSubnetIds: subnet-elsewhere is in vpc-0other, not in vpc-0abc"),
+])
+def test_what_only_the_account_knows_fails_the_preview_with_one_line(overrides, token, answer, fragment):
+    calls = _calls_answering(token, answer) if token else provider_calls
+    with pytest.raises(pulumi.RunError) as raised:
+        run_main(config_with(overrides), preview=True, calls=calls)
+    assert fragment in str(raised.value)
+    assert "\n" not in str(raised.value)
+    assert ". Fix: " in str(raised.value)
+
+
+def test_the_subnet_lookup_is_the_one_the_mocks_answer():
+    # Guards the test above: the program asks for each existing private subnet by ID.
+    result = run_main(config_with({"trainstack:existingNetwork": {"vpcId": "vpc-0abc",
+                                                                   "privateSubnetIds": ["subnet-a", "subnet-b"]}}))
+    assert [args for token, args in result.invokes if token == GET_SUBNET] == [{"id": "subnet-a"}, {"id": "subnet-b"}]
+
+
 def test_stack_file_parses_to_the_seed_defaults():
-    config = parse_aws_config(as_cli_config(stack_file_config()), stack="aws")
+    config = parse_aws_config(as_cli_config({**stack_file_config(), **API_ACCESS}), stack="aws")
 
     assert config.region == "us-west-2"
     assert config.network.availability_zones == ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d")
-    assert config.gpu_nodes.instance_types == ("g4dn.xlarge",)
+    assert config.gpu_nodes.instance_types == ("g4dn.xlarge", "g5.xlarge", "g6.xlarge")  # several spot pools
+    assert config.gpu_nodes.gpus_per_instance == 1
     assert config.gpu_nodes.capacity_type == "SPOT"
     assert (config.gpu_nodes.min_size, config.gpu_nodes.max_size) == (0, 2)
     # Shipped with the job off (data first): no job, no GPU node running.
@@ -142,16 +220,41 @@ def test_stack_file_parses_to_the_seed_defaults():
     assert config.kubernetes_version == versions.EKS_KUBERNETES_VERSION
     assert config.cluster_name == "trainstack-aws"
     assert config.delete_bucket_on_destroy is False
+    # Hardened defaults: the autoscaler owns the GPU group, audit logs on, a public endpoint only for
+    # the addresses the user listed.
+    assert config.cluster_autoscaler is True and config.gpu_nodes.ignore_scaling_changes is True
+    assert config.control_plane_logs == ("audit", "authenticator")
+    assert (config.api_endpoint.private, config.api_endpoint.public_access_cidrs) == (False, ("203.0.113.7/32",))
 
 
-def test_gpu_nodes_follow_the_job_unless_set():
-    enabled = as_cli_config({**stack_file_config(), "trainstack:job": {"enabled": True, "nodesMax": 2},
+def test_code_defaults_match_the_shipped_stack_file():
+    # A key left out of Pulumi.aws.yaml must not change what the stack file says it does.
+    shipped = stack_file_config()
+    bare = parse_aws_config(as_cli_config({"aws:region": "us-west-2", **API_ACCESS}), stack="aws")
+    assert bare.job.enabled is shipped["trainstack:job"]["enabled"] is False
+    assert bare.gpu_nodes.instance_types == tuple(shipped["trainstack:gpuNodes"]["instanceTypes"])
+    assert bare.gpu_nodes.min_size == shipped["trainstack:gpuNodes"]["min"] == 0
+
+
+@pytest.mark.parametrize(("autoscaler", "desired"), [(False, 2), (True, 0)])
+def test_gpu_nodes_follow_the_job_unless_the_autoscaler_does(autoscaler, desired):
+    enabled = as_cli_config({**stack_file_config(), **API_ACCESS, "trainstack:clusterAutoscaler": autoscaler,
+                             "trainstack:job": {"enabled": True, "nodesMax": 2},
                              "trainstack:gpuNodes": {"instanceTypes": ["g5.12xlarge"]}})
     config = parse_aws_config(enabled, stack="aws")
 
-    # gpusPerNode defaults to all 4 GPUs of a g5.12xlarge: one pod per node, so two nodes.
+    # gpusPerNode defaults to all 4 GPUs of a g5.12xlarge: one pod per node, so two nodes at most.
     assert config.job.gpus_per_node == 4
-    assert (config.gpu_nodes.desired_size, config.gpu_nodes.max_size) == (2, 2)
+    assert config.gpu_nodes.max_size == 2
+    # Without the autoscaler `pulumi up` starts them; with it the job's pending pods do.
+    assert config.gpu_nodes.desired_size == desired
+    assert config.gpu_nodes.ignore_scaling_changes is autoscaler
+
+
+def test_private_endpoint_needs_no_allow_list():
+    config = parse_aws_config(as_cli_config({**stack_file_config(), "trainstack:apiEndpoint": "private"}),
+                              stack="aws")
+    assert (config.api_endpoint.private, config.api_endpoint.public_access_cidrs) == (True, ())
 
 
 def test_every_gpu_family_lists_only_whole_gpu_counts():
@@ -161,7 +264,7 @@ def test_every_gpu_family_lists_only_whole_gpu_counts():
 
 def test_config_values_arrive_as_strings_like_the_cli_sends_them():
     # `pulumi config set trainstack:deleteBucketOnDestroy true` arrives as the string "true".
-    config = parse_aws_config({**as_cli_config(stack_file_config()), "trainstack:deleteBucketOnDestroy": "true"},
-                              stack="aws")
+    config = parse_aws_config({**as_cli_config({**stack_file_config(), **API_ACCESS}),
+                               "trainstack:deleteBucketOnDestroy": "true"}, stack="aws")
 
     assert config.delete_bucket_on_destroy is True

@@ -10,9 +10,19 @@ from tests.aws.stack_runs import JOB_ENABLED, config_with, run_main
 GP3_HOUR = 0.08 / 730  # per GiB
 
 
+# The seed's single type, so the figures below are the g4dn.xlarge rows of the price table.
+SEED_TYPE = {"trainstack:gpuNodes": {"instanceTypes": ["g4dn.xlarge"]}}
+
+
 @pytest.fixture(scope="module")
 def exports():
-    return run_main(config_with(JOB_ENABLED)).exports
+    return run_main(config_with({**JOB_ENABLED, **SEED_TYPE})).exports
+
+
+def test_several_spot_types_are_priced_at_the_dearest():
+    # Pulumi.aws.yaml lets the group draw from g4dn, g5 and g6: the estimate must not assume the cheapest.
+    hourly = run_main(config_with(JOB_ENABLED)).exports["estimatedHourlyUsd"]
+    assert hourly["gpuNode"]["type"] == "g5.xlarge"
 
 
 def test_hourly_estimate_breaks_down_platform_and_spot_gpu_nodes(exports):

@@ -10,6 +10,7 @@ import pytest
 from tests.aws.stack_runs import (
     EKS_CLUSTER,
     GET_ADDON_VERSION,
+    GET_CALLER_IDENTITY,
     GET_CLUSTER_VERSIONS,
     GET_INSTANCE_TYPE_OFFERINGS,
     JOB_ENABLED,
@@ -52,11 +53,12 @@ def test_preview_leaves_what_it_cannot_know_unknown(preview):
     assert values["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"] is UNKNOWN
 
 
-def test_preview_asks_the_account_only_its_preflight_questions(preview):
-    # No token for a registry that does not exist yet; only what preflight.py must know before creating anything.
+def test_preview_asks_the_account_only_what_it_must(preview):
+    # No token for a registry that does not exist yet: only preflight.py's questions and who is running it
+    # (the deployer check on clusterAdmins and previewRoleArn).
     assert sorted(token for token, _ in preview.invokes) == sorted(
-        [GET_CLUSTER_VERSIONS, GET_ADDON_VERSION, GET_INSTANCE_TYPE_OFFERINGS])
+        [GET_CLUSTER_VERSIONS, GET_ADDON_VERSION, GET_INSTANCE_TYPE_OFFERINGS, GET_CALLER_IDENTITY])
     offerings = next(args for token, args in preview.invokes if token == GET_INSTANCE_TYPE_OFFERINGS)
     assert offerings["locationType"] == "availability-zone"
-    assert filter_values(offerings, "instance-type") == ["g4dn.xlarge", "t3.medium"]
+    assert filter_values(offerings, "instance-type") == ["g4dn.xlarge", "g5.xlarge", "g6.xlarge", "t3.medium"]
     assert filter_values(offerings, "location") == ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]

@@ -13,12 +13,16 @@ import json
 import pytest
 
 from infra import versions
-from infra.aws.cluster import GPU_NODE_LABELS, NODE_POLICY_ARNS
+from infra.aws.cluster import ADMIN_VIEW_POLICY_ARN, GPU_NODE_LABELS, NODE_POLICY_ARNS, VIEW_POLICY_ARN
+from infra.aws.cluster_autoscaler import DESCRIBE_ACTIONS, SCALE_ACTIONS
 from infra.aws.config import GPU_INSTANCE_FAMILIES
 from infra.aws.efs_storage import EFS_CSI_POLICY_ARN
 from infra.aws.snapshot_bucket import BUCKET_ACTIONS, OBJECT_ACTIONS
 from tests.aws.stack_runs import (
+    ACCESS_POINT,
+    ACCOUNT,
     ADDON,
+    AUTOSCALER,
     AWS_PROVIDER,
     BUCKET,
     BUCKET_ENCRYPTION,
@@ -36,12 +40,14 @@ from tests.aws.stack_runs import (
     K8S_PROVIDER,
     KUBECONFIG,
     LAUNCH_TEMPLATE,
+    LOG_GROUP,
     MOUNT_TARGET,
     NAT_GATEWAY,
     NODE_GROUP,
     OIDC_ISSUER,
     OIDC_PROVIDER_ARN,
     PUBLIC_ACCESS_BLOCK,
+    PV,
     PVC,
     RELEASE,
     REPOSITORY,
@@ -51,8 +57,8 @@ from tests.aws.stack_runs import (
     ROUTE_TABLE,
     ROUTE_TABLE_ASSOCIATION,
     SECURITY_GROUP,
-    STORAGE_CLASS,
     SUBNET,
+    TENSORBOARD_DIGEST,
     TRAINING_JOB,
     VPC,
     VPC_ENDPOINT,
@@ -136,7 +142,9 @@ def test_s3_traffic_skips_the_nat_gateway(up):
 
 
 def test_existing_vpc_is_used_as_is_and_its_cidr_looked_up():
-    existing = {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a", "subnet-b"], "publicSubnetIds": ["subnet-p"]}
+    # Two private subnets in us-west-2a: EFS takes one mount target per zone, the nodes use all three.
+    existing = {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a", "subnet-a2", "subnet-b"],
+                "publicSubnetIds": ["subnet-p"]}
     result = run_main(config_with({**JOB_ENABLED, "trainstack:existingNetwork": existing}))
 
     assert [r for r in result.registrations if r.type.startswith("aws:ec2/")
@@ -144,10 +152,12 @@ def test_existing_vpc_is_used_as_is_and_its_cidr_looked_up():
     assert ("aws:ec2/getVpc:getVpc", {"id": "vpc-0abc"}) in result.invokes
     (rule,) = result.by_type(INGRESS_RULE)
     assert rule.inputs["cidrIpv4"] == "172.31.0.0/16"  # the looked-up CIDR, not one copied by hand
-    assert sorted(m.inputs["subnetId"] for m in result.by_type(MOUNT_TARGET)) == ["subnet-a", "subnet-b"]
+    assert {m.name: m.inputs["subnetId"] for m in result.by_type(MOUNT_TARGET)} == {
+        "trainstack-efs-mount-us-west-2a": "subnet-a", "trainstack-efs-mount-us-west-2b": "subnet-b"}
     cluster = result.one(EKS_CLUSTER)
     assert cluster.inputs["vpcId"] == "vpc-0abc"
-    assert cluster.inputs["privateSubnetIds"] == ["subnet-a", "subnet-b"]
+    assert cluster.inputs["privateSubnetIds"] == ["subnet-a", "subnet-a2", "subnet-b"]
+    assert result.one(NODE_GROUP, "trainstack-eks-gpu").inputs["subnetIds"] == ["subnet-a", "subnet-a2", "subnet-b"]
 
 
 # --- cluster and nodes --------------------------------------------------------------------------------
@@ -167,30 +177,83 @@ def test_cluster_uses_pinned_version_api_access_entries_and_an_oidc_provider(up)
     assert cluster.inputs["privateSubnetIds"] == [resource_id(s) for s in private_subnets(up)]
 
 
-def test_cluster_admins_get_access_entries():
-    admin = "arn:aws:iam::123456789012:role/Admin"
-    cluster = run_main(config_with({"trainstack:clusterAdmins": [admin]})).one(EKS_CLUSTER)
+def test_cluster_admins_get_access_entries_keyed_by_arn():
+    admin, ops = "arn:aws:iam::123456789012:role/Admin", "arn:aws:iam::123456789012:user/ops/bob"
+    entries = run_main(config_with({"trainstack:clusterAdmins": [admin, ops]})).one(EKS_CLUSTER).inputs[
+        "accessEntries"]
+    reordered = run_main(config_with({"trainstack:clusterAdmins": [ops, admin]})).one(EKS_CLUSTER).inputs[
+        "accessEntries"]
 
-    assert cluster.inputs["accessEntries"] == {"admin-0": {
-        "principalArn": admin,
-        "accessPolicies": {"cluster-admin": {
-            "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
-            "accessScope": {"type": "cluster"},
-        }},
+    cluster_admin = {"cluster-admin": {
+        "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+        "accessScope": {"type": "cluster"},
     }}
+    assert entries == {
+        "admin-123456789012-role-Admin": {"principalArn": admin, "accessPolicies": cluster_admin},
+        "admin-123456789012-user-ops-bob": {"principalArn": ops, "accessPolicies": cluster_admin},
+    }
+    assert reordered == entries  # same names, nothing replaced
+
+
+def test_preview_role_reads_the_cluster_and_only_release_namespaces_secrets():
+    preview_role = "arn:aws:iam::123456789012:role/github-preview"
+    result = run_main(config_with({**JOB_ENABLED, "trainstack:previewRoleArn": preview_role}))
+    entries = result.one(EKS_CLUSTER).inputs["accessEntries"]
+
+    assert entries == {"preview-123456789012-role-github-preview": {"principalArn": preview_role, "accessPolicies": {
+        "view": {"policyArn": VIEW_POLICY_ARN, "accessScope": {"type": "cluster"}},
+        # Helm keeps each release's state in Secrets of the release's namespace.
+        "release-state": {"policyArn": ADMIN_VIEW_POLICY_ARN, "accessScope": {
+            "type": "namespace", "namespaces": sorted(r.inputs["namespace"] for r in result.by_type(RELEASE))}},
+    }}}
+    assert sorted(entries["preview-123456789012-role-github-preview"]["accessPolicies"]["release-state"][
+        "accessScope"]["namespaces"]) == ["cluster-autoscaler", "default", "nvidia-device-plugin"]
+    assert "ClusterAdmin" not in json.dumps(entries) and "EditPolicy" not in json.dumps(entries)
+
+
+def test_api_endpoint_is_limited_to_the_listed_addresses(up):
+    cluster = up.one(EKS_CLUSTER).inputs
+    assert cluster["endpointPublicAccess"] is True and cluster["endpointPrivateAccess"] is True
+    assert cluster["publicAccessCidrs"] == ["203.0.113.7/32"]
+
+
+def test_private_api_endpoint():
+    cluster = run_main(config_with({"trainstack:apiEndpoint": "private"},
+                                   remove=("trainstack:apiPublicAccessCidrs",))).one(EKS_CLUSTER).inputs
+    assert cluster["endpointPublicAccess"] is False and cluster["endpointPrivateAccess"] is True
+    assert "publicAccessCidrs" not in cluster
+
+
+def test_control_plane_audit_logs_go_to_a_log_group_the_stack_owns(up):
+    cluster = up.one(EKS_CLUSTER)
+    assert cluster.inputs["enabledClusterLogTypes"] == ["audit", "authenticator"]
+    log_group = up.one(LOG_GROUP)
+    assert log_group.inputs["name"] == "/aws/eks/trainstack-aws/cluster"  # where EKS writes
+    assert log_group.inputs["retentionInDays"] == 90
+    assert log_group.urn in cluster.dependencies  # exists before EKS writes to it; destroy removes it
+    assert not log_group.retain_on_delete
+
+
+def test_no_control_plane_logs_no_log_group():
+    result = run_main(config_with({"trainstack:controlPlaneLogs": []}))
+    assert "enabledClusterLogTypes" not in result.one(EKS_CLUSTER).inputs
+    assert result.by_type(LOG_GROUP) == []
 
 
 def test_gpu_node_group_is_managed_spot_nvidia_tainted_and_labelled(up):
     gpu = up.one(NODE_GROUP, "trainstack-eks-gpu")
     assert gpu.inputs["capacityType"] == "SPOT"
-    assert gpu.inputs["instanceTypes"] == ["g4dn.xlarge"]
+    # Several spot pools, each with one GPU (capacity diversification).
+    assert gpu.inputs["instanceTypes"] == ["g4dn.xlarge", "g5.xlarge", "g6.xlarge"]
+    assert {GPU_INSTANCE_FAMILIES[t.split(".")[0]][t.split(".")[1]] for t in gpu.inputs["instanceTypes"]} == {1}
     assert all(t.split(".")[0] in GPU_INSTANCE_FAMILIES for t in gpu.inputs["instanceTypes"])
     assert gpu.inputs["amiType"] == "AL2023_x86_64_NVIDIA"
     assert gpu.inputs["version"] == versions.EKS_KUBERNETES_VERSION
     assert gpu.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
     assert gpu.inputs["labels"] == GPU_NODE_LABELS
-    assert gpu.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 2, "maxSize": 2}
-    assert gpu.inputs["ignoreScalingChanges"] is False
+    # The autoscaler grows it for the job's pending pods; `pulumi up` never resets what it set.
+    assert gpu.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 2}
+    assert gpu.inputs["ignoreScalingChanges"] is True
     assert gpu.inputs["subnetIds"] == [resource_id(s) for s in private_subnets(up)]
     assert gpu.inputs["cluster"] == up.one(EKS_CLUSTER).urn
 
@@ -205,10 +268,72 @@ def test_gpu_nodes_scale_to_zero_while_no_job_runs():
         "pulumi config set --path trainstack:job.enabled true && pulumi up")
 
 
-def test_autoscaler_can_own_the_gpu_group_size():
-    result = run_main(config_with({**JOB_ENABLED, "trainstack:gpuNodes": {"ignoreScalingChanges": True}}))
+def test_without_the_autoscaler_pulumi_up_sizes_the_gpu_group_for_the_job():
+    result = run_main(config_with({**JOB_ENABLED, "trainstack:clusterAutoscaler": False}))
 
-    assert result.one(NODE_GROUP, "trainstack-eks-gpu").inputs["ignoreScalingChanges"] is True
+    gpu = result.one(NODE_GROUP, "trainstack-eks-gpu").inputs
+    assert gpu["scalingConfig"] == {"minSize": 0, "desiredSize": 2, "maxSize": 2}
+    assert gpu["ignoreScalingChanges"] is False
+    assert result.one(NODE_GROUP, "trainstack-eks-system").inputs["ignoreScalingChanges"] is False
+    assert result.by_type(AUTOSCALER) == []
+
+
+# --- cluster autoscaler ----------------------------------------------------------------------------------
+
+
+def test_autoscaler_is_installed_pinned_on_the_system_nodes_and_discovers_this_cluster(up):
+    release = up.one(RELEASE, "trainstack-autoscaler")
+    assert (release.inputs["chart"], release.inputs["version"]) == (
+        versions.CLUSTER_AUTOSCALER_CHART.chart, versions.CLUSTER_AUTOSCALER_CHART.version)
+    assert release.inputs["repositoryOpts"] == {"repo": versions.CLUSTER_AUTOSCALER_CHART.repo}
+    values = release.inputs["values"]
+    assert values["autoDiscovery"] == {"clusterName": "trainstack-aws"}
+    assert values["awsRegion"] == "us-west-2"
+    assert values["image"]["tag"] == versions.CLUSTER_AUTOSCALER_IMAGE_TAGS[versions.EKS_KUBERNETES_VERSION]
+    assert values["nodeSelector"] == up.one(NODE_GROUP, "trainstack-eks-system").inputs["labels"]
+    assert values["extraArgs"]["scale-down-unneeded-time"] == "10m"  # README: how long scale-down takes
+    assert values["extraArgs"]["skip-nodes-with-local-storage"] == "true"  # a running trainer is never evicted
+    assert values["containerSecurityContext"]["allowPrivilegeEscalation"] is False
+    assert values["rbac"]["serviceAccount"] == {
+        "name": "cluster-autoscaler",
+        "annotations": {"eks.amazonaws.com/role-arn": role_arn(up, "trainstack-autoscaler-role-role")}}
+    # Runs once the groups exist, and is removed before them.
+    groups = {g.urn for g in up.by_type(NODE_GROUP)}
+    assert groups <= set(release.dependencies)
+
+
+def test_autoscaler_owns_both_group_sizes_and_the_gpu_group_starts_at_zero(up):
+    for group in up.by_type(NODE_GROUP):
+        assert group.inputs["ignoreScalingChanges"] is True
+    assert up.one(NODE_GROUP, "trainstack-eks-gpu").inputs["scalingConfig"]["minSize"] == 0
+    # The autoscaler's GPU label: a new GPU node counts as not ready until it advertises its GPUs.
+    assert up.one(NODE_GROUP, "trainstack-eks-gpu").inputs["labels"]["k8s.amazonaws.com/accelerator"] == "nvidia"
+
+
+def test_every_kubernetes_version_we_support_has_an_autoscaler_image():
+    assert set(versions.CLUSTER_AUTOSCALER_IMAGE_TAGS) == set(versions.EKS_SUPPORTED_KUBERNETES_VERSIONS)
+    for minor, tag in versions.CLUSTER_AUTOSCALER_IMAGE_TAGS.items():
+        assert tag.startswith(f"v{minor}.")
+
+
+def test_autoscaler_role_trusts_its_service_account_and_scales_only_this_clusters_groups(up):
+    statement = trust_statement(up, "trainstack-autoscaler-role-role")
+    assert statement["Condition"]["StringEquals"][f"{OIDC_ISSUER}:sub"] == (
+        "system:serviceaccount:cluster-autoscaler:cluster-autoscaler")
+    (policy,) = [p for p in up.by_type(ROLE_POLICY) if p.inputs["role"] == "trainstack-autoscaler-role-role-8a9b0c1"]
+    statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+    assert set(statements["Discover"]["Action"]) == set(DESCRIBE_ACTIONS)
+    assert not [a for a in DESCRIBE_ACTIONS if not a.split(":")[1].startswith(("Describe", "Get"))]
+    scale = statements["ScaleThisClustersGroups"]
+    assert set(scale["Action"]) == set(SCALE_ACTIONS)
+    # EKS tags every managed node group's Auto Scaling group with these two (auto-discovery).
+    assert scale["Condition"] == {"StringEquals": {
+        "aws:ResourceTag/k8s.io/cluster-autoscaler/trainstack-aws": "owned",
+        "aws:ResourceTag/k8s.io/cluster-autoscaler/enabled": "true"}}
+    assert statements["ReadThisClustersNodeGroups"] == {
+        "Sid": "ReadThisClustersNodeGroups", "Effect": "Allow", "Action": "eks:DescribeNodegroup",
+        "Resource": f"arn:aws:eks:us-west-2:{ACCOUNT}:nodegroup/trainstack-aws/*/*"}
+    assert len(statements) == 3
 
 
 def test_system_node_group_is_small_and_on_demand(up):
@@ -226,6 +351,8 @@ def test_nodes_require_imdsv2_and_encrypt_their_disk(up, group):
     template = up.one(LAUNCH_TEMPLATE, f"trainstack-eks-{group}")
     assert node_group.inputs["launchTemplate"] == {"id": resource_id(template), "version": "1"}
     assert template.inputs["metadataOptions"]["httpTokens"] == "required"
+    # Containers off the host network cannot reach the node role through instance metadata.
+    assert template.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1
     (disk,) = template.inputs["blockDeviceMappings"]
     assert disk["ebs"]["encrypted"] == "true"
     assert disk["ebs"]["volumeSize"] == (100 if group == "gpu" else 20)
@@ -283,8 +410,7 @@ def test_job_role_trusts_the_job_service_account_and_reaches_only_the_bucket(up)
     }}
 
     bucket_arn = "arn:aws:s3:::trainstack-snapshots-0a1b2c3"
-    (policy,) = up.by_type(ROLE_POLICY)
-    assert policy.inputs["role"] == "trainstack-job-role-8a9b0c1"
+    (policy,) = [p for p in up.by_type(ROLE_POLICY) if p.inputs["role"] == "trainstack-job-role-8a9b0c1"]
     grants = {(s["Resource"], tuple(sorted(s["Action"]))) for s in json.loads(policy.inputs["policy"])["Statement"]}
     assert grants == {(bucket_arn, tuple(sorted(BUCKET_ACTIONS))), (f"{bucket_arn}/*", tuple(sorted(OBJECT_ACTIONS)))}
     assert not [a for a in up.by_type(ROLE_POLICY_ATTACHMENT) if a.inputs["role"] == "trainstack-job-role-8a9b0c1"]
@@ -302,12 +428,13 @@ def test_efs_csi_addon_uses_its_role_and_waits_for_a_node_group(up):
     assert up.one(NODE_GROUP, "trainstack-eks-system").urn in addon.dependencies
 
 
-def test_file_system_is_encrypted_with_one_mount_target_per_private_subnet(up):
+def test_file_system_is_encrypted_with_one_mount_target_per_zone(up):
     file_system = up.one(FILE_SYSTEM)
     assert file_system.inputs["encrypted"] is True
     security_group = up.one(SECURITY_GROUP)
     mount_targets = up.by_type(MOUNT_TARGET)
     assert sorted(m.inputs["subnetId"] for m in mount_targets) == sorted(resource_id(s) for s in private_subnets(up))
+    assert sorted(m.name for m in mount_targets) == [f"trainstack-efs-mount-{zone}" for zone in SEED_ZONES]
     for mount_target in mount_targets:
         assert mount_target.inputs["fileSystemId"] == resource_id(file_system)
         assert mount_target.inputs["securityGroups"] == [resource_id(security_group)]
@@ -325,23 +452,39 @@ def test_nfs_is_open_from_the_vpc_cidr_and_nothing_wider(up):
                 and r.type != EKS_CLUSTER]
 
 
-def test_storage_class_provisions_access_points_on_the_file_system(up):
-    storage_class = up.one(STORAGE_CLASS)
-    assert storage_class.inputs["provisioner"] == "efs.csi.aws.com"
-    parameters = storage_class.inputs["parameters"]
-    assert parameters["provisioningMode"] == "efs-ap"
-    assert parameters["fileSystemId"] == resource_id(up.one(FILE_SYSTEM))
-    assert parameters["directoryPerms"] == "700"
-    assert up.one(ADDON).urn in storage_class.dependencies
+def test_access_point_is_the_trainers_directory_owned_by_the_charts_user(up):
+    access_point = up.one(ACCESS_POINT)
+    assert access_point.inputs["fileSystemId"] == resource_id(up.one(FILE_SYSTEM))
+    assert access_point.inputs["posixUser"] == {"uid": 10001, "gid": 10001}
+    assert access_point.inputs["rootDirectory"] == {"path": "/trainstack/default/train-shared", "creationInfo": {
+        "ownerUid": 10001, "ownerGid": 10001, "permissions": "750"}}
+    values = up.one(RELEASE, "train").inputs["values"]
+    # The chart's defaults: what the pods run as (not overridden by the stack).
+    assert "securityContext" not in values
 
 
-def test_claim_is_read_write_many_on_the_storage_class_after_mount_targets_and_driver(up):
+def test_volume_is_static_reserved_for_the_claim_and_mounts_the_access_point(up):
+    volume = up.one(PV)
+    claim = up.one(PVC)
+    spec = volume.inputs["spec"]
+    assert spec["csi"] == {"driver": "efs.csi.aws.com",
+                           "volumeHandle": f"{resource_id(up.one(FILE_SYSTEM))}::{resource_id(up.one(ACCESS_POINT))}"}
+    assert spec["storageClassName"] == "" and spec["persistentVolumeReclaimPolicy"] == "Retain"
+    assert spec["mountOptions"] == ["tls"]
+    assert spec["claimRef"] == {"namespace": "default", "name": claim.inputs["metadata"]["name"]}
+    assert spec["accessModes"] == ["ReadWriteMany"]
+    assert up.one(ACCESS_POINT).urn in volume.dependencies and up.one(ADDON).urn in volume.dependencies
+
+
+def test_claim_binds_to_the_volume_after_mount_targets_and_driver(up):
     claim = up.one(PVC)
     spec = claim.inputs["spec"]
     assert spec["accessModes"] == ["ReadWriteMany"]
-    assert spec["storageClassName"] == up.one(STORAGE_CLASS).inputs["metadata"]["name"]
-    required = {up.one(STORAGE_CLASS).urn, up.one(ADDON).urn, *(m.urn for m in up.by_type(MOUNT_TARGET))}
+    assert spec["storageClassName"] == ""  # no dynamic provisioning: nothing the driver must clean up
+    assert spec["volumeName"] == up.one(PV).inputs["metadata"]["name"]
+    required = {up.one(PV).urn, up.one(ADDON).urn, *(m.urn for m in up.by_type(MOUNT_TARGET))}
     assert required <= set(claim.dependencies)
+    assert "kubernetes:storage.k8s.io/v1:StorageClass" not in {r.type for r in up.registrations}
 
 
 def test_job_in_its_own_namespace_gets_it_created_first():
@@ -350,6 +493,7 @@ def test_job_in_its_own_namespace_gets_it_created_first():
     namespace = result.one("kubernetes:core/v1:Namespace")
     assert namespace.inputs["metadata"]["name"] == "training"
     assert namespace.urn in result.one(PVC).dependencies
+    assert result.one(PV).inputs["spec"]["claimRef"] == {"namespace": "training", "name": "train-shared"}
     assert result.one(RELEASE, "train").inputs["namespace"] == "training"
     assert "system:serviceaccount:training:train" in result.one(
         "aws:iam/role:Role", "trainstack-job-role").inputs["assumeRolePolicy"]
@@ -408,7 +552,7 @@ def test_registry_scans_on_push_encrypts_and_goes_with_destroy(up):
 
 
 def test_image_is_pushed_to_the_registry_with_a_secret_token(up):
-    image = up.one(IMAGE)
+    image = up.one(IMAGE, "trainstack-image")
     repository_url = up.exports["registryUrl"]
     assert image.inputs["push"] is True
     assert image.inputs["tags"] == [f"{repository_url}:latest"]
@@ -436,6 +580,22 @@ def test_job_gets_the_image_digest_the_claim_and_the_service_account_role(up):
     assert values["storage"]["cache"] == {"enabled": True, "sourceUri": "s3://trainstack-snapshots-0a1b2c3/data/"}
 
 
+def test_tensorboard_runs_its_own_small_image_built_by_the_same_program(up):
+    image = up.one(IMAGE, "trainstack-tensorboard-image")
+    assert image.inputs["dockerfile"] == {"location": "images/tensorboard/Dockerfile"}
+    assert image.inputs["context"] == {"location": "images/tensorboard"}  # not the repository
+    assert image.inputs["tags"] == [f"{up.exports['registryUrl']}:tensorboard"]
+    tensorboard = up.one(RELEASE, "train").inputs["values"]["tensorboard"]
+    assert tensorboard == {"enabled": True, "image": {"repository": up.exports["registryUrl"],
+                                                      "digest": TENSORBOARD_DIGEST, "tag": ""}}
+    assert image.urn in up.one(RELEASE, "train").dependencies
+
+
+def test_no_tensorboard_no_tensorboard_image():
+    result = run_main(config_with({"trainstack:job": {"enabled": True, "tensorboard": False}}))
+    assert [i.name for i in result.by_type(IMAGE)] == ["trainstack-image"]
+
+
 def test_job_lands_on_gpu_nodes_only(up):
     values = up.one(RELEASE, "train").inputs["values"]
     gpu = up.one(NODE_GROUP, "trainstack-eks-gpu").inputs
@@ -448,7 +608,7 @@ def test_job_lands_on_gpu_nodes_only(up):
 def test_job_waits_for_the_claim_the_device_plugin_and_the_image(up):
     release = up.one(RELEASE, "train")
     plugin = up.one(RELEASE, "trainstack-nvidia-device-plugin")
-    assert {up.one(PVC).urn, plugin.urn, up.one(IMAGE).urn} <= set(release.dependencies)
+    assert {up.one(PVC).urn, plugin.urn, up.one(IMAGE, "trainstack-image").urn} <= set(release.dependencies)
     assert up.one(DEVICE_PLUGIN).urn != plugin.urn
     assert plugin.inputs["values"]["nodeSelector"] == GPU_NODE_LABELS
 
@@ -461,7 +621,8 @@ def test_every_kubernetes_object_uses_the_clusters_provider(up):
     assert provider.inputs["kubeconfig"] == KUBECONFIG and provider.is_secret("kubeconfig")
     assert provider.inputs["clusterIdentifier"] == "trainstack-aws"
     kubernetes_objects = [r for r in up.registrations if r.type.startswith("kubernetes:")]
-    assert len(kubernetes_objects) == 4  # StorageClass, PVC, device plugin and job releases
+    # PV, PVC, and the device plugin, autoscaler and job releases
+    assert len(kubernetes_objects) == 5
     assert {r.provider for r in kubernetes_objects} == {provider.urn}
 
 

@@ -28,6 +28,7 @@ from tests.gcp.stack_runs import (
 from tests.golden import assert_matches_golden
 
 STACK_FILE = REPO / "Pulumi.gcp-a3.yaml"
+GOLDEN = REPO / "tests" / "gcp" / "golden" / "gcp-a3-stack.json"
 POOL = "trainstack:gpuPools.a3"
 FIREWALL = "gcp:compute/firewall:Firewall"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
@@ -255,4 +256,4 @@ def test_stack_file_parses_to_seed_002s_shape():
 
 def test_resource_graph_matches_the_golden_file(up):
     # UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/gcp/test_a3.py, then review the diff.
-    assert_matches_golden(up, REPO / "tests" / "gcp" / "golden" / "gcp-a3-stack.json")
+    assert_matches_golden(up, GOLDEN)

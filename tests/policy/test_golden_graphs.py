@@ -42,14 +42,11 @@ def test_no_mandatory_violation(graph):
 
 def test_aws_graph_advisories_are_the_known_trade_offs():
     """The AWS stack's deliberate choices show up as advisories (this also proves the rules read the
-    graph's real shapes): hop limit 2, mutable ECR tags, a world-open API endpoint by default, no KMS key."""
+    graph's real shapes): mutable ECR tags (the job runs by digest) and no KMS key for Secrets."""
     (graph,) = [g for g in GOLDEN_GRAPHS if stack_name(g) == "aws"]
     advisories = {(rule, name) for rule, level, name, _ in findings(graph) if level != MANDATORY}
     assert advisories == {
-        ("imds-hop-limit-one", "trainstack-eks-gpu"),
-        ("imds-hop-limit-one", "trainstack-eks-system"),
         ("registry-immutable-tags", "trainstack-registry"),
-        ("api-endpoint-restricted", "trainstack-eks"),
         ("kubernetes-secrets-encryption", "trainstack-eks"),
     }
 

@@ -73,6 +73,18 @@ def test_tensorboard_reads_the_runs_event_files_read_only(rendered):
     assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
 
 
+def test_tensorboard_runs_its_own_small_image_when_given():
+    values = load_values("tensorboard")
+    digest = "sha256:" + "ab" * 32
+    values["tensorboard"]["image"] = {"repository": "registry.example.com/trainstack", "digest": digest}
+    objects = render(values)
+    [container] = one(objects, "Deployment", f"{RELEASE}-tensorboard")["spec"]["template"]["spec"]["containers"]
+
+    assert container["image"] == f"registry.example.com/trainstack@{digest}"
+    assert container["image"] != trainer(objects)["image"]  # the trainer keeps the training image
+    assert container["command"] == ["tensorboard"]
+
+
 def test_tensorboard_and_etcd_are_off_by_default(rendered):
     assert not by_kind(rendered["gpu-4x8-queue-pvc"], "Deployment")
 

@@ -26,6 +26,10 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 {{- if and (not $check) (not $v.image.digest) (not $v.image.tag) -}}
 {{- fail "image.digest or image.tag is required (a digest pins the exact image)" -}}
 {{- end -}}
+{{- $tbImage := $v.tensorboard.image | default dict -}}
+{{- if and $tbImage.repository (not $tbImage.digest) (not $tbImage.tag) -}}
+{{- fail "tensorboard.image.digest or tensorboard.image.tag is required with tensorboard.image.repository" -}}
+{{- end -}}
 
 {{- /* A3 machines have 8 GPUs, and the device-injection annotation hands all 8 to the RxDM. */ -}}
 {{- if and (ne $gpuNet "none") (ne (int $v.resources.gpusPerNode) 8) -}}
