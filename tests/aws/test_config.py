@@ -141,7 +141,7 @@ BAD_CONFIGS = [
      "platform + 2 x g4dn.xlarge SPOT $0.19 = $0.58/h, over the $100.00 limit"),
     ("run budget for an instance type without a price", {GPU: {"instanceTypes": ["g6e.xlarge"]},
                                                           JOB: {"enabled": True}, "trainstack:maxRunUsd": 100},
-     (), "trainstack:maxRunUsd", "cannot check the budget: no price for g6e.xlarge in infra/cost/prices.yaml"),
+     ("trainstack:maxHourlyUsd",), "trainstack:maxRunUsd", "cannot check the budget: no price for g6e.xlarge in infra/cost/prices.yaml"),
 ]
 
 

@@ -51,8 +51,6 @@ def test_aws_graph_advisories_are_the_known_trade_offs():
     }
 
 
-@pytest.mark.xfail(strict=True, reason="the stack configs get trainstack:maxHourlyUsd with the cost estimate "
-                                       "(issue 12); drop this marker then")
 @pytest.mark.parametrize("graph", GOLDEN_GRAPHS, ids=[g.name for g in GOLDEN_GRAPHS])
 def test_stack_config_sets_a_budget(graph):
     resources, stack = load(graph)
