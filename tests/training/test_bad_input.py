@@ -191,6 +191,7 @@ def test_a_batch_that_cannot_fit_in_memory(data_dir, tmp_path):
     one_line_error((result.returncode, result.stdout, result.stderr), "does not fit in device memory",
                    "lower --batch-size")
     assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run").exists(), "a first run that failed leaves no run_config.json to refuse the fix"
 
 
 # ---------------------------------------------------------------- every flag, refused at parse time
