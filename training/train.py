@@ -25,6 +25,7 @@ from training.errors import UserError
 from training.export import export_model
 from training.log import info as log_info
 from training.log import warn
+from training.memory import check_fits
 from training.model import (
     MODEL_CONFIG,
     config_for,
@@ -112,6 +113,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
 
     # ---- model, optimizer, resume
     if model is None:
+        check_fits(config, device, f"--preset {args.preset} with n_layer {config.n_layer}, n_embd {config.n_embd}")
         model = create_model(config)
     model.to(device)
     optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2))

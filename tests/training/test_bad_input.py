@@ -785,3 +785,9 @@ def test_greedy_sampling_is_deterministic_and_matches_the_export(finished_run, t
     from_checkpoint = cli(["sample", str(tmp_path / "run"), *greedy, "--seed", "7"])
     assert from_export[0] == from_checkpoint[0] == 0
     assert from_export[1] == from_checkpoint[1]
+
+
+def test_a_model_that_cannot_fit_is_refused_before_it_is_allocated(data_dir, tmp_path):
+    one_line_error(train(data_dir, tmp_path / "run", "--n-layer", "100000", "--n-embd", "128"),
+                   "a model of 19.83B parameters needs about 295 GiB", "choose a smaller model")
+    assert not (tmp_path / "run").exists()
