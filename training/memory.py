@@ -3,6 +3,7 @@ take the machine's memory, or the node's, for minutes before failing)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -24,8 +25,6 @@ def device_memory(device: torch.device) -> int | None:
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory
     try:
-        import os
-
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
