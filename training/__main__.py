@@ -1,19 +1,22 @@
 """Entry point: `python -m training {prepare,train,sample,bench,demo}`.
 
-Bad input (UserError) is printed as one line and exits 2; nothing else is caught.
+Bad input (UserError) is printed as one line and exits 2, and so is a write that failed because the
+storage is full or read-only (the code that wrote has already removed its half-written files). A
+retry cannot fix either (training/errors.py). Nothing else is caught.
 """
 
 from __future__ import annotations
 
 import sys
 
-from training.cli import build_parser
-from training.errors import UserError
+from training.cli import build_parser, check_values
+from training.errors import NO_RETRY_EXIT, UserError, storage_error, storage_failure
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        check_values(args)
         if args.command == "prepare":
             from training.prepare import prepare
 
@@ -41,7 +44,13 @@ def main(argv: list[str] | None = None) -> int:
             return demo(args)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return NO_RETRY_EXIT
+    except Exception as exc:
+        cause = storage_failure(exc)
+        if cause is None:
+            raise
+        print(f"error: {storage_error(cause)}", file=sys.stderr)
+        return NO_RETRY_EXIT
     raise AssertionError(f"unhandled command {args.command}")
 
 

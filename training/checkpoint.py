@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from training.errors import UserError, storage_error, storage_failure
 from training.log import warn
 
 CHECKPOINTS = "checkpoints"
@@ -88,6 +89,26 @@ def save(run_dir: Path, step: int, states: dict[str, object], keep: int) -> Path
     parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned_writes(parent)
     tmp = parent / f"{TMP_PREFIX}{final.name}-{uuid.uuid4().hex[:8]}"
+    try:
+        _write(tmp, step, states)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)  # a full disk gets its space back; the older checkpoints stay
+        cause = storage_failure(exc)
+        if cause is None:
+            raise
+        previous = latest_valid(run_dir, announce=False)
+        kept = f"the previous checkpoint {previous.path} is untouched" if previous else "no checkpoint was lost"
+        raise storage_error(cause, f"the checkpoint of step {step} to {parent}", kept) from exc
+    if final.exists():
+        # A damaged directory for this step: keep it for inspection, under another name.
+        final.rename(parent / f"{final.name}.damaged-{uuid.uuid4().hex[:8]}")
+    os.rename(tmp, final)
+    _fsync_dir(parent)
+    _prune(run_dir, keep, newest=step)
+    return final
+
+
+def _write(tmp: Path, step: int, states: dict[str, object]) -> None:
     tmp.mkdir()
     manifest = {"step": step, "files": {}}
     for name, state in states.items():
@@ -103,13 +124,6 @@ def save(run_dir: Path, step: int, states: dict[str, object], keep: int) -> Path
         f.flush()
         os.fsync(f.fileno())
     _fsync_dir(tmp)
-    if final.exists():
-        # A damaged directory for this step: keep it for inspection, under another name.
-        final.rename(parent / f"{final.name}.damaged-{uuid.uuid4().hex[:8]}")
-    os.rename(tmp, final)
-    _fsync_dir(parent)
-    _prune(run_dir, keep, newest=step)
-    return final
 
 
 def verify(path: Path) -> str | None:
@@ -153,6 +167,27 @@ def latest_valid(run_dir: Path, announce: bool = True) -> Checkpoint | None:
             return ckpt
         if announce:
             warn(f"checkpoint {ckpt.path} is damaged ({problem}); falling back to the previous one")
+    return None
+
+
+def resume_point(run_dir: Path) -> Checkpoint | None:
+    """The checkpoint `train` resumes from; None for a new run.
+
+    A RUN_DIR whose checkpoints are all damaged is an error, not a new run: starting again from
+    step 0 would, at its end, replace the export of the run that was there.
+    """
+    latest = latest_valid(run_dir)
+    if latest is not None:
+        return latest
+    damaged = _listed(run_dir)
+    if damaged:
+        reasons = "; ".join(f"{c.path.name}: {verify(c.path)}" for c in damaged[:3])
+        raise UserError(f"every checkpoint in {run_dir / CHECKPOINTS} is damaged ({reasons}{'; ...' if len(damaged) > 3 else ''}); "
+                        "nothing to resume from, and they stay untouched; to start over on purpose, use a new "
+                        f"--out (or move {run_dir / CHECKPOINTS} aside)")
+    if (run_dir / "export" / "config.json").is_file():
+        raise UserError(f"{run_dir} holds an export but no checkpoint to resume from; a new run there would replace "
+                        f"the export at its end; use a new --out (or move {run_dir / 'export'} aside)")
     return None
 
 

@@ -94,3 +94,20 @@ def broadcast_object(obj, info: DistInfo):
 def barrier(info: DistInfo) -> None:
     if info.is_distributed:
         dist.barrier()
+
+
+def on_main(fn, info: DistInfo):
+    """fn() on rank 0 only (None elsewhere). A UserError there is raised on every rank, so no rank is
+    left waiting in a collective for a rank 0 that has already given up."""
+    result, error = None, None
+    if info.is_main:
+        try:
+            result = fn()
+        except UserError as exc:
+            error = exc
+    message = broadcast_object(None if error is None else str(error), info)
+    if error is not None:
+        raise error
+    if message is not None:
+        raise UserError(message)
+    return result

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 
+from training.errors import storage_error, storage_failure
+
 
 def export_model(model: torch.nn.Module, run_dir: Path) -> Path:
     from transformers import AutoTokenizer
@@ -26,8 +28,16 @@ def export_model(model: torch.nn.Module, run_dir: Path) -> Path:
 
     target = run_dir / "export"
     staging = run_dir / f".export-{uuid.uuid4().hex[:8]}"
-    model.save_pretrained(staging)
-    tokenizer.save_pretrained(staging)
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)  # the previous export, if any, was never touched
+        cause = storage_failure(exc)
+        if cause is None:
+            raise
+        kept = "the previous export is untouched" if target.exists() else "the checkpoints are untouched"
+        raise storage_error(cause, f"the export to {target}", f"{kept}; `train` again only re-exports") from exc
     if target.exists():
         previous = run_dir / f".export-previous-{uuid.uuid4().hex[:8]}"
         os.rename(target, previous)

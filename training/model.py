@@ -45,8 +45,11 @@ def load_pretrained(name_or_path: str):
     """Pretrained GPT-2 weights (hub name or local directory), ready for training."""
     from transformers import GPT2LMHeadModel
 
+    from training import hub
+
+    target, local_only = hub.resolve(name_or_path, "--init-from", ("config.json",))
     try:
-        model = GPT2LMHeadModel.from_pretrained(name_or_path, attn_implementation="sdpa")
+        model = GPT2LMHeadModel.from_pretrained(target, attn_implementation="sdpa", local_files_only=local_only)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot load --init-from '{name_or_path}' ({str(exc).splitlines()[0]}); pass a local "
                         "directory with a GPT-2 checkpoint, or a hub name when the machine is online") from exc

@@ -8,7 +8,10 @@ agent restarts it and it rejoins the rendezvous with the replacement node.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import threading
 
 PEER_PREEMPTED = 75  # EX_TEMPFAIL: "a peer was preempted; checkpoint saved; restart me"
 
@@ -28,4 +31,32 @@ class PreemptionWatcher:
 
     def restore(self) -> None:
         for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def exit_on_signals(before_exit=None, hard: bool = False):
+    """Outside the training loop, SIGTERM and Ctrl-C end the process with 143 / 130 and no traceback.
+
+    By default by unwinding (SystemExit), so cleanup on the way out runs: a failed start of `train`
+    leaves RUN_DIR as it found it (torchrun sends SIGTERM to the other workers as soon as one of them
+    fails). With hard=True, after `before_exit()`, by os._exit: for code whose own unwinding may
+    block (datasets' process pool).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):  # noqa: ARG001 - signal handler signature
+        if before_exit is not None:
+            before_exit()
+        if hard:
+            os._exit(128 + signum)
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -13,12 +13,12 @@ corpus behind and never touches the previous one):
 from __future__ import annotations
 
 import argparse
-import codecs
-import glob
+import ctypes
 import hashlib
 import json
 import os
 import shutil
+import signal
 import uuid
 from pathlib import Path
 
@@ -26,154 +26,55 @@ import numpy as np
 
 from training import tokenizer as tok
 from training.data import FORMAT_VERSION, META_FILE
-from training.errors import UserError
-from training.log import info, warn
+from training.errors import UserError, storage_error, storage_failure
+from training.log import info
+from training.preemption import exit_on_signals
+from training.sources import (
+    Sources,
+    discover,
+    keep_readable_text,
+    peek_columns,
+    structured_texts,
+    text_file_pieces,
+)
 
-STRUCTURED_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
 GOLDEN = 0.6180339887498949  # low-discrepancy sequence: val chunks spread evenly over the corpus
 
 
-# ---------------------------------------------------------------- sources
-def discover(sources: list[str], text_suffixes: set[str]) -> tuple[list[Path], dict[str, list[Path]]]:
-    """Expand files, directories and globs into plain-text files and structured files per format."""
-    text: list[Path] = []
-    structured: dict[str, list[Path]] = {}
-
-    def add(path: Path, explicit: bool) -> None:
-        suffix = path.suffix.lower()
-        if suffix in STRUCTURED_FORMATS:
-            structured.setdefault(STRUCTURED_FORMATS[suffix], []).append(path)
-        elif explicit or suffix in text_suffixes:
-            text.append(path)
-
-    for src in sources:
-        if any(ch in src for ch in "*?["):
-            matches = sorted(Path(m) for m in glob.glob(src, recursive=True) if Path(m).is_file())
-            if not matches:
-                raise UserError(f"--data {src}: no files match this pattern; check the path (quote globs)")
-            for m in matches:
-                add(m, explicit=False)
-        elif Path(src).is_dir():
-            found = sorted(p for p in Path(src).rglob("*") if p.is_file() and not p.name.startswith("."))
-            before = len(text) + sum(map(len, structured.values()))
-            for p in found:
-                add(p, explicit=False)
-            if len(text) + sum(map(len, structured.values())) == before:
-                warn(f"--data {src}: no files with a known suffix ({', '.join(sorted(text_suffixes))}, "
-                     f"{', '.join(STRUCTURED_FORMATS)}); pass --extensions to pick others")
-        elif Path(src).is_file():
-            add(Path(src), explicit=True)
-        else:
-            raise UserError(f"--data {src} does not exist; pass text files, directories or globs")
-    return list(dict.fromkeys(text)), {k: list(dict.fromkeys(v)) for k, v in structured.items()}
-
-
-def readable_text(path: Path, encoding: str) -> bool:
-    """True for a non-empty text file in `encoding`; warns and returns False for anything else."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8192)
-            if b"\x00" in head:
-                warn(f"skipping {path}: binary file")
-                return False
-            decoder = codecs.getincrementaldecoder(encoding)()
-            offset, data, seen_text = 0, head, False
-            while data:
-                try:
-                    seen_text = seen_text or bool(decoder.decode(data).strip())
-                except UnicodeDecodeError as exc:
-                    warn(f"skipping {path}: not valid {encoding} at byte {offset + exc.start}; convert it to "
-                         f"UTF-8 or pass --encoding")
-                    return False
-                offset += len(data)
-                data = f.read(1 << 20)
-            decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        warn(f"skipping {path}: ends in the middle of a {encoding} character")
-        return False
-    except OSError as exc:
-        warn(f"skipping {path}: unreadable ({exc.strerror or exc})")
-        return False
-    except LookupError as exc:
-        raise UserError(f"--encoding {encoding}: unknown encoding; use e.g. utf-8 or latin-1") from exc
-    return seen_text
-
-
-def peek_columns(path: Path, fmt: str) -> list[str] | None:
-    """Column names from a structured file's header, without loading it (None when not cheap to tell)."""
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            return list(pq.read_schema(path).names)
-        with open(path, encoding="utf-8", errors="replace") as f:
-            first = f.readline()
-        if fmt == "csv":
-            import csv
-
-            return next(csv.reader([first]), [])
-        record = json.loads(first)  # JSON Lines; a pretty-printed or array JSON file is checked after loading
-        return list(record) if isinstance(record, dict) else None
-    except (OSError, ValueError, ImportError):
-        return None
-
-
-CHUNK_CHARS = 1 << 20  # text files are read in ~1 MB pieces cut at line ends
-
-
-def text_file_pieces(files: list[str], encoding: str, stamp: str):
-    """Rows of (text, end): each file in newline-aligned pieces, `end` on its last piece.
-
-    Pieces keep memory flat for multi-GB files and give the tokenizer processes work to share even
-    for a single file; `end` marks where the end-of-text token goes. `stamp` (sizes and mtimes of
-    the inputs) is unused here: it is part of the datasets cache key, so changed files are re-read.
-    """
-    for name in files:
-        with open(name, encoding=encoding) as f:
-            pending = ""
-            while block := f.read(CHUNK_CHARS):
-                pending += block
-                cut = pending.rfind("\n") + 1
-                if cut == 0 and len(pending) < 4 * CHUNK_CHARS:
-                    continue  # no line end yet: read on (a file of one huge line is cut anyway)
-                cut = cut or len(pending)
-                yield {"text": pending[:cut], "end": False}
-                pending = pending[cut:]
-            yield {"text": pending, "end": True}
-
-
-def load_corpus(text_files: list[Path], structured: dict[str, list[Path]], args, cache_dir: Path, stamp: str):
+def load_corpus(found: Sources, args, cache_dir: Path, stamp: str):
     """One `datasets.Dataset` with columns `text` and `end` (the row ends a document)."""
     import datasets
 
-    for fmt, files in structured.items():
+    for fmt, files in found.structured.items():
         for path in files:
             columns = peek_columns(path, fmt)
             if columns is not None and args.text_column not in columns:
                 raise UserError(f"{path} has no column '{args.text_column}' (columns: {', '.join(columns)}); "
                                 "pass --text-column")
+    features = datasets.Features({"text": datasets.Value("string"), "end": datasets.Value("bool")})
     parts = []
-    if text_files:
-        parts.append(datasets.Dataset.from_generator(
-            text_file_pieces, cache_dir=str(cache_dir),
-            gen_kwargs={"files": [str(p) for p in text_files], "encoding": args.encoding, "stamp": stamp},
-            features=datasets.Features({"text": datasets.Value("string"), "end": datasets.Value("bool")})))
-    for fmt, files in structured.items():
-        try:
-            ds = datasets.load_dataset(fmt, data_files=[str(p) for p in files], split="train", cache_dir=str(cache_dir))
-        except Exception as exc:  # datasets raises many types for malformed files
-            raise UserError(f"cannot read {fmt} files {', '.join(map(str, files[:3]))}: "
-                            f"{str(exc).splitlines()[0][:200]}; check the file format") from exc
-        if args.text_column not in ds.column_names:
-            raise UserError(f"{fmt} files ({files[0]}...) have no column '{args.text_column}' (columns: "
-                            f"{', '.join(ds.column_names)}); pass --text-column")
-        ds = ds.select_columns([args.text_column])
-        if args.text_column != "text":
-            ds = ds.rename_column(args.text_column, "text")
-        ds = ds.cast_column("text", datasets.Value("string")).filter(
-            lambda t: t is not None and t.strip() != "", input_columns="text", desc="dropping empty rows")
-        parts.append(ds.add_column("end", [True] * len(ds)))
+    try:
+        if found.text:
+            parts.append(datasets.Dataset.from_generator(
+                text_file_pieces, cache_dir=str(cache_dir), features=features,
+                gen_kwargs={"files": [str(p) for p in found.text], "encoding": args.encoding, "stamp": stamp}))
+        if found.structured:
+            parts.append(datasets.Dataset.from_generator(
+                structured_texts, cache_dir=str(cache_dir), features=features,
+                gen_kwargs={"files": {k: [str(p) for p in v] for k, v in found.structured.items()},
+                            "column": args.text_column, "stamp": stamp}))
+    except Exception as exc:  # datasets wraps what the generators raise
+        user_error = _wrapped_user_error(exc)
+        if user_error is None:
+            raise
+        raise user_error from exc
     return datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+
+
+def _wrapped_user_error(exc: BaseException | None) -> UserError | None:
+    while exc is not None and not isinstance(exc, UserError):
+        exc = exc.__cause__ or exc.__context__
+    return exc
 
 
 # ---------------------------------------------------------------- shards
@@ -224,9 +125,9 @@ def chunk_tokens(total: int, val_fraction: float) -> int:
 
 
 # ---------------------------------------------------------------- the command
-def _input_fingerprint(text_files, structured, args, tokenizer_identity: str) -> str:
+def _input_fingerprint(found: Sources, args, tokenizer_identity: str) -> str:
     entries = []
-    for p in [*text_files, *(f for files in structured.values() for f in files)]:
+    for p in found.files():
         st = p.stat()
         entries.append([str(p.resolve()), st.st_size, st.st_mtime_ns])
     options = [args.text_column, args.encoding, args.val_fraction, args.token_dtype, args.seed, args.shard_tokens]
@@ -268,12 +169,66 @@ def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
 
 def prepare(args: argparse.Namespace) -> Path:
     out = Path(args.out)
+    created = not out.exists()
+
+    def stop_now() -> None:
+        """SIGTERM or Ctrl-C: unwinding through datasets' pool can deadlock on its queue locks, so stop
+        its processes, drop a folder that only this run wrote, and exit (143 / 130). A half-written
+        generation in an existing DATA_DIR is never referenced by meta.json and the next run clears it."""
+        import multiprocess
+
+        for child in multiprocess.active_children():
+            child.kill()
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+
+    try:
+        with exit_on_signals(before_exit=stop_now, hard=True):
+            return _prepare(args, out)
+    except BaseException as exc:
+        if created:  # all in it is this run's: leave no half-written folder (or full disk) behind
+            shutil.rmtree(out, ignore_errors=True)
+        cause = None if isinstance(exc, UserError) else storage_failure(exc)
+        if cause is None:
+            raise
+        kept = "nothing was left behind" if created else f"the data already in {out} is untouched"
+        raise storage_error(cause, f"the prepared data to {out}", kept) from exc
+
+
+_CHILDREN_DIE_WITH: int | None = None  # set while tokenizing: the pid whose forked children die with it
+
+
+def _in_forked_child() -> None:
+    """In each process forked while tokenizing (datasets' pool workers and its manager process).
+
+    PR_SET_PDEATHSIG (Linux): the child gets SIGKILL when `prepare` dies, even by kill -9. And the
+    default signal handling back: the parent's SIGTERM handler, inherited by fork, would only run
+    after a whole batch is tokenized (Python handlers wait for the Rust call); Ctrl-C is for the
+    parent, which then stops its children.
+    """
+    parent = _CHILDREN_DIE_WITH
+    if parent is None or os.getppid() != parent:
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: the parent's signal handler is all there is
+    if os.getppid() != parent:
+        os._exit(1)  # the parent died before the request was made
+
+
+os.register_at_fork(after_in_child=_in_forked_child)
+
+
+def _prepare(args: argparse.Namespace, out: Path) -> Path:
     suffixes = {s if s.startswith(".") else f".{s}" for s in args.extensions.split(",") if s}
-    text_files, structured = discover(args.data, suffixes)
-    text_files = [p for p in text_files if readable_text(p, args.encoding)]
-    if not text_files and not any(structured.values()):
-        raise UserError(f"no usable text in {' '.join(args.data)} (files were missing, empty, binary or not "
-                        f"{args.encoding}); point --data at text files")
+    found = discover(args.data, suffixes, out)
+    keep_readable_text(found, args.encoding)
+    if not found.files():
+        raise UserError(f"no usable text in {' '.join(args.data)}: {found.why_empty()}; point --data at text "
+                        "files (or widen --extensions, or pass --encoding)")
 
     trained_vocab = tok.parse_spec(args.tokenizer)
     loaded = None if trained_vocab else tok.load(args.tokenizer)
@@ -287,7 +242,7 @@ def prepare(args: argparse.Namespace) -> Path:
         raise UserError(f"{out} holds data from tokenizer '{previous['tokenizer']['spec']}', not '{args.tokenizer}'; "
                         "mixing token ids from different tokenizers is meaningless; use a new --out or "
                         f"--tokenizer {previous['tokenizer']['spec']}")
-    fingerprint = _input_fingerprint(text_files, structured, args, identity)
+    fingerprint = _input_fingerprint(found, args, identity)
     if previous is not None and previous.get("input_fingerprint") == fingerprint and _shards_intact(out, previous):
         info(f"{out} is up to date ({previous['splits']['train']['tokens']:,} train tokens); nothing to do")
         return out
@@ -295,7 +250,7 @@ def prepare(args: argparse.Namespace) -> Path:
     import datasets
 
     out.mkdir(parents=True, exist_ok=True)
-    corpus = load_corpus(text_files, structured, args, out / ".cache", fingerprint)
+    corpus = load_corpus(found, args, out / ".cache", fingerprint)
     documents = int(sum(corpus["end"]))
     if documents == 0:
         raise UserError(f"the corpus in {' '.join(args.data)} is empty (no non-blank text); add text")
@@ -317,8 +272,13 @@ def prepare(args: argparse.Namespace) -> Path:
 
     # uint32 ids in the cache: half the disk of datasets' default int64 lists
     features = datasets.Features({"ids": datasets.Sequence(datasets.Value("uint32")), "n": datasets.Value("int64")})
-    tokenized = corpus.map(encode, batched=True, batch_size=64, num_proc=num_proc if num_proc > 1 else None,
-                           remove_columns=["text", "end"], features=features, desc="tokenizing")
+    global _CHILDREN_DIE_WITH
+    _CHILDREN_DIE_WITH = os.getpid()
+    try:
+        tokenized = corpus.map(encode, batched=True, batch_size=64, num_proc=num_proc if num_proc > 1 else None,
+                               remove_columns=["text", "end"], features=features, desc="tokenizing")
+    finally:
+        _CHILDREN_DIE_WITH = None
     total = int(sum(tokenized["n"]))
 
     generation = out / f"gen-{uuid.uuid4().hex[:10]}"
@@ -340,7 +300,7 @@ def prepare(args: argparse.Namespace) -> Path:
                       "fingerprint": saved_identity},
         "splits": splits,
         "documents": documents,
-        "sources": [str(p) for p in text_files] + [str(p) for files in structured.values() for p in files],
+        "sources": [str(p) for p in found.files()],
     }
     tmp = out / f".{META_FILE}.tmp"
     tmp.write_text(json.dumps(meta, indent=1))

@@ -51,7 +51,7 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
                          for k in sorted(set(existing.model) | set(wanted.model))
                          if existing.model.get(k) != wanted.model.get(k))
         raise UserError(f"{run_dir} holds a run with a different model configuration ({diff}); "
-                        "use a new --out, or the same --preset/--n-layer/--n-embd/--n-head/--init-from")
+                        "use a new --out, or the same --preset/--n-layer/--n-embd/--n-head/--block-size/--init-from")
     if existing.block_size != wanted.block_size:
         raise UserError(f"{run_dir} was trained with --block-size {existing.block_size}, not {wanted.block_size}; "
                         "use the same --block-size or a new --out")
@@ -73,7 +73,7 @@ def check_tokenizer_matches_model(data: DataMeta, model_config, init_from: str) 
 
     fix = f"re-run prepare with --tokenizer {init_from}"
     try:
-        source = tokenizer.load(init_from)
+        source = tokenizer.load(init_from, "--init-from")
     except UserError:
         source = None  # weights without tokenizer files: judge by what we know of the data
     if source is not None:

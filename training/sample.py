@@ -35,14 +35,41 @@ def sample(args: argparse.Namespace) -> list[str]:
     model, tokenizer = load_for_generation(Path(args.model))
     model.eval()
     torch.manual_seed(args.seed)
-    inputs = tokenizer(args.prompt, return_tensors="pt")
-    if inputs["input_ids"].numel() == 0:
-        inputs = {"input_ids": torch.tensor([[tokenizer.eos_token_id]])}
-    texts = []
-    with torch.no_grad():
-        for _ in range(args.num_samples):
-            out = model.generate(**inputs, max_new_tokens=args.max_new_tokens, do_sample=True,
-                                 temperature=args.temperature, top_k=args.top_k,
-                                 pad_token_id=tokenizer.eos_token_id)
-            texts.append(tokenizer.decode(out[0], skip_special_tokens=True))
-    return texts
+    ids = tokenizer(args.prompt, add_special_tokens=False)["input_ids"] or [tokenizer.eos_token_id]
+    prompt = torch.tensor([ids] * args.num_samples)
+    out = generate(model, prompt, args.max_new_tokens, args.temperature, args.top_k, vocab_size=len(tokenizer))
+    return [tokenizer.decode(row, skip_special_tokens=True) for row in out.tolist()]
+
+
+@torch.no_grad()
+def generate(model, ids: torch.Tensor, max_new_tokens: int, temperature: float, top_k: int,
+             vocab_size: int) -> torch.Tensor:
+    """Sample `max_new_tokens` after `ids` (batch x length), whatever the length.
+
+    The model sees at most its n_positions newest tokens: a longer prompt or output slides the
+    window (as nanoGPT does). The key/value cache is used while everything fits in the window;
+    once the window slides, positions shift and each step reads the window afresh.
+    temperature 0 picks the likeliest token; top_k 0 keeps the whole vocabulary. Ids the
+    tokenizer cannot decode (the embedding table is padded for speed) are never picked.
+    """
+    window = model.config.n_positions
+    past = None
+    for _ in range(max_new_tokens):
+        length = ids.size(1)
+        if past is not None and length <= window:
+            out = model(input_ids=ids[:, -1:], past_key_values=past, use_cache=True)
+        else:
+            out = model(input_ids=ids[:, -window:], use_cache=length < window)
+        past = out.past_key_values if length < window else None
+        logits = out.logits[:, -1, :vocab_size].double()  # float64: any finite temperature divides safely
+        if temperature == 0:
+            token = logits.argmax(dim=-1, keepdim=True)
+        else:
+            # the largest logit becomes 0 first, so a tiny temperature cannot overflow to inf - inf
+            logits = (logits - logits.amax(dim=-1, keepdim=True)) / temperature
+            if 0 < top_k < logits.size(-1):
+                kth = torch.topk(logits, top_k).values[:, -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            token = torch.multinomial(torch.softmax(logits, dim=-1), 1)
+        ids = torch.cat([ids, token], dim=1)
+    return ids

@@ -28,11 +28,14 @@ def parse_spec(spec: str) -> int | None:
     return vocab
 
 
-def load(name_or_path: str):
+def load(name_or_path: str, flag: str = "--tokenizer"):
     from transformers import GPT2TokenizerFast
 
+    from training import hub
+
+    target, local_only = hub.resolve(name_or_path, flag, ("tokenizer.json", "vocab.json"))
     try:
-        tokenizer = GPT2TokenizerFast.from_pretrained(name_or_path)
+        tokenizer = GPT2TokenizerFast.from_pretrained(target, local_files_only=local_only)
     except (OSError, ValueError, TypeError) as exc:
         raise UserError(f"cannot load tokenizer '{name_or_path}' ({str(exc).splitlines()[0][:160]}); pass a "
                         "directory with GPT-2 BPE files (vocab.json + merges.txt or tokenizer.json), a hub name "

@@ -19,12 +19,13 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from training import checkpoint, distributed, metrics
-from training.data import SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
+from training.data import DataMeta, SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
 from training.distributed import DistInfo
 from training.errors import UserError
 from training.export import export_model
 from training.log import info as log_info
 from training.log import warn
+from training.memory import check_fits
 from training.model import (
     MODEL_CONFIG,
     config_for,
@@ -36,25 +37,37 @@ from training.model import (
     shape_of,
 )
 from training.optim import Schedule, make_optimizer, set_lr
-from training.preemption import PreemptionWatcher
+from training.preemption import PreemptionWatcher, exit_on_signals
 from training.run_config import RunConfig, check_tokenizer_matches_model, load_or_create_run_config
+from training.run_dir import RunDirClaim, check_location
 from training.step import Stepper, resolve_precision
 
 
 def run(args: argparse.Namespace) -> int:
     """Returns the process exit code (0 done or preempted here; PEER_PREEMPTED for a peer's eviction)."""
     dist_info = distributed.init(args.device, args.dist_timeout)
+    run_dir = Path(args.out)
+    claim = None
     try:
-        return _train(args, dist_info)
+        with exit_on_signals():  # the training loop has its own handlers (PreemptionWatcher)
+            data = load_meta(args.data)
+            check_location(run_dir, data.root)
+            claim = distributed.on_main(lambda: RunDirClaim(run_dir), dist_info)
+            return _train(args, dist_info, data, run_dir, claim)
+    except BaseException:
+        if claim is not None:
+            claim.undo()  # a start that saved nothing leaves RUN_DIR as it found it
+        raise
     finally:
+        if claim is not None:
+            claim.release()
         distributed.shutdown()
 
 
-def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
+def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_dir: Path,
+           claim: RunDirClaim | None) -> int:
     device = dist_info.device
     precision = resolve_precision(args.precision, device)
-    data = load_meta(args.data)
-    run_dir = Path(args.out)
 
     # ---- model configuration and the run's fixed settings (validated before anything is written)
     torch.manual_seed(args.seed)  # identical initial weights on every rank
@@ -100,6 +113,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
 
     # ---- model, optimizer, resume
     if model is None:
+        check_fits(config, device, f"--preset {args.preset} with n_layer {config.n_layer}, n_embd {config.n_embd}")
         model = create_model(config)
     model.to(device)
     optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2))
@@ -113,6 +127,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
         if dist_info.is_main:
             log_info(f"resumed from {latest.path} (step {start_step}, "
                      f"saved by {len(states['trainer']['rng'])} workers, now {dist_info.world_size})")
+            resumed_schedule = states["trainer"].get("schedule")
         del states
     elif dist_info.is_main:
         _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")
@@ -127,18 +142,24 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
                         warmup_steps=args.warmup_steps if args.warmup_steps is not None else max(1, args.max_steps // 50),
                         max_steps=args.max_steps)
     order = SampleOrder(len(train_windows), run_config.seed)  # the run's data order, whatever --seed says now
+    if latest is not None and dist_info.is_main:
+        _announce_schedule_change(resumed_schedule, schedule, start_step)
     tokens_per_step = global_batch * block_size
     n_params = metrics.count_params(model)
     flops_token = metrics.flops_per_token(n_params, config.n_layer, config.n_embd, block_size)
     peak = metrics.peak_flops(device)
 
+    nonfinite_loss = torch.zeros((), dtype=torch.bool, device=device)  # any step since the start; no sync per step
+
     def save(step: int) -> float:
         began = time.perf_counter()
+        _stop_if_diverged(model, nonfinite_loss, step, run_dir, args, dist_info)  # never a NaN checkpoint
         rng = distributed.gather_objects(_rng_state(device), dist_info)
         if dist_info.is_main:
             trainer = {"step": step, "rng": rng, "run_config": run_config.to_dict(), "schedule": vars(schedule)}
             checkpoint.save(run_dir, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                                             "trainer": trainer}, keep=args.keep_checkpoints)
+            claim.saved = True
         distributed.barrier(dist_info)
         return time.perf_counter() - began
 
@@ -161,6 +182,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
             batches = [train_windows.batch([order.window_of(g) for g in mb])
                        for mb in micro_batches(mine, args.batch_size)]
             loss_sum, grad_norm = _first_step_guard(stepper, batches, step == start_step, args, block_size)
+            nonfinite_loss |= ~torch.isfinite(loss_sum)
             step += 1
             window_steps += 1
             loss_acc += loss_sum
@@ -173,6 +195,8 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
                 per_device = tok_s / dist_info.world_size
                 util = metrics.mfu(per_device, flops_token, peak)
                 train_loss = total_loss / total_samples
+                if not np.isfinite(train_loss):
+                    raise _diverged(str(train_loss), step, run_dir, args)
                 if dist_info.is_main:
                     writer.add_scalar("train/loss", train_loss, step)
                     writer.add_scalar("train/lr", schedule.lr_at(step - 1), step)
@@ -269,11 +293,39 @@ def _agree_on_checkpoint(run_dir: Path, dist_info: DistInfo) -> checkpoint.Check
     Each rank choosing for itself could split the job: on NFS (EFS, Filestore) a directory renamed
     a moment ago on one node may not be listed yet on another.
     """
-    chosen = checkpoint.latest_valid(run_dir) if dist_info.is_main else None
+    chosen = distributed.on_main(lambda: checkpoint.resume_point(run_dir), dist_info)
     step = distributed.broadcast_object(chosen.step if chosen else None, dist_info)
     if step is None or dist_info.is_main:
         return chosen
     return checkpoint.wait_for_step(run_dir, step)
+
+
+def _stop_if_diverged(model: torch.nn.Module, nonfinite_loss: torch.Tensor, step: int, run_dir: Path, args,
+                      dist_info: DistInfo) -> None:
+    """Before a checkpoint (periodic, SIGTERM or final): refuse to save weights that are no longer numbers."""
+    finite = torch.stack([torch.isfinite(p).all() for p in model.parameters()]).all()
+    bad = bool(nonfinite_loss) or not bool(finite)
+    if distributed.all_reduce_max(bad, dist_info):
+        raise _diverged("nan", step, run_dir, args)
+
+
+def _diverged(loss: str, step: int, run_dir: Path, args) -> UserError:
+    last = checkpoint.latest_valid(run_dir, announce=False)
+    kept = f"the last finite checkpoint {last.path} is kept" if last else "no checkpoint was written"
+    return UserError(f"the loss became {loss} by step {step}; stopped without saving ({kept}); lower --lr "
+                     f"(now {args.lr:g}), lengthen --warmup-steps or keep --grad-clip on, then run again "
+                     "(it resumes from the last finite checkpoint)")
+
+
+def _announce_schedule_change(saved: dict | None, schedule: Schedule, step: int) -> None:
+    """A longer (or shorter) --max-steps stretches the cosine: the learning rate at the resume step changes."""
+    if not saved or saved == vars(schedule):
+        return
+    before = Schedule(**saved)
+    log_info(f"the learning-rate schedule changed on resume (max steps {before.max_steps} -> {schedule.max_steps}, "
+             f"lr {before.lr:g} -> {schedule.lr:g}, min lr {before.min_lr:g} -> {schedule.min_lr:g}, warmup "
+             f"{before.warmup_steps} -> {schedule.warmup_steps}): the lr at step {step} is now "
+             f"{schedule.lr_at(step):.3g} instead of {before.lr_at(step):.3g}")
 
 
 def _rng_state(device: torch.device) -> dict:

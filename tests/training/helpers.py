@@ -18,9 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 # Tiny and fast, with a constant learning rate after a 2-step warmup: the schedule then does not
 # depend on --max-steps, so "train to 8, then resume to 16" is the same run as "train to 16".
-TINY = ["--preset", "tiny", "--n-layer", "2", "--n-embd", "64", "--n-head", "2", "--block-size", "32",
-        "--lr", "3e-3", "--min-lr", "3e-3", "--warmup-steps", "2", "--log-every", "1", "--eval-every", "1000",
-        "--eval-samples", "16", "--no-progress"]
+TINY_SHAPE = ["--preset", "tiny", "--n-layer", "2", "--n-embd", "64", "--n-head", "2"]
+TINY = [*TINY_SHAPE, "--block-size", "32", "--lr", "3e-3", "--min-lr", "3e-3", "--warmup-steps", "2",
+        "--log-every", "1", "--eval-every", "1000", "--eval-samples", "16", "--no-progress"]
 
 
 def cli(argv: list[str]) -> tuple[int, str, str]:
@@ -35,7 +35,9 @@ def cli(argv: list[str]) -> tuple[int, str, str]:
 
 
 def train(data: Path, out: Path, *extra: str) -> tuple[int, str, str]:
-    return cli(["train", "--data", str(data), "--out", str(out), *TINY, *extra])
+    """The tiny run; a fine-tune (--init-from) takes its shape from the pretrained model instead."""
+    flags = TINY[len(TINY_SHAPE):] if "--init-from" in extra else TINY
+    return cli(["train", "--data", str(data), "--out", str(out), *flags, *extra])
 
 
 def env() -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -145,9 +146,9 @@ def test_a_killed_run_does_not_block_the_next_one(tmp_path):
 
 
 def test_a_big_file_is_read_in_pieces_with_one_end_of_text(tmp_path, monkeypatch, gpt2_style_tokenizer):
-    import training.prepare
+    import training.sources
 
-    monkeypatch.setattr(training.prepare, "CHUNK_CHARS", 2000)  # so a small file spans many pieces
+    monkeypatch.setattr(training.sources, "CHUNK_CHARS", 2000)  # so a small file spans many pieces
     text = "".join(f"line {i}: {TEXTS[i % len(TEXTS)]}\n" for i in range(300))
     (tmp_path / "big.txt").write_text(text)
     code, _, err = prepare("--data", str(tmp_path / "big.txt"), "--out", str(tmp_path / "data"),
@@ -162,3 +163,42 @@ def test_a_big_file_is_read_in_pieces_with_one_end_of_text(tmp_path, monkeypatch
     assert int((tokens == tok.eos_token_id).sum()) == 1
     # Cutting at line ends changes nothing for a byte-level BPE that never merges across newlines.
     assert len(tokens) == len(tok(text)["input_ids"]) + 1
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_killing_prepare_leaves_no_worker_processes(how, tmp_path, gpt2_style_tokenizer):
+    """Kill only the parent (as a supervisor or `kill PID` would): its tokenizer processes must go too."""
+    import signal
+    import sys
+
+    from tests.training.helpers import descendants, kill_tree, spawn, wait_for
+
+    big = "".join(f"{i}: {TEXTS[i % len(TEXTS)]}\n" for i in range(60_000))  # ~10 MB: seconds to tokenize
+    for i in range(4):
+        (tmp_path / f"part{i}.txt").write_text(big)
+    proc = spawn([sys.executable, "-m", "training", "prepare", "--data", str(tmp_path), "--out",
+                  str(tmp_path / "data"), "--tokenizer", str(gpt2_style_tokenizer), "--num-proc", "2"],
+                 tmp_path / "log")
+    workers = []
+    try:
+        workers = wait_for(lambda: len(descendants(proc.pid)) >= 2 and descendants(proc.pid), 120,
+                           "the tokenizer processes", poll=0.05)
+        proc.send_signal(getattr(signal, how))
+        code = proc.wait(timeout=60)
+        assert code == {"SIGINT": 130, "SIGTERM": 143, "SIGKILL": -9}[how], (tmp_path / "log").read_text()[-2000:]
+        wait_for(lambda: not any(alive(pid) for pid in workers), 30, f"workers {workers} to exit after {how}")
+    finally:  # whatever happened, leave no processes of this test behind
+        for pid in [proc.pid, *workers]:
+            kill_tree(pid)
+    if how != "SIGKILL":
+        assert "Traceback" not in (tmp_path / "log").read_text()
+        assert not (tmp_path / "data").exists(), "a first run that was stopped leaves nothing behind"
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie has exited; it only waits for its parent to read its status)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -177,3 +177,13 @@ def test_one_pass_cross_entropy_matches_torch_in_value_and_gradient():
     (expected,) = torch.autograd.grad(reference * 3.0, logits)
     assert ours.item() == pytest.approx(reference.item(), rel=1e-12)
     assert torch.allclose(grad, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_resuming_with_another_max_steps_says_how_the_learning_rate_changes(data_dir, tmp_path):
+    run = tmp_path / "run"
+    assert train(data_dir, run, "--max-steps", "4", "--min-lr", "3e-4", "--no-export")[0] == 0
+    code, out, err = train(data_dir, run, "--max-steps", "8", "--min-lr", "3e-4", "--no-export")
+    assert code == 0, err
+    # A finished cosine (lr at its floor) stretched to 8 steps: step 4 is a third into the decay again.
+    assert ("the learning-rate schedule changed on resume (max steps 4 -> 8, lr 0.003 -> 0.003, min lr 0.0003 -> "
+            "0.0003, warmup 2 -> 2): the lr at step 4 is now 0.00232 instead of 0.0003") in out
