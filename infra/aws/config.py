@@ -208,6 +208,9 @@ def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
     elif not zones:
         raise ConfigError(zones_key, f"no availability zones for region {region}",
                           f"pulumi config set --path '{zones_key}[0]' {region}a (list two or more zones)")
+    if existing is None and len(zones) < 2:
+        raise ConfigError(zones_key, f"{len(zones)} zone: EKS needs subnets in at least two zones for its control "
+                          "plane", f"list a second zone, e.g. pulumi config set --path '{zones_key}[1]' {region}b")
     if len(zones) > 8:
         raise ConfigError(zones_key, f"{len(zones)} zones: the VPC layout has room for 8", "list at most 8 zones")
     for zone in zones:
@@ -228,6 +231,37 @@ def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
                          nat_gateway_per_zone=top(raw, "natGatewayPerZone", as_bool, False), existing=existing)
 
 
+# Graviton (Arm) families: the system nodes boot the x86_64 AL2023 AMI, which cannot run on them.
+_ARM_FAMILY = re.compile(r"^(a1|[a-z]+\d+g[a-z]*)$")
+_INSTANCE_TYPE = re.compile(r"^([a-z][a-z0-9-]*)\.(nano|micro|small|medium|large|metal|\d*xlarge|metal-\d+xl)$")
+
+
+def _system_instance_type(section: Section) -> str:
+    key = f"{section.key}.instanceType"
+    value = section.get("instanceType", as_str, "t3.medium")
+    match = _INSTANCE_TYPE.fullmatch(value)
+    if match is None:
+        raise ConfigError(key, f"{value!r} is not an EC2 instance type (family.size, e.g. t3.medium)",
+                          set_hint(key, "t3.medium"))
+    if _ARM_FAMILY.fullmatch(match.group(1)):
+        raise ConfigError(key, f"{value} is an Arm (Graviton) type; the system nodes run the x86_64 AMI",
+                          set_hint(key, "t3.medium"))
+    return value
+
+
+def _parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
+    key = f"{NAMESPACE}:tags"
+    tags = top(raw, "tags", as_str_map, {})
+    for name in tags:
+        if name.lower().startswith("aws:") or name.startswith("kubernetes.io/") or name.startswith("k8s.io/"):
+            raise ConfigError(f"{key}.{name}", "is in a reserved namespace (aws:, kubernetes.io/, k8s.io/ belong to "
+                              "AWS, EKS and the cluster autoscaler)", f"pulumi config rm --path '{key}.{name}'")
+        if name in ("app", "pulumi-stack"):
+            raise ConfigError(f"{key}.{name}", "is set by trainstack on every resource (cost reports and the orphan "
+                              "audit rely on it)", f"pulumi config rm --path '{key}.{name}'")
+    return tags
+
+
 def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
     key = f"{NAMESPACE}:systemNodes"
     section = Section(key, raw.get(key), ("instanceType", "min", "desired", "max", "diskSizeGb"))
@@ -236,7 +270,7 @@ def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
     max_size = section.get("max", as_int, 2, minimum=1)
     check_scaling(key, min_size, max_size, desired)
     return NodeGroupConfig(
-        instance_types=(section.get("instanceType", as_str, "t3.medium"),),
+        instance_types=(_system_instance_type(section),),
         min_size=min_size,
         desired_size=desired,
         max_size=max_size,
@@ -407,7 +441,7 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         delete_bucket_on_destroy=top(raw, "deleteBucketOnDestroy", as_bool, False),
         cluster_admin_arns=admins,
         api_endpoint=_parse_api_endpoint(raw),
-        tags=top(raw, "tags", as_str_map, {}),
+        tags=_parse_tags(raw),
         budget=parse_budget(raw),
         preview_role_arn=preview_role,
         cluster_autoscaler=autoscaler,

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.config.errors import NAMESPACE, ConfigError, set_hint
-from infra.config.reader import Section, as_bool, as_int, as_object, as_str, reject_unknown
-from infra.training_job import chart_default_values
+from infra.config.reader import Section, as_bool, as_int, as_str
+from infra.config.train_args import parse_train
 
 KEY = f"{NAMESPACE}:job"
 JOB_KEYS = ("enabled", "name", "namespace", "nodesMin", "nodesMax", "gpusPerNode", "procsPerNode", "dataPrefix",
@@ -37,11 +37,6 @@ class JobConfig:
     queue: bool = False  # submit through a Kueue LocalQueue (all pods admitted together)
     queue_name: str = "training"  # the LocalQueue and ClusterQueue
     train: Mapping[str, Any] = field(default_factory=dict)
-
-
-def chart_train_keys() -> tuple[str, ...]:
-    """The chart's own `train` keys: one the chart adds is accepted without touching this file."""
-    return tuple(chart_default_values()["train"])
 
 
 def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -> JobConfig:
@@ -71,8 +66,7 @@ def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -
     if "://" in data_prefix or not data_prefix:
         raise ConfigError(f"{KEY}.dataPrefix", f"expected a prefix inside the snapshot bucket, got {data_prefix!r}",
                           set_hint(f"{KEY}.dataPrefix", "data"))
-    train: dict[str, Any] = section.get("train", as_object, {})
-    reject_unknown(f"{KEY}.train.", train.keys(), chart_train_keys())
+    train: dict[str, Any] = section.get("train", parse_train, {})
     return JobConfig(
         enabled=section.get("enabled", as_bool, False),  # the shipped stack files start without a job (data first)
         name=names["name"],

@@ -90,6 +90,8 @@ _POOL_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 _VERSION_PREFIX = re.compile(r"^1\.\d{2}$")
+# Arm machine series: the x86 COS node image does not boot on them.
+ARM_SERIES = ("t2a", "c4a", "n4a")
 
 
 @dataclass(frozen=True)
@@ -360,8 +362,8 @@ def _parse_system_pool(raw: Mapping[str, str]) -> SystemPoolConfig:
     check_scaling(section.key, min_nodes, max_nodes)
     machine_type = section.get("machineType", as_str, "e2-standard-4")
     if machine_type in FIXED_GPU_MACHINES or n1_vcpus(machine_type) is None and not re.fullmatch(
-            r"[a-z][a-z0-9]*-[a-z]+-\d+", machine_type):
-        raise ConfigError(f"{section.key}.machineType", f"{machine_type!r} is not a general-purpose machine type",
+            r"[a-z][a-z0-9]*-[a-z]+-\d+", machine_type) or machine_type.split("-")[0] in ARM_SERIES:
+        raise ConfigError(f"{section.key}.machineType", f"{machine_type!r} is not a general-purpose x86 machine type",
                           set_hint(f"{section.key}.machineType", "e2-standard-4"))
     return SystemPoolConfig(machine_type=machine_type, min_nodes=min_nodes, max_nodes=max_nodes,
                             disk_size_gb=section.get("diskSizeGb", as_int, 50, minimum=20, maximum=65536))
@@ -390,6 +392,9 @@ def _parse_labels(raw: Mapping[str, str], stack: str) -> dict[str, str]:
                               "keys start with a letter, at most 63 characters)", f"fix {key}.{name}")
         if name in ("app", "pulumi-stack"):
             raise ConfigError(f"{key}.{name}", "is set by trainstack on every resource", f"remove {key}.{name}")
+        if name.startswith("goog"):
+            raise ConfigError(f"{key}.{name}", "starts with goog, which Google reserves for its own labels",
+                              f"rename {key}.{name}")
     stack_label = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
     return {"app": "trainstack", "pulumi-stack": stack_label, **labels}
 

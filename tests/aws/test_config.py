@@ -142,6 +142,36 @@ BAD_CONFIGS = [
     ("run budget for an instance type without a price", {GPU: {"instanceTypes": ["g6e.xlarge"]},
                                                           JOB: {"enabled": True}, "trainstack:maxRunUsd": 100},
      ("trainstack:maxHourlyUsd",), "trainstack:maxRunUsd", "cannot check the budget: no price for g6e.xlarge in infra/cost/prices.yaml"),
+    # job.train: every trainer flag, checked by the trainer's own parser before anything is registered.
+    ("train value that is not a number", {JOB: {"train": {"lr": "fast"}}}, (), f"{JOB}.train.lr",
+     "expected a number, got 'fast'"),
+    ("train value the trainer refuses", {JOB: {"train": {"lr": 5}}}, (), f"{JOB}.train",
+     "the trainer refuses it: argument --lr: must be a finite number <= 1, got 5.0"),
+    ("NaN learning rate", {JOB: {"train": {"lr": "nan"}}}, (), f"{JOB}.train.lr", "expected a number, got"),
+    ("flags that contradict each other", {JOB: {"train": {"lr": 1e-4, "minLr": 1e-3}}}, (), f"{JOB}.train",
+     "--min-lr 0.001 is above --lr 0.0001"),
+    ("unknown train flag key", {JOB: {"train": {"warmupStep": 10}}}, (), f"{JOB}.train.warmupStep",
+     f"did you mean {JOB}.train.warmupSteps?"),
+    ("unknown flag in extraArgs", {JOB: {"train": {"extraArgs": ["--lrr", "1e-4"]}}}, (), f"{JOB}.train",
+     "unrecognized arguments: --lrr 1e-4"),
+    ("extraArgs that move the run off the shared volume", {JOB: {"train": {"extraArgs": ["--out=/tmp/run"]}}}, (),
+     f"{JOB}.train.extraArgs", "--out would move the run off the shared volume"),
+    ("run directory off the shared volume", {JOB: {"train": {"out": "/tmp/run"}}}, (), f"{JOB}.train.out",
+     "'/tmp/run' is off the shared volume (/mnt/shared)"),
+    ("a flag set twice", {JOB: {"train": {"lr": 1e-4, "extraArgs": ["--lr", "3e-4"]}}}, (), f"{JOB}.train.extraArgs",
+     "--lr is also set as a key"),
+    ("unknown preset", {JOB: {"train": {"preset": "gpt3"}}}, (), f"{JOB}.train",
+     "argument --preset: invalid choice: 'gpt3'"),
+    ("one zone", {"trainstack:availabilityZones": ["us-west-2a"]}, (), "trainstack:availabilityZones",
+     "EKS needs subnets in at least two zones"),
+    ("instance type typo", {"trainstack:systemNodes": {"instanceType": "t3-medium"}}, (),
+     "trainstack:systemNodes.instanceType", "is not an EC2 instance type"),
+    ("Arm system instance type", {"trainstack:systemNodes": {"instanceType": "t4g.medium"}}, (),
+     "trainstack:systemNodes.instanceType", "is an Arm (Graviton) type"),
+    ("tag in a reserved namespace", {"trainstack:tags": {"aws:team": "ml"}}, (), "trainstack:tags.aws:team",
+     "is in a reserved namespace"),
+    ("tag trainstack sets itself", {"trainstack:tags": {"pulumi-stack": "prod"}}, (), "trainstack:tags.pulumi-stack",
+     "is set by trainstack on every resource"),
 ]
 
 
@@ -268,3 +298,17 @@ def test_config_values_arrive_as_strings_like_the_cli_sends_them():
                                "trainstack:deleteBucketOnDestroy": "true"}, stack="aws")
 
     assert config.delete_bucket_on_destroy is True
+
+
+def test_job_train_takes_every_trainer_flag_and_passes_the_rest_as_extra_args():
+    from infra.config.train_args import train_keys
+    from training.cli import train_flags
+
+    # Generated from the trainer's parser: every flag is a key, camelCase.
+    assert len(train_keys()) == len(train_flags()) >= 30
+    job = {"enabled": True, "train": {"lr": 3e-4, "warmupSteps": 50, "noExport": True, "maxSteps": 2000,
+                                      "extraArgs": ["--seed", "7"]}}
+    config = parse_aws_config({**as_cli_config(stack_file_config()), **API_ACCESS, JOB: job}, stack="aws")
+    # The chart's own keys stay keys; the others become flags ahead of the user's extraArgs.
+    assert config.job.train == {"maxSteps": 2000,
+                                "extraArgs": ["--lr", "0.0003", "--warmup-steps", "50", "--no-export", "--seed", "7"]}

@@ -120,6 +120,12 @@ BAD_CONFIGS = [
     ("job over the run budget", {"trainstack:job": {"enabled": True, "train": {"maxSteps": 1000000}},
                                  "trainstack:maxRunUsd": 50}, (), "trainstack:maxRunUsd",
      "the job's run is estimated at $"),
+    ("train value the trainer refuses", {JOB: {"train": {"warmupSteps": -5}}}, (), f"{JOB}.train",
+     "the trainer refuses it: argument --warmup-steps"),
+    ("label in Google's namespace", {"trainstack:labels": {"goog-team": "ml"}}, (), "trainstack:labels.goog-team",
+     "Google reserves"),
+    ("Arm system machine type", {"trainstack:systemNodes": {"machineType": "t2a-standard-4"}}, (),
+     "trainstack:systemNodes.machineType", "is not a general-purpose x86 machine type"),
 ]
 
 

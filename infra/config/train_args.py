@@ -1,0 +1,107 @@
+"""`trainstack:job.train`: every flag of `python -m training train`, checked by the trainer's own parser.
+
+The keys are the trainer's flags in camelCase (`--warmup-steps` is `warmupSteps`), taken from
+`training.cli.train_flags()`, so a flag the trainer gains is a key here without touching this file.
+The chart has first-class values for a few of them (its `train:` block); the rest travel in its
+`extraArgs`. The whole command line is then parsed by `training.cli.check_train_args()`, exactly as
+the trainer parses it at start, so a value that would fail 20 minutes into `pulumi up` (a NaN
+learning rate, a typo in a flag) fails before any resource is registered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.config.errors import ConfigError, set_hint
+from infra.config.reader import as_bool, as_int, as_number, as_object, as_str, reject_unknown
+from infra.training_job import chart_default_values
+from training.cli import Flag, check_train_args, train_flags
+from training.errors import UserError
+
+# Set by the platform and the chart, never by a flag: the run must stay on the shared volume (where
+# every node and TensorBoard see it) and read the data set the cache step copied.
+PLACED_BY_THE_PLATFORM = ("--data", "--out")
+
+
+def camel(dest: str) -> str:
+    head, *rest = dest.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def train_keys() -> dict[str, Flag]:
+    return {camel(flag.dest): flag for flag in train_flags()}
+
+
+def _read(flag: Flag, value: Any, key: str) -> Any:
+    if flag.kind == "bool":
+        return as_bool(value, key)
+    if flag.kind == "int":
+        return as_int(value, key)
+    if flag.kind == "float":
+        return as_number(value, key)
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else as_str(value, key)
+
+
+def _extra_args(value: Any, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                              for v in value):
+        raise ConfigError(key, f"expected a list of command-line words, got {value!r}",
+                          set_hint(f"{key}[0]", "--lr"))
+    return [str(v) for v in value]
+
+
+def parse_train(value: Any, key: str) -> dict[str, Any]:
+    """The chart's `train` values for `trainstack:job.train`, every flag checked by the trainer's parser."""
+    given = as_object(value, key)
+    chart = chart_default_values()
+    chart_keys = tuple(chart["train"])
+    flags = train_keys()
+    reject_unknown(f"{key}.", given.keys(), tuple(dict.fromkeys((*chart_keys, *flags))))
+
+    values: dict[str, Any] = {}
+    extra: list[str] = []
+    for name, raw in given.items():
+        if name == "extraArgs":
+            continue
+        flag = flags.get(name)
+        typed = _read(flag, raw, f"{key}.{name}") if flag is not None else raw
+        if name in chart_keys:
+            values[name] = typed
+        elif flag.kind == "bool":
+            extra += [flag.flag] if typed else []
+        else:
+            extra += [flag.flag, str(typed)]
+
+    user_extra = _extra_args(given.get("extraArgs", []), f"{key}.extraArgs")
+    given_flags = {flags[name].flag for name in given if name in flags}
+    for word in user_extra:
+        name = word.split("=", 1)[0]
+        if name in PLACED_BY_THE_PLATFORM:
+            raise ConfigError(f"{key}.extraArgs", f"{name} would move the run off the shared volume (or away from "
+                              "the data the job copies in); the platform sets it", f"remove {name} from {key}.extraArgs "
+                              f"(the run directory is {key}.out, under {chart['storage']['mountPath']})")
+        if name in given_flags:
+            raise ConfigError(f"{key}.extraArgs", f"{name} is also set as a key of {key}",
+                              f"set it in one place: remove it from {key}.extraArgs")
+
+    mount = chart["storage"]["mountPath"].rstrip("/")
+    out = values.get("out") or f"{mount}/runs/job"
+    if not out.startswith(mount + "/") or ".." in out.split("/"):
+        raise ConfigError(f"{key}.out", f"{out!r} is off the shared volume ({mount}): the run would live only in "
+                          "one pod and be lost when it ends", set_hint(f"{key}.out", f"{mount}/runs/<name>"))
+
+    merged = {**chart["train"], **values, "extraArgs": extra + user_extra}
+    argv = ["--data", str(merged["data"]), "--out", out, "--preset", str(merged["preset"]),
+            "--max-steps", str(merged["maxSteps"]), "--batch-size", str(merged["batchSize"]),
+            "--checkpoint-every", str(merged["checkpointEvery"])]
+    if merged.get("initFrom"):
+        argv += ["--init-from", str(merged["initFrom"])]
+    if merged.get("globalBatchSize") is not None:
+        argv += ["--global-batch-size", str(merged["globalBatchSize"])]
+    try:
+        check_train_args([*argv, *merged["extraArgs"]])
+    except UserError as error:
+        raise ConfigError(key, f"the trainer refuses it: {error}",
+                          f"fix {key} (python -m training train --help lists every flag)") from None
+    return {**values, **({"extraArgs": merged["extraArgs"]} if merged["extraArgs"] else {})}
+
