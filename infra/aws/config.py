@@ -133,6 +133,8 @@ class AwsStackConfig:
     gpu_nodes: GpuNodeGroupConfig
     job: JobConfig
     delete_bucket_on_destroy: bool
+    # The shared filesystem holds the runs: `pulumi destroy` refuses while this is on (Pulumi's protect).
+    protect_shared_filesystem: bool
     cluster_admin_arns: tuple[str, ...]
     api_endpoint: ApiEndpointConfig
     tags: Mapping[str, str]
@@ -157,6 +159,7 @@ TOP_LEVEL_KEYS = (
     "job",
     *BUDGET_KEYS,  # maxHourlyUsd, maxRunUsd
     "deleteBucketOnDestroy",
+    "protectSharedFilesystem",
     "clusterAdmins",
     "previewRoleArn",
     "apiEndpoint",
@@ -439,6 +442,7 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         gpu_nodes=gpu_nodes,
         job=job,
         delete_bucket_on_destroy=top(raw, "deleteBucketOnDestroy", as_bool, False),
+        protect_shared_filesystem=top(raw, "protectSharedFilesystem", as_bool, True),
         cluster_admin_arns=admins,
         api_endpoint=_parse_api_endpoint(raw),
         tags=_parse_tags(raw),

@@ -38,6 +38,7 @@ class EfsStorageArgs:
     network: Network  # one mount target per zone; NFS open to the VPC's CIDR only
     claim_namespace: str  # the volume is reserved for this claim (the platform's)
     claim_name: str
+    protect: bool = True  # trainstack:protectSharedFilesystem: destroy refuses while the runs live here
     # The POSIX identity every client of the access point acts as, and the owner of its directory:
     # the training chart's non-root user (securityContext.runAsUser / fsGroup).
     uid: int = field(default_factory=lambda: chart_default_values()["securityContext"]["runAsUser"])
@@ -111,7 +112,7 @@ class EfsStorage(pulumi.ComponentResource):
             # the burst credits a new file system starts with.
             throughput_mode="bursting",
             tags={**tags, "Name": name},
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=args.protect)),
         )
         mount_targets = [
             aws.efs.MountTarget(

@@ -6,7 +6,13 @@ import shlex
 
 import pulumi
 
-from infra.commands import LOCAL_DATA_DIR, UPLOAD_EXCLUDES, kubectl_commands
+from infra.commands import (
+    LOCAL_DATA_DIR,
+    LOCAL_RESULTS_DIR,
+    UPLOAD_EXCLUDES,
+    copy_results_command,
+    kubectl_commands,
+)
 from infra.config import JobConfig
 
 
@@ -19,6 +25,10 @@ def job_commands(*, region: str, cluster_name: str, aws_profile: str | None, job
         # --delete drops superseded generations so pods never download them.
         "uploadDataCommand": pulumi.Output.concat(
             f"aws s3 sync --delete{excludes} {LOCAL_DATA_DIR} s3://", bucket_name, f"/{job.data_prefix}/{profile}"),
+        # The run directory off the shared volume and into the kept bucket: before `pulumi destroy`.
+        "saveResultsCommand": pulumi.Output.concat(
+            copy_results_command(job), f" && aws s3 sync {LOCAL_RESULTS_DIR}/{job.name} s3://", bucket_name,
+            f"/results/{job.name}/{profile}"),
         **kubectl_commands(namespace=job.namespace, job_name=job.name, nodes_max=job.nodes_max,
                            tensorboard=job.tensorboard),
     }

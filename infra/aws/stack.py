@@ -98,7 +98,7 @@ class AwsStack(pulumi.ComponentResource):
                                                                           tags=tags), opts=child)
         storage = EfsStorage(f"{name}-efs", EfsStorageArgs(
             cluster=cluster, network=network, claim_namespace=cfg.job.namespace,
-            claim_name=shared_claim_name(cfg.job), tags=tags), opts=child)
+            claim_name=shared_claim_name(cfg.job), protect=cfg.protect_shared_filesystem, tags=tags), opts=child)
 
         registry = Registry(f"{name}-registry", RegistryArgs(tags=tags), opts=child)
         # Builds with the local Docker/BuildKit of whoever runs `pulumi up`.

@@ -63,6 +63,7 @@ TOP_LEVEL_KEYS = (
     *BUDGET_KEYS,  # maxHourlyUsd, maxRunUsd
     "sharedFilesystem",
     "deleteBucketOnDestroy",
+    "protectSharedFilesystem",
     "labels",
 )
 GPU_POOL_KEYS = ("machineType", "acceleratorType", "acceleratorCount", "diskSizeGb", "diskType", "min", "max",
@@ -167,6 +168,8 @@ class GcpStackConfig:
     job: JobConfig
     filestore: FilestoreConfig | None  # None: no shared filesystem
     delete_bucket_on_destroy: bool
+    # The shared filesystem holds the runs: `pulumi destroy` refuses while this is on (Pulumi's protect).
+    protect_shared_filesystem: bool
     labels: Mapping[str, str]
     budget: Budget = Budget()  # trainstack:maxHourlyUsd / maxRunUsd
 
@@ -461,6 +464,7 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         job=job,
         filestore=filestore,
         delete_bucket_on_destroy=top(raw, "deleteBucketOnDestroy", as_bool, False),
+        protect_shared_filesystem=top(raw, "protectSharedFilesystem", as_bool, True),
         labels=_parse_labels(raw, stack),
         budget=parse_budget(raw),
     )

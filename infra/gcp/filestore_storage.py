@@ -31,6 +31,7 @@ class FilestoreStorageArgs:
     network: GkeNetwork
     claim_namespace: str  # the volume is reserved for this claim (the platform's)
     claim_name: str
+    protect: bool = True  # trainstack:protectSharedFilesystem: destroy refuses while the runs live here
 
 
 class FilestoreStorage(pulumi.ComponentResource):
@@ -49,8 +50,9 @@ class FilestoreStorage(pulumi.ComponentResource):
             file_shares=gcp.filestore.InstanceFileSharesArgs(name=SHARE_NAME, capacity_gb=args.config.capacity_gb),
             networks=[gcp.filestore.InstanceNetworkArgs(
                 network=args.network.network_name, modes=["MODE_IPV4"], connect_mode="DIRECT_PEERING")],
-            deletion_protection_enabled=False,  # `pulumi destroy` must be able to remove it
-            opts=child_options(self, None, opts),
+            # Pulumi's protect, not GCP's: `pulumi destroy` stops before deleting anything at all.
+            deletion_protection_enabled=False,
+            opts=child_options(self, None, opts, protect=args.protect),
         )
         self.instance_name = instance.name
         self.ip_address = instance.networks.apply(lambda networks: networks[0].ip_addresses[0])

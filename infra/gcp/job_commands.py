@@ -6,7 +6,13 @@ import re
 
 import pulumi
 
-from infra.commands import LOCAL_DATA_DIR, UPLOAD_EXCLUDES, kubectl_commands
+from infra.commands import (
+    LOCAL_DATA_DIR,
+    LOCAL_RESULTS_DIR,
+    UPLOAD_EXCLUDES,
+    copy_results_command,
+    kubectl_commands,
+)
 from infra.config import JobConfig
 from infra.gcp.machine_types import GpuDirectProfile
 from infra.paths import TRAINING_JOB_CHART_DIR, project_relative
@@ -29,6 +35,10 @@ def job_commands(*, project: str, location: str, cluster_name: str, job: JobConf
         "uploadDataCommand": pulumi.Output.concat(
             f"gcloud storage rsync --recursive --delete-unmatched-destination-objects --exclude '{excludes}' "
             f"{LOCAL_DATA_DIR} gs://", bucket_name, f"/{job.data_prefix}"),
+        # The run directory off the shared volume and into the kept bucket: before `pulumi destroy`.
+        "saveResultsCommand": pulumi.Output.concat(
+            copy_results_command(job), f" && gcloud storage rsync --recursive {LOCAL_RESULTS_DIR}/{job.name} gs://",
+            bucket_name, f"/results/{job.name}"),
         **kubectl_commands(namespace=job.namespace, job_name=job.name, nodes_max=job.nodes_max,
                            tensorboard=job.tensorboard),
     }

@@ -109,7 +109,8 @@ class GcpStack(pulumi.ComponentResource):
         if cfg.filestore is not None:
             storage = FilestoreStorage(f"{name}-filestore", FilestoreStorageArgs(
                 project=cfg.project, config=cfg.filestore, cluster=cluster, network=network,
-                claim_namespace=cfg.job.namespace, claim_name=shared_claim_name(cfg.job)), opts=after_apis)
+                claim_namespace=cfg.job.namespace, claim_name=shared_claim_name(cfg.job),
+                protect=cfg.protect_shared_filesystem), opts=after_apis)
 
         job_pool = cfg.job_pool
         job_values: dict[str, Any] = {}

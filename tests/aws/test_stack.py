@@ -671,3 +671,12 @@ def test_every_component_child_is_parented_and_every_resource_under_the_stack_co
     top = [r for r in up.registrations if r.parent == stack.parent]
     assert top == [stack]  # one root: the AwsStack component
     assert all(r.parent is not None for r in up.registrations)
+
+
+def test_the_shared_filesystem_is_protected_until_the_config_releases_it(up):
+    # `pulumi destroy` refuses (before deleting anything) while the runs live only on EFS.
+    assert up.one(FILE_SYSTEM).protect is True
+    released = run_main(config_with({"trainstack:protectSharedFilesystem": False}))
+    assert released.one(FILE_SYSTEM).protect is False
+    assert up.exports["saveResultsCommand"].endswith(
+        f"aws s3 sync results/train s3://{up.exports['bucketName']}/results/train/")

@@ -299,3 +299,24 @@ def test_queue_puts_the_job_behind_kueue_with_the_pools_gpus():
     assert gpu == 4  # 2 nodes x 2 T4
     flavor = result.one("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor").inputs["spec"]
     assert flavor["nodeLabels"]["trainstack/node-pool"] == "t4"
+
+
+def test_the_shared_filesystem_is_protected_until_the_config_releases_it(up):
+    # `pulumi destroy` refuses (before deleting anything) while the runs live only on Filestore.
+    assert up.one(FILESTORE).protect is True
+    released = run_main(config_with({"trainstack:protectSharedFilesystem": False}))
+    assert released.one(FILESTORE).protect is False
+
+
+def test_save_results_copies_the_run_directory_to_the_bucket_without_the_job(up):
+    import shlex
+
+    command = up.exports["saveResultsCommand"]
+    words = shlex.split(command)
+    overrides = json.loads(next(w for w in words if w.startswith("--overrides=")).split("=", 1)[1])
+    spec = overrides["spec"]
+    assert spec["volumes"] == [{"name": "shared", "persistentVolumeClaim": {"claimName": "train-shared",
+                                                                            "readOnly": True}}]
+    assert spec["securityContext"]["runAsUser"] == 10001  # the trainer's user owns the run
+    assert "kubectl cp -n default trainstack-results:/mnt/shared/runs/train results/train" in command
+    assert command.endswith("gcloud storage rsync --recursive results/train gs://trainstack-snapshots-5f6a7b8/results/train")
