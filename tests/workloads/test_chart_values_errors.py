@@ -74,6 +74,10 @@ BAD_VALUES = {
     "nccl check threshold text": ({"ncclCheck": {"minBusBandwidthGBps": "25GB/s"}}, "/ncclCheck/minBusBandwidthGBps"),
     "nccl check unknown benchmark": ({"ncclCheck": {"benchmark": "all_gather"}}, "/ncclCheck/benchmark"),
     "nccl check size": ({"ncclCheck": {"maxBytes": "512MB"}}, "/ncclCheck/maxBytes"),
+    "pod label overriding a selector label": ({"podLabels": {"app.kubernetes.io/instance": "other"}},
+                                              "podLabels.app.kubernetes.io/instance: the chart and the Job controller"),
+    "pod label the Job controller sets": ({"podLabels": {"batch.kubernetes.io/job-name": "x"}},
+                                          "podLabels.batch.kubernetes.io/job-name"),
 }
 
 

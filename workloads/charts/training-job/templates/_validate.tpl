@@ -11,6 +11,13 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 {{- fail (printf "release name %q: must start with a letter and contain only lowercase letters, digits and '-' (it names the rendezvous Service)" .Release.Name) -}}
 {{- end -}}
 
+{{- /* The Job, Service and NetworkPolicy find the pods by these; a podLabels entry would override them. */ -}}
+{{- range $key, $_ := $v.podLabels -}}
+{{- if or (hasPrefix "app.kubernetes.io/" $key) (hasPrefix "batch.kubernetes.io/" $key) (eq $key "job-name") (eq $key "controller-uid") -}}
+{{- fail (printf "podLabels.%s: the chart and the Job controller set this label (pods are selected by it); use a key of your own" $key) -}}
+{{- end -}}
+{{- end -}}
+
 {{- if gt (int $nodes.min) (int $nodes.max) -}}
 {{- fail (printf "job.nodes.min (%d) must not exceed job.nodes.max (%d)" (int $nodes.min) (int $nodes.max)) -}}
 {{- end -}}
