@@ -28,7 +28,7 @@ from training.log import warn
 from training.model import (
     MODEL_CONFIG,
     config_for,
-    create_model,
+    create_gpt,
     load_model_config,
     load_pretrained,
     resolve_shape,
@@ -38,7 +38,7 @@ from training.model import (
 from training.optim import Schedule, make_optimizer, set_lr
 from training.preemption import PreemptionWatcher
 from training.run_config import RunConfig, check_tokenizer_matches_model, load_or_create_run_config
-from training.step import Stepper, resolve_precision
+from training.step import Stepper, resolve_compile, resolve_precision
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,7 +100,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
 
     # ---- model, optimizer, resume
     if model is None:
-        model = create_model(config)
+        model = create_gpt(config)
     model.to(device)
     optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2))
     start_step = 0
@@ -117,8 +117,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
     elif dist_info.is_main:
         _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")
 
-    use_compile = args.compile == "on" or (args.compile == "auto" and device.type == "cuda")
-    step_model = torch.compile(model) if use_compile else model
+    step_model = torch.compile(model) if resolve_compile(args.compile) else model
     if dist_info.is_distributed:
         step_model = DistributedDataParallel(step_model, device_ids=[device.index] if device.type == "cuda" else None)
     stepper = Stepper(step_model, optimizer, device, precision, args.grad_clip, dist_info.world_size, global_batch)
@@ -219,7 +218,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
             writer.close()
 
     if dist_info.is_main and not args.no_export:
-        path = export_model(model, run_dir)
+        path = export_model(model.to_hf(), run_dir)
         log_info(f"exported the model to {path} (load it with AutoModelForCausalLM.from_pretrained)")
     distributed.barrier(dist_info)
     return 0
