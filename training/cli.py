@@ -55,35 +55,57 @@ def _add_prepare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=1337)
 
 
-def _add_train(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train (or fine-tune) a GPT-2 model; resumes automatically")
-    p.add_argument("--data", required=True, metavar="DATA_DIR", help="output of `prepare`")
-    p.add_argument("--out", required=True, metavar="RUN_DIR", help="checkpoints, logs and the export")
+def _add_shape(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """Model shape flags, shared by `train` and `bench`."""
     model = p.add_argument_group("model")
     model.add_argument("--preset", choices=sorted(PRESETS), default="gpt2")
-    model.add_argument("--init-from", metavar="DIR_OR_HUB_NAME", default=None,
-                       help="start from pretrained weights (e.g. gpt2, distilgpt2, or a local export)")
     model.add_argument("--n-layer", type=_positive_int, default=None)
     model.add_argument("--n-embd", type=_positive_int, default=None)
     model.add_argument("--n-head", type=_positive_int, default=None)
     model.add_argument("--block-size", type=_positive_int, default=None, help="sequence length")
     model.add_argument("--dropout", type=float, default=0.0)
+    return model
 
+
+def _add_step_settings(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """Batch and optimizer flags, shared by `train` and `bench`."""
     opt = p.add_argument_group("optimisation")
-    opt.add_argument("--max-steps", type=_positive_int, default=1000)
     opt.add_argument("--batch-size", type=_positive_int, default=8, help="sequences per process per micro-step")
-    opt.add_argument("--global-batch-size", type=_positive_int, default=None,
-                     help="sequences per optimizer step across all workers (fixed for the run, so "
-                          "elastic restarts with fewer workers accumulate more micro-steps; "
-                          "default: batch size x initial world size)")
     opt.add_argument("--lr", type=float, default=6e-4)
-    opt.add_argument("--min-lr", type=float, default=None, help="floor of the cosine schedule (default lr/10)")
-    opt.add_argument("--warmup-steps", type=_non_negative_int, default=None,
-                     help="linear warmup steps (default: 2%% of max steps)")
     opt.add_argument("--weight-decay", type=float, default=0.1)
     opt.add_argument("--beta1", type=float, default=0.9)
     opt.add_argument("--beta2", type=float, default=0.95)
     opt.add_argument("--grad-clip", type=float, default=1.0, help="0 disables clipping")
+    return opt
+
+
+def _add_device_settings(group) -> None:
+    """Device flags, shared by `train` and `bench`."""
+    group.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    group.add_argument("--precision", choices=("auto", "bf16", "fp16", "fp32"), default="auto",
+                       help="auto: bf16 autocast on GPUs and on CPUs with native bf16 (AVX512-BF16, AMX), "
+                            "fp32 elsewhere")
+    group.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                       help="torch.compile the model and its loss (auto: on)")
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train (or fine-tune) a GPT-2 model; resumes automatically")
+    p.add_argument("--data", required=True, metavar="DATA_DIR", help="output of `prepare`")
+    p.add_argument("--out", required=True, metavar="RUN_DIR", help="checkpoints, logs and the export")
+    model = _add_shape(p)
+    model.add_argument("--init-from", metavar="DIR_OR_HUB_NAME", default=None,
+                       help="start from pretrained weights (e.g. gpt2, distilgpt2, or a local export)")
+
+    opt = _add_step_settings(p)
+    opt.add_argument("--max-steps", type=_positive_int, default=1000)
+    opt.add_argument("--global-batch-size", type=_positive_int, default=None,
+                     help="sequences per optimizer step across all workers (fixed for the run, so "
+                          "elastic restarts with fewer workers accumulate more micro-steps; "
+                          "default: batch size x initial world size)")
+    opt.add_argument("--min-lr", type=float, default=None, help="floor of the cosine schedule (default lr/10)")
+    opt.add_argument("--warmup-steps", type=_non_negative_int, default=None,
+                     help="linear warmup steps (default: 2%% of max steps)")
 
     run = p.add_argument_group("run")
     run.add_argument("--checkpoint-every", type=_positive_int, default=200)
@@ -94,11 +116,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
                           "batch sizes and worker counts")
     run.add_argument("--log-every", type=_positive_int, default=10)
     run.add_argument("--seed", type=int, default=1337)
-    run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    run.add_argument("--precision", choices=("auto", "bf16", "fp16", "fp32"), default="auto",
-                     help="auto: bf16 autocast on GPUs that support it, fp32 elsewhere")
-    run.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
-                     help="torch.compile the model (auto: on for CUDA)")
+    _add_device_settings(run)
     run.add_argument("--dist-timeout", type=_positive_int, default=600,
                      help="seconds a collective may wait for a lost peer before failing")
     run.add_argument("--no-export", action="store_true", help="skip the Hugging Face export at the end")
@@ -117,16 +135,15 @@ def _add_sample(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="measure training throughput on this device (one JSON line)")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="gpt2")
-    p.add_argument("--batch-size", type=_positive_int, default=8)
-    p.add_argument("--block-size", type=_positive_int, default=1024)
-    p.add_argument("--vocab-size", type=_positive_int, default=50304)
+    p = sub.add_parser("bench", help="measure training throughput on this device (one JSON line); takes "
+                                     "train's model, batch and device flags")
+    _add_shape(p)
+    _add_step_settings(p)
+    _add_device_settings(p)
+    p.add_argument("--vocab-size", type=_positive_int, default=50304,
+                   help="vocabulary (train takes it from DATA_DIR; 50304 is GPT-2's, padded)")
     p.add_argument("--steps", type=_positive_int, default=20, help="timed steps")
     p.add_argument("--warmup", type=_non_negative_int, default=5, help="untimed steps (compilation)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    p.add_argument("--precision", choices=("auto", "bf16", "fp16", "fp32"), default="auto")
-    p.add_argument("--compile", choices=("auto", "on", "off"), default="auto")
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
