@@ -19,6 +19,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from training import checkpoint, distributed, metrics
+from training.checkpoint_writer import BackgroundCheckpointer
 from training.data import SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
 from training.distributed import DistInfo
 from training.errors import UserError
@@ -131,13 +132,18 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
     flops_token = metrics.flops_per_token(n_params, config.n_layer, config.n_embd, block_size)
     peak = metrics.peak_flops(device)
 
-    def save(step: int) -> float:
+    # Rank 0 writes; periodic checkpoints in the background, the last one and the one before a stop
+    # (SIGTERM) synchronously, so the process exits only with its last step on disk.
+    saver = BackgroundCheckpointer(run_dir, args.keep_checkpoints) if dist_info.is_main else None
+
+    def save(step: int, wait: bool) -> float:
+        """Seconds the training loop spent on it (the background write is not counted)."""
         began = time.perf_counter()
         rng = distributed.gather_objects(_rng_state(device), dist_info)
-        if dist_info.is_main:
+        if saver is not None:
             trainer = {"step": step, "rng": rng, "run_config": run_config.to_dict(), "schedule": vars(schedule)}
-            checkpoint.save(run_dir, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                            "trainer": trainer}, keep=args.keep_checkpoints)
+            saver.save(step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "trainer": trainer},
+                       wait=wait)
         distributed.barrier(dist_info)
         return time.perf_counter() - began
 
@@ -198,9 +204,11 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
 
             stop = distributed.all_reduce_max(watcher.signalled, dist_info)
             if stop or step % args.checkpoint_every == 0 or step == args.max_steps:
-                seconds = save(step)
+                seconds = save(step, wait=stop or step == args.max_steps)
                 if dist_info.is_main:
                     writer.add_scalar("perf/checkpoint_s", seconds, step)
+                    if saver.last_write_s is not None:
+                        writer.add_scalar("perf/checkpoint_write_s", saver.last_write_s, step)
                     writer.flush()
                 window_start += seconds  # checkpoint time is reported separately, not as step time
             if progress is not None:
@@ -211,6 +219,8 @@ def _train(args: argparse.Namespace, dist_info: DistInfo) -> int:
                                 f"exiting with {code}", force=True)
                 return code
     finally:
+        if saver is not None:
+            saver.wait()  # a write in flight finishes before anything else (it may be the only copy)
         watcher.restore()
         if progress is not None:
             progress.close()
