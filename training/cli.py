@@ -118,7 +118,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--seed", type=int, default=1337)
     _add_device_settings(run)
     run.add_argument("--dist-timeout", type=_positive_int, default=600,
-                     help="seconds a collective may wait for a lost peer before failing")
+                     help="seconds a collective may wait before failing (checkpoint barriers wait this long)")
+    run.add_argument("--peer-timeout", type=_positive_int, default=30,
+                     help="seconds without a heartbeat from a peer (a node lost without a connection reset) "
+                          "before the survivors restart without it")
     run.add_argument("--no-export", action="store_true", help="skip the Hugging Face export at the end")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
 

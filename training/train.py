@@ -24,6 +24,7 @@ from training.data import SampleOrder, TokenWindows, load_meta, micro_batches, r
 from training.distributed import DistInfo
 from training.errors import UserError
 from training.export import export_model
+from training.heartbeat import PeerWatchdog
 from training.log import info as log_info
 from training.log import warn
 from training.model import (
@@ -45,9 +46,13 @@ from training.step import Stepper, resolve_compile, resolve_precision
 def run(args: argparse.Namespace) -> int:
     """Returns the process exit code (0 done or preempted here; PEER_PREEMPTED for a peer's eviction)."""
     dist_info = distributed.init(args.device, args.dist_timeout)
+    watchdog = PeerWatchdog(dist_info.rank, dist_info.world_size, args.peer_timeout).start() \
+        if dist_info.is_distributed else None
     try:
         return _train(args, dist_info)
     finally:
+        if watchdog is not None:
+            watchdog.stop()
         distributed.shutdown()
 
 
