@@ -98,7 +98,23 @@ def default_schedule(max_steps: int, lr: float = LR) -> Schedule:
     return Schedule(lr=lr, min_lr=lr / 10, warmup_steps=max(1, max_steps // 50), max_steps=max_steps)
 
 
-class OurLoop:
+class TimedLoop:
+    """A training loop driven one optimizer step per `step()` call."""
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+    def run(self, steps: int) -> list[float]:
+        """`steps` steps; the seconds each took."""
+        took = []
+        for _ in range(steps):
+            began = time.perf_counter()
+            self.step()
+            took.append(time.perf_counter() - began)
+        return took
+
+
+class OurLoop(TimedLoop):
     """train.py's loop body for one process, one optimizer step per `step()` call, at `train`'s
     defaults for this device (precision and compile "auto") unless told otherwise."""
 
@@ -132,27 +148,19 @@ class OurLoop:
             self.loss_acc.zero_()
             self.since_log = 0
 
-    def run(self, steps: int) -> list[float]:
-        """`steps` steps; the seconds each took."""
-        took = []
-        for _ in range(steps):
-            began = time.perf_counter()
-            self.step()
-            took.append(time.perf_counter() - began)
-        return took
+
+def logits_loss(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    logits = model(input_ids=x)
+    logits = getattr(logits, "logits", logits)  # GPT2LMHeadModel's output object, or our tensor
+    return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
 
 
 @torch.no_grad()
-def eval_loss(model, windows: TokenWindows, n: int = 16, batch_size: int = 8) -> float:
+def eval_loss(model, windows: TokenWindows, n: int = 16, batch_size: int = 8, loss_of=logits_loss) -> float:
     """Mean next-token loss on the last `n` windows (a fixed set every trainer sees the same way)."""
     model.eval()
     idx = list(range(len(windows) - n, len(windows)))
-    total = 0.0
-    for mb in micro_batches(idx, batch_size):
-        x, y = windows.batch(mb)
-        logits = model(input_ids=x)
-        logits = getattr(logits, "logits", logits)  # GPT2LMHeadModel's output object, or our tensor
-        total += torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)).item() * len(mb)
+    total = sum(loss_of(model, *windows.batch(mb)).item() * len(mb) for mb in micro_batches(idx, batch_size))
     model.train()
     return total / n
 

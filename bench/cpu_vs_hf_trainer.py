@@ -147,7 +147,7 @@ def lockstep_round(setup: common.Setup, total: int, warmup: int, batch_size: int
     evals = {"hf_trainer": common.eval_loss(trainer.model, setup.windows),
              "ours": common.eval_loss(loops["ours"].model, setup.windows)}
     if "nanogpt" in loops:
-        evals["nanogpt"] = nanogpt.eval_loss(loops["nanogpt"].model, setup.windows)
+        evals["nanogpt"] = common.eval_loss(loops["nanogpt"].model, setup.windows, loss_of=nanogpt.loss_of)
     return {"times": {name: t[warmup:] for name, t in clock.times.items()},
             "first_loss": {"hf_trainer": clock.first_loss, **{n: loop.losses[0][1] for n, loop in loops.items()}},
             "eval_loss": evals,

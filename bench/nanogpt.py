@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import sys
-import time
 from pathlib import Path
 
 import common
@@ -58,7 +57,7 @@ def build(module, config, block_size: int, init_state: dict | None):
     return model
 
 
-class NanoLoop:
+class NanoLoop(common.TimedLoop):
     """nanoGPT's train.py loop body for one process, on our token windows in our sample order."""
 
     def __init__(self, model, windows: TokenWindows, max_steps: int, batch_size: int, device: torch.device,
@@ -96,24 +95,7 @@ class NanoLoop:
         if self.done % self.log_every == 0 or self.done == 1:
             self.losses.append((self.done, loss.item()))
 
-    def run(self, steps: int) -> list[float]:
-        took = []
-        for _ in range(steps):
-            began = time.perf_counter()
-            self.step()
-            took.append(time.perf_counter() - began)
-        return took
 
-
-@torch.no_grad()
-def eval_loss(model, windows: TokenWindows, n: int = 16, batch_size: int = 8) -> float:
-    """common.eval_loss for nanoGPT's forward, which returns (logits, loss) when given targets."""
-    model.eval()
-    idx = list(range(len(windows) - n, len(windows)))
-    total = 0.0
-    for start in range(0, n, batch_size):
-        mb = idx[start: start + batch_size]
-        x, y = windows.batch(mb)
-        total += model(x, y)[1].item() * len(mb)
-    model.train()
-    return total / n
+def loss_of(model, x, y):
+    """nanoGPT's forward returns (logits, loss) when given targets."""
+    return model(x, y)[1]
