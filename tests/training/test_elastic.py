@@ -113,7 +113,7 @@ def test_sigterm_to_torchrun_checkpoints_on_every_worker_path(data_dir, tmp_path
 
 def test_kill_9_one_node_and_start_it_again_the_job_finishes(data_dir, tmp_path):
     """Two torchrun node agents, c10d rendezvous on 127.0.0.1; node 1 dies hard and comes back."""
-    run, port, steps = tmp_path / "run", free_port(), 120
+    run, port, steps = tmp_path / "run", free_port(), 300
 
     def agent(is_host: bool, log_name: str):
         launcher = torchrun("--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",
@@ -126,7 +126,8 @@ def test_kill_9_one_node_and_start_it_again_the_job_finishes(data_dir, tmp_path)
     node0 = agent(True, "node0.log")
     node1 = agent(False, "node1.log")
     log0 = tmp_path / "node0.log"
-    wait_for(lambda: "on 2 worker(s)" in log0.read_text() and 10 in checkpoint_steps(run), 180,
+    # (any checkpoint from step 10 on: with keep 3, step 10's own is pruned 15 steps later)
+    wait_for(lambda: "on 2 worker(s)" in log0.read_text() and max(checkpoint_steps(run), default=0) >= 10, 180,
              "two workers past the step-10 checkpoint")
     kill_tree(node1.pid)
     node1.wait()
@@ -158,7 +159,7 @@ def test_a_silently_lost_node_stalls_the_survivor_for_the_peer_timeout_not_the_d
     node0, node1 = agent(True, "node0.log"), agent(False, "node1.log")
     log0 = tmp_path / "node0.log"
     try:
-        wait_for(lambda: "on 2 worker(s)" in log0.read_text() and 5 in checkpoint_steps(run), 180,
+        wait_for(lambda: "on 2 worker(s)" in log0.read_text() and max(checkpoint_steps(run), default=0) >= 5, 180,
                  "two workers past the step-5 checkpoint")
         frozen = kill_tree(node1.pid, signal.SIGSTOP)
         stopped_at = time.monotonic()
