@@ -7,6 +7,7 @@ this rank's samples, micro-batches from the token windows, `Stepper.step`, a hos
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import platform
@@ -25,9 +26,9 @@ if str(ROOT) not in sys.path:
 import torch  # noqa: E402
 
 from training.data import SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples  # noqa: E402
-from training.model import config_for, create_model, resolve_shape  # noqa: E402
+from training.model import config_for, create_gpt, create_model, resolve_shape  # noqa: E402
 from training.optim import Schedule, make_optimizer, set_lr  # noqa: E402
-from training.step import Stepper  # noqa: E402
+from training.step import Stepper, resolve_compile, resolve_precision  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 RESULTS = ROOT / "bench" / "results"
@@ -64,7 +65,15 @@ class Setup:
     init_state: dict
 
     def fresh_model(self):
-        model = create_model(self.config)
+        """transformers' GPT2LMHeadModel with the initial weights (the HF Trainer peer)."""
+        model = create_model(copy.deepcopy(self.config))
+        model.load_state_dict(self.init_state)
+        model.train()
+        return model
+
+    def fresh_gpt(self):
+        """The model `train` trains (training/gpt.py), with the same initial weights."""
+        model = create_gpt(copy.deepcopy(self.config))
         model.load_state_dict(self.init_state)
         model.train()
         return model
@@ -78,7 +87,7 @@ def make_setup(data_dir: Path, name: str, preset: str = "tiny", n_layer=None, n_
     config = config_for(shape, data.vocab_size, 0.0, data.eos_token_id)
     block = block_size or config.n_positions
     torch.manual_seed(seed)
-    model = create_model(config)
+    model = create_gpt(config)
     init_state = {k: v.clone() for k, v in model.state_dict().items()}
     windows = TokenWindows(data.shards("train"), data.dtype, block)
     return Setup(name=name, config=config, block_size=block, windows=windows, init_state=init_state)
@@ -89,15 +98,36 @@ def default_schedule(max_steps: int, lr: float = LR) -> Schedule:
     return Schedule(lr=lr, min_lr=lr / 10, warmup_steps=max(1, max_steps // 50), max_steps=max_steps)
 
 
-class OurLoop:
-    """train.py's loop body for one process, one optimizer step per `step()` call."""
+class TimedLoop:
+    """A training loop driven one optimizer step per `step()` call."""
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+    def run(self, steps: int) -> list[float]:
+        """`steps` steps; the seconds each took."""
+        took = []
+        for _ in range(steps):
+            began = time.perf_counter()
+            self.step()
+            took.append(time.perf_counter() - began)
+        return took
+
+
+class OurLoop(TimedLoop):
+    """train.py's loop body for one process, one optimizer step per `step()` call, at `train`'s
+    defaults for this device (precision and compile "auto") unless told otherwise."""
 
     def __init__(self, model, windows: TokenWindows, max_steps: int, batch_size: int, seed: int = SEED,
-                 global_batch: int | None = None):
+                 global_batch: int | None = None, precision: str = "auto", compile: str = "auto"):
         self.windows, self.batch_size = windows, batch_size
         self.global_batch = global_batch or batch_size
+        self.model = model
         self.optimizer = make_optimizer(model, LR, WEIGHT_DECAY, BETAS)
-        self.stepper = Stepper(model, self.optimizer, CPU, "fp32", GRAD_CLIP, 1, self.global_batch)
+        self.precision = resolve_precision(precision, CPU)
+        self.compiled = resolve_compile(compile)
+        step_model = torch.compile(model) if self.compiled else model
+        self.stepper = Stepper(step_model, self.optimizer, CPU, self.precision, GRAD_CLIP, 1, self.global_batch)
         self.schedule = default_schedule(max_steps)
         self.order = SampleOrder(len(windows), seed)
         self.loss_acc, self.since_log, self.done = torch.zeros(()), 0, 0
@@ -118,26 +148,19 @@ class OurLoop:
             self.loss_acc.zero_()
             self.since_log = 0
 
-    def run(self, steps: int) -> list[float]:
-        """`steps` steps; the seconds each took."""
-        took = []
-        for _ in range(steps):
-            began = time.perf_counter()
-            self.step()
-            took.append(time.perf_counter() - began)
-        return took
+
+def logits_loss(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    logits = model(input_ids=x)
+    logits = getattr(logits, "logits", logits)  # GPT2LMHeadModel's output object, or our tensor
+    return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
 
 
 @torch.no_grad()
-def eval_loss(model, windows: TokenWindows, n: int = 16, batch_size: int = 8) -> float:
+def eval_loss(model, windows: TokenWindows, n: int = 16, batch_size: int = 8, loss_of=logits_loss) -> float:
     """Mean next-token loss on the last `n` windows (a fixed set every trainer sees the same way)."""
     model.eval()
     idx = list(range(len(windows) - n, len(windows)))
-    total = 0.0
-    for mb in micro_batches(idx, batch_size):
-        x, y = windows.batch(mb)
-        logits = model(input_ids=x).logits
-        total += torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)).item() * len(mb)
+    total = sum(loss_of(model, *windows.batch(mb)).item() * len(mb) for mb in micro_batches(idx, batch_size))
     model.train()
     return total / n
 

@@ -91,7 +91,7 @@ def wait_for(predicate, timeout: float, what: str, agents: list[Agent]):
     raise SystemExit(f"timed out after {timeout}s waiting for {what}\n{tails}")
 
 
-def scenario(data_dir: Path, work: Path, args, rdzv_extra: str) -> dict:
+def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kill") -> dict:
     run = work / "run"
     port, rdzv_id = common.free_port(), f"bench-{uuid.uuid4().hex[:8]}"
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",
@@ -99,10 +99,11 @@ def scenario(data_dir: Path, work: Path, args, rdzv_extra: str) -> dict:
     train = ["-m", "training", "train", "--data", str(data_dir), "--out", str(run), "--preset", "tiny",
              "--block-size", str(args.block_size), "--batch-size", str(args.batch_size), "--max-steps", "1000000",
              "--checkpoint-every", str(args.checkpoint_every), "--eval-every", "1000000", "--log-every", "1",
-             "--dist-timeout", "30", "--no-progress", "--no-export"]
+             "--dist-timeout", str(args.dist_timeout), "--peer-timeout", str(args.peer_timeout), "--no-progress",
+             "--no-export", *args.train_extra]
 
     def agent(index: int) -> Agent:
-        launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1:2", "--nproc-per-node", "1",
+        launcher = [sys.executable, "-m", args.launcher, "--nnodes", "1:2", "--nproc-per-node", "1",
                     "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", rdzv_id,
                     "--rdzv-conf", f"is_host={'true' if index == 0 else 'false'},join_timeout=60,last_call_timeout=1"
                     + (f",{rdzv_extra}" if rdzv_extra else ""),
@@ -117,18 +118,23 @@ def scenario(data_dir: Path, work: Path, args, rdzv_extra: str) -> dict:
                  and max((s for a in agents for s in a.steps()), default=0) >= kill_at,
                  args.timeout, f"two workers at step {kill_at}", agents)
         step_at_kill = max(s for a in agents for s in a.steps())
-        killed = common.kill_tree(node1.proc.pid, signal.SIGKILL)
+        # kill: SIGKILL, the kernel resets its connections. freeze: SIGSTOP, its sockets stay open and
+        # nothing tells node 0 (a node that lost power or network): only heartbeats can notice.
+        killed = common.kill_tree(node1.proc.pid, signal.SIGKILL if mode == "kill" else signal.SIGSTOP)
         t_kill = time.monotonic()
-        node1.proc.wait()
+        if mode == "kill":
+            node1.proc.wait()
         step_at_kill = max([step_at_kill, *node1.steps()])  # a line read in the meantime
 
         resumed = wait_for(lambda: node0.first(RESUMED, after=t_kill), args.timeout, "node 0 to resume", agents)
         next_step = wait_for(lambda: node0.first(STEP, after=resumed[0]), args.timeout, "the next step", agents)
         detected = node0.first("failed (exitcode", after=t_kill)  # the agent noticed its worker died
+        peer_lost = node0.first("peer lost", after=t_kill)  # the heartbeat noticed (freeze)
         resumed_step = int(resumed[1].group(1))
         recovery = {
             "recovery_s": round(next_step[0] - t_kill, 2),
             "detect_s": round(detected[0] - t_kill, 2) if detected else None,
+            "peer_lost_s": round(peer_lost[0] - t_kill, 2) if peer_lost else None,
             "resumed_s": round(resumed[0] - t_kill, 2),
             "step_at_kill": step_at_kill, "resumed_step": resumed_step,
             "first_step_after": int(next_step[1].group(1)), "steps_lost": step_at_kill - resumed_step,
@@ -162,43 +168,55 @@ def scenario(data_dir: Path, work: Path, args, rdzv_extra: str) -> dict:
                 a.proc.wait()
 
 
-# The rendezvous notices a dead node through missed keep-alives: torch's default is a heartbeat every
-# 5 s and 3 misses (15 s). "fast-keepalive" shows what a 1 s heartbeat buys (a --rdzv-conf setting).
-VARIANTS = {"default": "", "fast-keepalive": "keep_alive_interval=1,keep_alive_max_attempt=3"}
+# launcher, extra --rdzv-conf, how node 1 is lost, extra train flags. "kill" and "freeze" run training.launch, the
+# launcher the chart runs, with its rendezvous defaults; "kill-torchrun" is plain torchrun with
+# torch's defaults (keep-alive every 5 s, 3 misses), the figure before those defaults existed.
+VARIANTS = {
+    "kill": ("training.launch", "", "kill", []),
+    "kill-eager": ("training.launch", "", "kill", ["--compile", "off"]),  # without the restart's compilation
+    "freeze": ("training.launch", "", "freeze", []),
+    "kill-torchrun": ("torch.distributed.run", "", "kill", []),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="a prepared DATA_DIR (default: stdlib corpus, cached)")
-    parser.add_argument("--variants", default="default,fast-keepalive",
-                        help=f"rendezvous settings to measure, of: {', '.join(VARIANTS)}")
+    parser.add_argument("--variants", default="kill,kill-eager,freeze,kill-torchrun",
+                        help=f"scenarios to measure, of: {', '.join(VARIANTS)}")
+    parser.add_argument("--dist-timeout", type=int, default=600, help="train's --dist-timeout (its default)")
+    parser.add_argument("--peer-timeout", type=int, default=10, help="train's --peer-timeout")
     parser.add_argument("--repeat", type=int, default=1, help="scenarios per variant (medians are reported)")
     parser.add_argument("--checkpoint-every", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=4, help="per worker (global batch: 2x this)")
     parser.add_argument("--block-size", type=int, default=64)
     parser.add_argument("--timeout", type=float, default=180, help="seconds any one phase may take")
     parser.add_argument("--keep-logs", default=None, help="directory to keep the agents' logs in")
-    parser.add_argument("--quick", action="store_true", help="the default variant only, once")
+    parser.add_argument("--quick", action="store_true", help="the kill variant only, once")
     parser.add_argument("--out", default=None, help="result JSON (default bench/results/recovery.json)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.variants, args.repeat = "default", 1
+        args.variants, args.repeat = "kill", 1
 
     data_dir = Path(args.data) if args.data else common.prepared_data()
-    keys = ("recovery_s", "detect_s", "resumed_s", "steps_lost", "sigterm_to_checkpoint_s", "sigterm_to_exit_s")
+    keys = ("recovery_s", "detect_s", "peer_lost_s", "resumed_s", "steps_lost", "sigterm_to_checkpoint_s",
+            "sigterm_to_exit_s")
     result = {"benchmark": "recovery", "machine": common.machine(), "checkpoint_every": args.checkpoint_every,
               "model": f"tiny, block {args.block_size}, batch {args.batch_size} per worker, 2 -> 1 workers",
+              "dist_timeout": args.dist_timeout, "peer_timeout": args.peer_timeout,
               "variants": {}}
     for variant in args.variants.split(","):
         runs = []
+        args.launcher, rdzv_extra, mode, args.train_extra = VARIANTS[variant]
         for i in range(args.repeat):
             with tempfile.TemporaryDirectory(prefix="bench-recovery-") as tmp:
                 work = Path(args.keep_logs) / f"{variant}-{i}" if args.keep_logs else Path(tmp)
                 work.mkdir(parents=True, exist_ok=True)
-                runs.append(scenario(data_dir, work, args, VARIANTS[variant]))
+                runs.append(scenario(data_dir, work, args, rdzv_extra, mode))
             print(f"{variant} {i + 1}/{args.repeat}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
         result["variants"][variant] = {
-            "rdzv_conf_extra": VARIANTS[variant],
+            "launcher": args.launcher, "rdzv_conf_extra": rdzv_extra, "node_lost_by": mode,
+            "train_extra": args.train_extra,
             **{k: common.median([r[k] for r in runs if r[k] is not None] or [float("nan")]) for k in keys},
             "runs": runs}
     common.write_result("recovery", result, args.out)

@@ -15,9 +15,9 @@ import torch
 
 from training import metrics
 from training.distributed import pick_device
-from training.model import config_for, create_model, resolve_shape
+from training.model import config_for, create_gpt, resolve_shape
 from training.optim import make_optimizer
-from training.step import Stepper, resolve_precision
+from training.step import Stepper, resolve_compile, resolve_precision
 
 
 def _sync(device: torch.device) -> None:
@@ -28,16 +28,17 @@ def _sync(device: torch.device) -> None:
 def bench(args: argparse.Namespace) -> dict:
     device = pick_device(args.device)
     precision = resolve_precision(args.precision, device)
-    shape = resolve_shape(args.preset, block_size=args.block_size)
-    config = config_for(shape, args.vocab_size, dropout=0.0, eos_token_id=0)
+    shape = resolve_shape(args.preset, args.n_layer, args.n_embd, args.n_head, args.block_size)
+    config = config_for(shape, args.vocab_size, dropout=args.dropout, eos_token_id=0)
+    block_size = shape.block_size
     torch.manual_seed(0)
-    model = create_model(config).to(device)
-    optimizer = make_optimizer(model, 6e-4, 0.1, (0.9, 0.95))
-    use_compile = args.compile == "on" or (args.compile == "auto" and device.type == "cuda")
+    model = create_gpt(config).to(device)
+    optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2))
+    use_compile = resolve_compile(args.compile)
     step_model = torch.compile(model) if use_compile else model
-    stepper = Stepper(step_model, optimizer, device, precision, grad_clip=1.0, world_size=1,
+    stepper = Stepper(step_model, optimizer, device, precision, grad_clip=args.grad_clip, world_size=1,
                       global_batch=args.batch_size)
-    tokens = torch.randint(0, args.vocab_size, (args.batch_size, args.block_size + 1))
+    tokens = torch.randint(0, args.vocab_size, (args.batch_size, block_size + 1))
     batch = [(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())]
 
     for _ in range(args.warmup):
@@ -50,16 +51,19 @@ def bench(args: argparse.Namespace) -> dict:
     _sync(device)
     step_s = (time.perf_counter() - began) / args.steps
 
-    tokens_per_s = args.batch_size * args.block_size / step_s
+    tokens_per_s = args.batch_size * block_size / step_s
+    memory = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
     flops_token = metrics.flops_per_token(metrics.count_params(model), config.n_layer, config.n_embd,
-                                          args.block_size)
+                                          block_size)
     util = metrics.mfu(tokens_per_s, flops_token, metrics.peak_flops(device))
     result = {
-        "preset": args.preset, "params_m": round(metrics.count_params(model) / 1e6, 1),
+        "preset": args.preset, "shape": {"n_layer": shape.n_layer, "n_embd": shape.n_embd, "n_head": shape.n_head},
+        "params_m": round(metrics.count_params(model) / 1e6, 1),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)",
-        "precision": precision, "compile": use_compile, "batch_size": args.batch_size, "block_size": args.block_size,
+        "precision": precision, "compile": use_compile, "batch_size": args.batch_size, "block_size": block_size,
         "step_ms": round(1000 * step_s, 2), "tokens_per_s": round(tokens_per_s, 1),
         "mfu": None if util is None else round(util, 4), "torch": torch.__version__,
+        "max_memory_allocated_gib": None if memory is None else round(memory / 2**30, 2),
     }
     print(json.dumps(result), flush=True)
     return result

@@ -99,38 +99,60 @@ def _add_prepare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=seed, default=1337)
 
 
-def _add_train(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train (or fine-tune) a GPT-2 model; resumes automatically")
-    p.add_argument("--data", required=True, metavar="DATA_DIR", type=path, help="output of `prepare`")
-    p.add_argument("--out", required=True, metavar="RUN_DIR", type=path, help="checkpoints, logs and the export")
+def _add_shape(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """Model shape flags, shared by `train` and `bench`."""
     model = p.add_argument_group("model")
     model.add_argument("--preset", choices=sorted(PRESETS), default="gpt2")
-    model.add_argument("--init-from", metavar="DIR_OR_HUB_NAME", default=None,
-                       help="start from pretrained weights (e.g. a local export, or gpt2 / distilgpt2 from the "
-                            "hub, which needs the network on the first start)")
     model.add_argument("--n-layer", type=positive_int, default=None)
     model.add_argument("--n-embd", type=positive_int, default=None)
     model.add_argument("--n-head", type=positive_int, default=None)
     model.add_argument("--block-size", type=positive_int, default=None, help="sequence length")
     model.add_argument("--dropout", type=probability, default=0.0)
+    return model
 
+
+def _add_step_settings(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """Batch and optimizer flags, shared by `train` and `bench`."""
     opt = p.add_argument_group("optimisation")
-    opt.add_argument("--max-steps", type=positive_int, default=1000,
-                     help="length of the run; the cosine schedule decays to --min-lr at this step")
     opt.add_argument("--batch-size", type=positive_int, default=8, help="sequences per process per micro-step")
-    opt.add_argument("--global-batch-size", type=positive_int, default=None,
-                     help="sequences per optimizer step across all workers (fixed for the run, so "
-                          "elastic restarts with fewer workers accumulate more micro-steps; "
-                          "default: batch size x initial world size)")
     opt.add_argument("--lr", type=learning_rate, default=6e-4)
-    opt.add_argument("--min-lr", type=number(float, 0.0, 1.0), default=None,
-                     help="floor of the cosine schedule (default lr/10)")
-    opt.add_argument("--warmup-steps", type=non_negative_int, default=None,
-                     help="linear warmup steps (default: 2%% of max steps)")
     opt.add_argument("--weight-decay", type=number(float, 0.0, 1.0), default=0.1)
     opt.add_argument("--beta1", type=probability, default=0.9)
     opt.add_argument("--beta2", type=probability, default=0.95)
     opt.add_argument("--grad-clip", type=non_negative, default=1.0, help="0 disables clipping")
+    return opt
+
+
+def _add_device_settings(group) -> None:
+    """Device flags, shared by `train` and `bench`."""
+    group.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    group.add_argument("--precision", choices=("auto", "bf16", "fp16", "fp32"), default="auto",
+                       help="auto: bf16 autocast on GPUs and on CPUs with native bf16 (AVX512-BF16, AMX), "
+                            "fp32 elsewhere")
+    group.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                       help="torch.compile the model and its loss (auto: on)")
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train (or fine-tune) a GPT-2 model; resumes automatically")
+    p.add_argument("--data", required=True, metavar="DATA_DIR", type=path, help="output of `prepare`")
+    p.add_argument("--out", required=True, metavar="RUN_DIR", type=path, help="checkpoints, logs and the export")
+    model = _add_shape(p)
+    model.add_argument("--init-from", metavar="DIR_OR_HUB_NAME", default=None,
+                       help="start from pretrained weights (e.g. a local export, or gpt2 / distilgpt2 from the "
+                            "hub, which needs the network on the first start)")
+
+    opt = _add_step_settings(p)
+    opt.add_argument("--max-steps", type=positive_int, default=1000,
+                     help="length of the run; the cosine schedule decays to --min-lr at this step")
+    opt.add_argument("--global-batch-size", type=positive_int, default=None,
+                     help="sequences per optimizer step across all workers (fixed for the run, so "
+                          "elastic restarts with fewer workers accumulate more micro-steps; "
+                          "default: batch size x initial world size)")
+    opt.add_argument("--min-lr", type=number(float, 0.0, 1.0), default=None,
+                     help="floor of the cosine schedule (default lr/10)")
+    opt.add_argument("--warmup-steps", type=non_negative_int, default=None,
+                     help="linear warmup steps (default: 2%% of max steps)")
 
     run = p.add_argument_group("run")
     run.add_argument("--checkpoint-every", type=positive_int, default=200)
@@ -141,13 +163,12 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
                           "batch sizes and worker counts")
     run.add_argument("--log-every", type=positive_int, default=10)
     run.add_argument("--seed", type=seed, default=1337)
-    run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    run.add_argument("--precision", choices=("auto", "bf16", "fp16", "fp32"), default="auto",
-                     help="auto: bf16 autocast on GPUs that support it, fp32 elsewhere")
-    run.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
-                     help="torch.compile the model (auto: on for CUDA)")
+    _add_device_settings(run)
     run.add_argument("--dist-timeout", type=positive_int, default=600,
-                     help="seconds a collective may wait for a lost peer before failing")
+                     help="seconds a collective may wait before failing (checkpoint barriers wait this long)")
+    run.add_argument("--peer-timeout", type=positive_int, default=30,
+                     help="seconds without a heartbeat from a peer (a node lost without a connection reset) "
+                          "before the survivors restart without it")
     run.add_argument("--no-export", action="store_true", help="skip the Hugging Face export at the end")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
 
@@ -164,16 +185,15 @@ def _add_sample(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="measure training throughput on this device (one JSON line)")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="gpt2")
-    p.add_argument("--batch-size", type=positive_int, default=8)
-    p.add_argument("--block-size", type=positive_int, default=1024)
-    p.add_argument("--vocab-size", type=number(int, 2, 2**32 - 1), default=50304)
+    p = sub.add_parser("bench", help="measure training throughput on this device (one JSON line); takes "
+                                     "train's model, batch and device flags")
+    _add_shape(p)
+    _add_step_settings(p)
+    _add_device_settings(p)
+    p.add_argument("--vocab-size", type=number(int, 2, 2**32 - 1), default=50304,
+                   help="vocabulary (train takes it from DATA_DIR; 50304 is GPT-2's, padded)")
     p.add_argument("--steps", type=positive_int, default=20, help="timed steps")
     p.add_argument("--warmup", type=non_negative_int, default=5, help="untimed steps (compilation)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    p.add_argument("--precision", choices=("auto", "bf16", "fp16", "fp32"), default="auto")
-    p.add_argument("--compile", choices=("auto", "on", "off"), default="auto")
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:

@@ -28,6 +28,11 @@ class DistInfo:
         return self.world_size > 1
 
 
+# A gloo group over the same ranks, for the per-step stop flag: an NCCL all-reduce of a GPU tensor
+# followed by .item() would make the host wait for the GPU every step. None: the default group is gloo.
+_HOST_GROUP = None
+
+
 def pick_device(preference: str, local_rank: int = 0) -> torch.device:
     if preference == "cuda" or (preference == "auto" and torch.cuda.is_available()):
         if not torch.cuda.is_available():
@@ -45,23 +50,27 @@ def init(device_preference: str = "auto", timeout_s: int = 600) -> DistInfo:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if world_size > 1 and not dist.is_initialized():
+        global _HOST_GROUP
         backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s),
-                                device_id=device if device.type == "cuda" else None)
+        timeout = datetime.timedelta(seconds=timeout_s)
+        dist.init_process_group(backend=backend, timeout=timeout, device_id=device if device.type == "cuda" else None)
+        _HOST_GROUP = dist.new_group(backend="gloo", timeout=timeout) if backend == "nccl" else None
     return DistInfo(rank=rank, local_rank=local_rank, world_size=world_size, device=device)
 
 
 def shutdown() -> None:
+    global _HOST_GROUP
     if dist.is_initialized():
-        dist.destroy_process_group()
+        dist.destroy_process_group()  # every group, the host group too
+    _HOST_GROUP = None
 
 
 def all_reduce_max(flag: bool, info: DistInfo) -> bool:
-    """True when any rank says True (used to agree on stopping at the same step)."""
+    """True when any rank says True (used every step to agree on stopping at the same step)."""
     if not info.is_distributed:
         return flag
-    t = torch.tensor([1.0 if flag else 0.0], device=info.device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    t = torch.tensor([1.0 if flag else 0.0])  # on the host: no wait for the GPU's queued work
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=_HOST_GROUP)
     return bool(t.item() > 0)
 
 

@@ -35,25 +35,40 @@ def config_for(shape: ModelShape, vocab_size: int, dropout: float, eos_token_id:
 
 
 def create_model(config):
+    """transformers' GPT2LMHeadModel (generation, export, the HF Trainer benchmark peer)."""
     from transformers import GPT2LMHeadModel
 
     config._attn_implementation = "sdpa"
     return GPT2LMHeadModel(config)
 
 
+def create_gpt(config):
+    """The model `train` trains (training/gpt.py): GPT2LMHeadModel's weights, a leaner step."""
+    from training.gpt import GPT
+
+    return GPT(config)
+
+
 def load_pretrained(name_or_path: str):
-    """Pretrained GPT-2 weights (hub name or local directory), ready for training."""
+    """Pretrained GPT-2 weights (hub name or local directory) in the model `train` trains."""
     from transformers import GPT2LMHeadModel
 
     from training import hub
+    from training.gpt import unsupported
 
     target, local_only = hub.resolve(name_or_path, "--init-from", ("config.json",))
     try:
-        model = GPT2LMHeadModel.from_pretrained(target, attn_implementation="sdpa", local_files_only=local_only)
+        hf = GPT2LMHeadModel.from_pretrained(target, attn_implementation="sdpa", local_files_only=local_only)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot load --init-from '{name_or_path}' ({str(exc).splitlines()[0]}); pass a local "
                         "directory with a GPT-2 checkpoint, or a hub name when the machine is online") from exc
-    model.config.use_cache = False
+    hf.config.use_cache = False
+    problem = unsupported(hf.config)
+    if problem:
+        raise UserError(f"--init-from '{name_or_path}' uses {problem}, which training does not implement; "
+                        "start from a standard GPT-2 checkpoint (gpt2, gpt2-medium, distilgpt2, or an export)")
+    model = create_gpt(hf.config)
+    model.load_state_dict(hf.state_dict())
     return model
 
 

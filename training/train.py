@@ -19,17 +19,19 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from training import checkpoint, distributed, metrics
+from training.checkpoint_writer import BackgroundCheckpointer
 from training.data import DataMeta, SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
 from training.distributed import DistInfo
 from training.errors import UserError
 from training.export import export_model
+from training.heartbeat import PeerWatchdog
 from training.log import info as log_info
 from training.log import warn
 from training.memory import check_fits
 from training.model import (
     MODEL_CONFIG,
     config_for,
-    create_model,
+    create_gpt,
     load_model_config,
     load_pretrained,
     resolve_shape,
@@ -40,7 +42,7 @@ from training.optim import Schedule, make_optimizer, set_lr
 from training.preemption import PreemptionWatcher, exit_on_signals
 from training.run_config import RunConfig, check_tokenizer_matches_model, load_or_create_run_config
 from training.run_dir import RunDirClaim, check_location
-from training.step import Stepper, resolve_precision
+from training.step import Stepper, resolve_compile, resolve_precision
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     dist_info = distributed.init(args.device, args.dist_timeout)
     run_dir = Path(args.out)
     claim = None
+    watchdog = PeerWatchdog(dist_info.rank, dist_info.world_size, args.peer_timeout).start() \
+        if dist_info.is_distributed else None
     try:
         with exit_on_signals():  # the training loop has its own handlers (PreemptionWatcher)
             data = load_meta(args.data)
@@ -59,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
             claim.undo()  # a start that saved nothing leaves RUN_DIR as it found it
         raise
     finally:
+        if watchdog is not None:
+            watchdog.stop()
         if claim is not None:
             claim.release()
         distributed.shutdown()
@@ -114,7 +120,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     # ---- model, optimizer, resume
     if model is None:
         check_fits(config, device, f"--preset {args.preset} with n_layer {config.n_layer}, n_embd {config.n_embd}")
-        model = create_model(config)
+        model = create_gpt(config)
     model.to(device)
     optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2))
     start_step = 0
@@ -132,8 +138,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     elif dist_info.is_main:
         _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")
 
-    use_compile = args.compile == "on" or (args.compile == "auto" and device.type == "cuda")
-    step_model = torch.compile(model) if use_compile else model
+    step_model = torch.compile(model) if resolve_compile(args.compile) else model
     if dist_info.is_distributed:
         step_model = DistributedDataParallel(step_model, device_ids=[device.index] if device.type == "cuda" else None)
     stepper = Stepper(step_model, optimizer, device, precision, args.grad_clip, dist_info.world_size, global_batch)
@@ -151,15 +156,20 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
 
     nonfinite_loss = torch.zeros((), dtype=torch.bool, device=device)  # any step since the start; no sync per step
 
-    def save(step: int) -> float:
+        # Rank 0 writes; periodic checkpoints in the background, the last one and the one before a stop
+    # (SIGTERM) synchronously, so the process exits only with its last step on disk.
+    saver = BackgroundCheckpointer(run_dir, args.keep_checkpoints) if dist_info.is_main else None
+
+    def save(step: int, wait: bool) -> float:
+        """Seconds the training loop spent on it (the background write is not counted)."""
         began = time.perf_counter()
         _stop_if_diverged(model, nonfinite_loss, step, run_dir, args, dist_info)  # never a NaN checkpoint
         rng = distributed.gather_objects(_rng_state(device), dist_info)
-        if dist_info.is_main:
+        if saver is not None:
             trainer = {"step": step, "rng": rng, "run_config": run_config.to_dict(), "schedule": vars(schedule)}
-            checkpoint.save(run_dir, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                            "trainer": trainer}, keep=args.keep_checkpoints)
-            claim.saved = True
+            saver.save(step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "trainer": trainer},
+                       wait=wait)
+            claim.saved = True  # from now on a failure must not undo RUN_DIR (the write may be in flight)
         distributed.barrier(dist_info)
         return time.perf_counter() - began
 
@@ -223,9 +233,11 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
 
             stop = distributed.all_reduce_max(watcher.signalled, dist_info)
             if stop or step % args.checkpoint_every == 0 or step == args.max_steps:
-                seconds = save(step)
+                seconds = save(step, wait=stop or step == args.max_steps)
                 if dist_info.is_main:
                     writer.add_scalar("perf/checkpoint_s", seconds, step)
+                    if saver.last_write_s is not None:
+                        writer.add_scalar("perf/checkpoint_write_s", saver.last_write_s, step)
                     writer.flush()
                 window_start += seconds  # checkpoint time is reported separately, not as step time
             if progress is not None:
@@ -236,6 +248,8 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
                                 f"exiting with {code}", force=True)
                 return code
     finally:
+        if saver is not None:
+            saver.wait()  # a write in flight finishes before anything else (it may be the only copy)
         watcher.restore()
         if progress is not None:
             progress.close()
@@ -243,7 +257,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
             writer.close()
 
     if dist_info.is_main and not args.no_export:
-        path = export_model(model, run_dir)
+        path = export_model(model.to_hf(), run_dir)
         log_info(f"exported the model to {path} (load it with AutoModelForCausalLM.from_pretrained)")
     distributed.barrier(dist_info)
     return 0

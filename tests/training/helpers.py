@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 # depend on --max-steps, so "train to 8, then resume to 16" is the same run as "train to 16".
 TINY_SHAPE = ["--preset", "tiny", "--n-layer", "2", "--n-embd", "64", "--n-head", "2"]
 TINY = [*TINY_SHAPE, "--block-size", "32", "--lr", "3e-3", "--min-lr", "3e-3", "--warmup-steps", "2",
-        "--log-every", "1", "--eval-every", "1000", "--eval-samples", "16", "--no-progress"]
+        "--log-every", "1", "--eval-every", "1000", "--eval-samples", "16", "--no-progress",
+        "--compile", "off"]  # compiling costs 10-40 s per run on 2 cores; test_compiled_* covers it
 
 
 def cli(argv: list[str]) -> tuple[int, str, str]:

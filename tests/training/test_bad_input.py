@@ -175,7 +175,7 @@ def test_run_dir_with_a_different_model_is_refused_and_untouched(data_dir, tmp_p
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only refusals")
 def test_gpu_only_settings_on_a_cpu_machine(data_dir, tmp_path):
     one_line_error(train(data_dir, tmp_path / "r", "--device", "cuda"), "no CUDA GPU is visible", "--device cpu")
-    one_line_error(train(data_dir, tmp_path / "r", "--precision", "bf16"), "needs a CUDA GPU")
+    one_line_error(train(data_dir, tmp_path / "r", "--precision", "fp16"), "needs a CUDA GPU")
 
 
 @pytest.mark.timeout(180)

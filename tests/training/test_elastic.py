@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
+import time
 
 import pytest
 
@@ -111,7 +113,7 @@ def test_sigterm_to_torchrun_checkpoints_on_every_worker_path(data_dir, tmp_path
 
 def test_kill_9_one_node_and_start_it_again_the_job_finishes(data_dir, tmp_path):
     """Two torchrun node agents, c10d rendezvous on 127.0.0.1; node 1 dies hard and comes back."""
-    run, port, steps = tmp_path / "run", free_port(), 120
+    run, port, steps = tmp_path / "run", free_port(), 300
 
     def agent(is_host: bool, log_name: str):
         launcher = torchrun("--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",
@@ -124,7 +126,8 @@ def test_kill_9_one_node_and_start_it_again_the_job_finishes(data_dir, tmp_path)
     node0 = agent(True, "node0.log")
     node1 = agent(False, "node1.log")
     log0 = tmp_path / "node0.log"
-    wait_for(lambda: "on 2 worker(s)" in log0.read_text() and 10 in checkpoint_steps(run), 180,
+    # (any checkpoint from step 10 on: with keep 3, step 10's own is pruned 15 steps later)
+    wait_for(lambda: "on 2 worker(s)" in log0.read_text() and max(checkpoint_steps(run), default=0) >= 10, 180,
              "two workers past the step-10 checkpoint")
     kill_tree(node1.pid)
     node1.wait()
@@ -137,3 +140,40 @@ def test_kill_9_one_node_and_start_it_again_the_job_finishes(data_dir, tmp_path)
     text = log0.read_text()
     assert "resumed from" in text, "the survivors restart from the newest checkpoint"
     assert losses(run).keys() >= set(range(steps - 4, steps + 1))
+
+
+def test_a_silently_lost_node_stalls_the_survivor_for_the_peer_timeout_not_the_dist_timeout(data_dir, tmp_path):
+    """Node 1 freezes (SIGSTOP of its agent and worker: its sockets stay open, no reset reaches node 0, as
+    when a machine loses power or network). Node 0 must resume alone after --peer-timeout, not --dist-timeout."""
+    run, port, peer_timeout = tmp_path / "run", free_port(), 5
+
+    def agent(is_host: bool, log_name: str):
+        launcher = torchrun("--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                            f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=freeze-test", "--max-restarts=3",
+                            "--monitor-interval=0.5", "--rdzv-conf=join_timeout=90,last_call_timeout=1,"
+                            f"keep_alive_interval=1,keep_alive_max_attempt=3,is_host={str(is_host).lower()}")
+        args = train_args(data_dir, run, "--max-steps", "100000", "--checkpoint-every", "5")
+        args[args.index("--dist-timeout") + 1] = "600"  # only the heartbeat can end the wait in time
+        return spawn(launcher + args + ["--peer-timeout", str(peer_timeout)], tmp_path / log_name)
+
+    node0, node1 = agent(True, "node0.log"), agent(False, "node1.log")
+    log0 = tmp_path / "node0.log"
+    try:
+        wait_for(lambda: "on 2 worker(s)" in log0.read_text() and max(checkpoint_steps(run), default=0) >= 5, 180,
+                 "two workers past the step-5 checkpoint")
+        frozen = kill_tree(node1.pid, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        before = len(log0.read_text())
+        finished = re.compile(r"^step \d+/", re.MULTILINE)
+        wait_for(lambda: finished.search(log0.read_text(), before + log0.read_text()[before:].find("resumed from"))
+                 if "resumed from" in log0.read_text()[before:] else None, 120, "a finished step after resuming alone")
+        stall = time.monotonic() - stopped_at
+        resumed = log0.read_text()[before:]
+        assert "peer lost (no heartbeat from rank(s) 1" in resumed, resumed[-2000:]
+        assert "on 1 worker(s)" in resumed
+        assert stall < peer_timeout + 30, f"stalled {stall:.0f} s"
+    finally:
+        for proc in (node0, node1):
+            kill_tree(proc.pid, signal.SIGKILL)  # SIGKILL ends stopped processes too
+            proc.wait()
+    assert frozen

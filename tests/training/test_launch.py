@@ -51,3 +51,11 @@ def test_shutdown_timeout_extends_torchs_30_seconds(monkeypatch):
     api.PContext.close(object())           # torch < 2.12: the agent passes no timeout
     api.PContext.close(object(), None, 600)  # a longer timeout given by torch itself wins
     assert seen == [270, 600]
+
+
+def test_rendezvous_defaults_drop_a_lost_node_after_3_s_and_yield_to_given_values():
+    from training.launch import with_rdzv_defaults
+
+    assert with_rdzv_defaults("") == "keep_alive_interval=1,keep_alive_max_attempt=3"
+    assert with_rdzv_defaults("join_timeout=1800,keep_alive_interval=5") == \
+        "join_timeout=1800,keep_alive_interval=5,keep_alive_max_attempt=3"

@@ -187,3 +187,48 @@ def test_resuming_with_another_max_steps_says_how_the_learning_rate_changes(data
     # A finished cosine (lr at its floor) stretched to 8 steps: step 4 is a third into the decay again.
     assert ("the learning-rate schedule changed on resume (max steps 4 -> 8, lr 0.003 -> 0.003, min lr 0.0003 -> "
             "0.0003, warmup 2 -> 2): the lr at step 4 is now 0.00232 instead of 0.0003") in out
+
+
+def test_background_checkpoint_is_a_snapshot_of_the_moment_it_was_taken(tmp_path):
+    from training.checkpoint_writer import BackgroundCheckpointer
+
+    weights = {"w": torch.arange(1_000_000, dtype=torch.float32)}
+    weights["tied"] = weights["w"]
+    saver = BackgroundCheckpointer(tmp_path, keep=3)
+    saver.save(1, {"model": weights, "optimizer": {"state": {0: {"m": torch.ones(3)}}}, "trainer": {"step": 1}})
+    weights["w"].mul_(-1)  # the next optimizer step, while the write may still be running
+    saver.wait()
+    states = checkpoint.latest_valid(tmp_path).load()
+    assert torch.equal(states["model"]["w"], torch.arange(1_000_000, dtype=torch.float32))
+    assert states["model"]["tied"].data_ptr() == states["model"]["w"].data_ptr(), "tied tensors stay one copy"
+
+
+def test_a_failed_background_write_is_raised_and_keeps_the_previous_checkpoint(tmp_path):
+    from training.checkpoint_writer import BackgroundCheckpointer
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("disk full")
+
+    saver = BackgroundCheckpointer(tmp_path, keep=3)
+    good = {"model": {"w": torch.ones(3)}, "optimizer": {}, "trainer": {"step": 1}}
+    saver.save(1, good, wait=True)
+    saver.save(2, {**good, "trainer": Unpicklable()})
+    with pytest.raises(RuntimeError, match="disk full"):
+        saver.wait()
+    assert checkpoint.latest_valid(tmp_path).step == 1
+    saver.save(3, good, wait=True)  # the error was reported once; saving goes on
+    assert checkpoint_steps(tmp_path) == [1, 3]
+
+
+def test_the_interpreter_finishes_a_background_write_before_exiting(tmp_path):
+    done = subprocess.run([sys.executable, "-c", (
+        "import sys, torch; from pathlib import Path\n"
+        "from training.checkpoint_writer import BackgroundCheckpointer\n"
+        "big = {'w': torch.randn(16_000_000)}\n"
+        "BackgroundCheckpointer(Path(sys.argv[1]), keep=3).save(5, {'model': big, 'optimizer': {}, "
+        "'trainer': {'step': 5}})\n"  # returns at once; the process then ends with the write in flight
+    ), str(tmp_path)], env=env(), cwd=REPO, timeout=120)
+    assert done.returncode == 0
+    latest = checkpoint.latest_valid(tmp_path)
+    assert latest is not None and latest.step == 5
