@@ -1,4 +1,4 @@
-"""Entry point: `python -m training {prepare,train,sample,bench,demo}`.
+"""Entry point: `python -m training {prepare,train,sample,bench,demo,report,evaluate}`.
 
 Bad input (UserError) is printed as one line and exits 2, and so is a write that failed because the
 storage is full or read-only (the code that wrote has already removed its half-written files). A
@@ -37,6 +37,16 @@ def main(argv: list[str] | None = None) -> int:
             from training.bench import bench
 
             bench(args)
+            return 0
+        if args.command == "report":
+            from training.report import report
+
+            print(report(args))
+            return 0
+        if args.command == "evaluate":
+            from training.evaluate import evaluate
+
+            print(evaluate(args))
             return 0
         if args.command == "demo":
             from training.demo import demo

@@ -227,6 +227,9 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = OneLineErrorParse
     _add_sample(sub)
     _add_bench(sub)
     _add_demo(sub)
+    from training.cli_integrations import extend  # report, evaluate, distill, snapshots, W&B
+
+    extend(sub)
     return parser
 
 

@@ -19,7 +19,9 @@ import torch
 
 from training.cli import build_parser
 from training.log import info
+from training.plots import LOSS_PNG
 from training.prepare import prepare
+from training.report import report
 from training.sample import sample
 
 
@@ -57,5 +59,8 @@ def demo(args: argparse.Namespace) -> int:
     print("\n----- sample (prompt: 'def ') -----\n" + text + "\n-----------------------------------")
     info(f"model export: {run / 'export'}  (AutoModelForCausalLM.from_pretrained / pipeline('text-generation'))")
     info(f"TensorBoard logs: {run / 'tensorboard'}  (view: .venv/bin/tensorboard --logdir {run / 'tensorboard'})")
+    print("\n----- report (python -m training report " + str(run) + ") -----\n"
+          + report(parser.parse_args(["report", str(run)])) + "\n-----------------------------------")
     info(f"run it again to resume, or sample more: .venv/bin/python -m training sample {run} --prompt 'class '")
+    info(f"loss curve: {(run / LOSS_PNG).resolve()}  (training and validation loss, learning rate)")
     return 0

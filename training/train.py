@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from training import checkpoint, distributed, metrics
+from training import checkpoint, distributed, metrics, recorder
 from training.checkpoint_writer import BackgroundCheckpointer
 from training.data import DataMeta, SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
 from training.distributed import DistInfo
@@ -174,7 +174,11 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
         return time.perf_counter() - began
 
     # ---- the loop
-    writer = metrics.tensorboard_writer(run_dir / "tensorboard") if dist_info.is_main else None
+    # TensorBoard, RUN_DIR/metrics.jsonl, loss.png and W&B (training/recorder.py)
+    writer = recorder.open_recorder(run_dir, args, tokens_per_step, start=dict(
+        step=start_step, max_steps=args.max_steps, world_size=dist_info.world_size, device=str(device),
+        precision=precision, params=n_params, global_batch=global_batch, block_size=block_size,
+    )) if dist_info.is_main else None
     progress = _progress_bar(start_step, args, dist_info)
     watcher = PreemptionWatcher()
     step = start_step

@@ -1,0 +1,37 @@
+"""Flags and commands of the integrations: report, evaluate, distillation, object storage, W&B.
+
+Kept apart from training/cli.py so each group reads in one place; `build_parser` calls `extend`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from training.cli import _positive_int
+
+
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="summary of a run: steps, tokens, time, losses, throughput, files")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="perplexity of a run, an export or a hub model on a validation split or text")
+    p.add_argument("model", metavar="RUN_DIR_OR_EXPORT",
+                   help="a run directory (its export, else its newest checkpoint), an export, or a model "
+                        "directory or hub name from_pretrained loads")
+    p.add_argument("--data", required=True, metavar="DATA_DIR_OR_TEXT",
+                   help="a prepared DATA_DIR (its validation split) or a text file (tokenized with the model's tokenizer)")
+    p.add_argument("--block-size", type=_positive_int, default=None,
+                   help="tokens per window (default: the model's context length, at most 1024)")
+    p.add_argument("--batch-size", type=_positive_int, default=8)
+    p.add_argument("--max-windows", type=_positive_int, default=None, help="evaluate on the first N windows only")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON line")
+
+
+def extend(sub: argparse._SubParsersAction) -> None:
+    """Add the integrations' commands (called after the core commands exist)."""
+    _add_report(sub)
+    _add_evaluate(sub)

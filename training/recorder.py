@@ -1,0 +1,58 @@
+"""Rank 0's writer of a run's numbers: one `add_scalar` fans out to every place they go.
+
+TensorBoard (RUN_DIR/tensorboard), RUN_DIR/metrics.jsonl (read by the plot and `report`), and
+Weights & Biases when --wandb-project is set. Validation losses and checkpoints (`flush`) also ask
+for RUN_DIR/loss.png to be redrawn, on a background thread; `close` draws it a last time.
+It has the SummaryWriter methods train.py calls (add_scalar, flush, close), so the loop is unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from training import metrics
+from training.log import warn
+from training.plots import BackgroundPlot
+from training.run_log import MetricsFile
+
+
+class Recorder:
+    def __init__(self, run_dir: Path, tokens_per_step: int, sinks: list, start: dict):
+        self.run_dir = run_dir
+        self.tokens_per_step = tokens_per_step
+        self.sinks = sinks
+        self.metrics = MetricsFile(run_dir)
+        self.metrics.event("start", tokens_per_step=tokens_per_step, **start)
+        self.last_step = start.get("step", 0)
+        self.plot = BackgroundPlot(run_dir, on_error=warn)
+
+    def add_scalar(self, tag: str, value: float, step: int) -> None:
+        for sink in self.sinks:
+            sink.add_scalar(tag, value, step)
+        self.metrics.scalar(tag, value, step, step * self.tokens_per_step)
+        self.last_step = max(self.last_step, step)
+        if tag == "val/loss":
+            self.plot.request()
+
+    def flush(self) -> None:
+        for sink in self.sinks:
+            sink.flush()
+        self.plot.request()
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            sink.close()
+        self.metrics.event("end", step=self.last_step)
+        self.metrics.close()
+        self.plot.close()
+
+
+def open_recorder(run_dir: Path, args: argparse.Namespace, tokens_per_step: int, start: dict) -> Recorder:
+    """The recorder for rank 0: TensorBoard always, W&B when asked (its checks ran at start-up)."""
+    sinks = [metrics.tensorboard_writer(run_dir / "tensorboard")]
+    if getattr(args, "wandb_project", None) and args.wandb_mode != "disabled":
+        from training.wandb_logger import WandbLogger
+
+        sinks.append(WandbLogger(args, run_dir, config={**vars(args), **start, "tokens_per_step": tokens_per_step}))
+    return Recorder(run_dir, tokens_per_step, sinks, start)
