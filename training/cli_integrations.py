@@ -31,7 +31,18 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON line")
 
 
+def _add_snapshot_flags(train: argparse.ArgumentParser) -> None:
+    g = train.add_argument_group("object storage")
+    g.add_argument("--snapshot-uri", metavar="URI", default=None,
+                   help="also keep checkpoints, the export, metrics and loss.png at s3://BUCKET/PREFIX, "
+                        "gs://BUCKET/PREFIX or file:///PATH (one URI per run; credentials from the environment); "
+                        "a RUN_DIR without an intact checkpoint resumes from there")
+    g.add_argument("--snapshot-wait", type=_positive_int, default=120, metavar="SECONDS",
+                   help="how long the end of training or a SIGTERM waits for uploads to finish")
+
+
 def extend(sub: argparse._SubParsersAction) -> None:
-    """Add the integrations' commands (called after the core commands exist)."""
+    """Add the integrations' flags to `train` and their commands (called after the core commands exist)."""
+    _add_snapshot_flags(sub.choices["train"])
     _add_report(sub)
     _add_evaluate(sub)

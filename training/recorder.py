@@ -44,7 +44,6 @@ class Recorder:
         for sink in self.sinks:
             sink.close()
         self.metrics.event("end", step=self.last_step)
-        self.metrics.close()
         self.plot.close()
 
 

@@ -21,11 +21,10 @@ METRICS = "metrics.jsonl"
 
 
 class MetricsFile:
-    """Append-only, line-buffered, safe to call from the upload thread too."""
+    """Appends records; each write opens the file, so the upload thread can still log after the loop's end."""
 
     def __init__(self, run_dir: Path):
         self.path = run_dir / METRICS
-        self._file = open(self.path, "a", buffering=1)  # noqa: SIM115 - open for the run's lifetime
         self._lock = threading.Lock()
 
     def scalar(self, tag: str, value: float, step: int, tokens: int) -> None:
@@ -37,13 +36,8 @@ class MetricsFile:
     def _write(self, record: dict) -> None:
         record["time"] = round(time.time(), 3)
         line = json.dumps(record) + "\n"
-        with self._lock:
-            if not self._file.closed:
-                self._file.write(line)
-
-    def close(self) -> None:
-        with self._lock:
-            self._file.close()
+        with self._lock, open(self.path, "a") as f:
+            f.write(line)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from training import checkpoint, distributed, metrics, recorder
+from training import checkpoint, distributed, metrics, recorder, snapshots
 from training.checkpoint_writer import BackgroundCheckpointer
 from training.data import DataMeta, SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
 from training.distributed import DistInfo
@@ -77,6 +77,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
 
     # ---- model configuration and the run's fixed settings (validated before anything is written)
     torch.manual_seed(args.seed)  # identical initial weights on every rank
+    store = snapshots.prepare(args, run_dir, dist_info)  # --snapshot-uri: an empty RUN_DIR resumes from it
     latest = _agree_on_checkpoint(run_dir, dist_info)
     saved_config = run_dir / MODEL_CONFIG
     if args.init_from and latest is not None and saved_config.is_file():
@@ -170,6 +171,8 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
             saver.save(step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "trainer": trainer},
                        wait=wait)
             claim.saved = True  # from now on a failure must not undo RUN_DIR (the write may be in flight)
+            if uploader is not None:
+                uploader.submit_checkpoint(step)  # to --snapshot-uri once it commits, in the background
         distributed.barrier(dist_info)
         return time.perf_counter() - began
 
@@ -179,6 +182,9 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
         step=start_step, max_steps=args.max_steps, world_size=dist_info.world_size, device=str(device),
         precision=precision, params=n_params, global_batch=global_batch, block_size=block_size,
     )) if dist_info.is_main else None
+    uploader = snapshots.start_uploader(store, run_dir, args.keep_checkpoints,
+                                        writer.metrics.event) if dist_info.is_main else None
+    completed = False
     progress = _progress_bar(start_step, args, dist_info)
     watcher = PreemptionWatcher()
     step = start_step
@@ -251,6 +257,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
                 _emit(progress, f"rank {dist_info.rank}: stop requested; checkpoint of step {step} saved; "
                                 f"exiting with {code}", force=True)
                 return code
+        completed = True
     finally:
         if saver is not None:
             saver.wait()  # a write in flight finishes before anything else (it may be the only copy)
@@ -259,11 +266,17 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
             progress.close()
         if writer is not None:
             writer.close()
+        if uploader is not None and not completed:
+            uploader.wait(args.snapshot_wait)  # SIGTERM or a failure: the last checkpoint reaches the store
 
     if dist_info.is_main and not args.no_export:
         path = export_model(model.to_hf(), run_dir)
         log_info(f"exported the model to {path} (load it with AutoModelForCausalLM.from_pretrained)")
+        if uploader is not None:
+            uploader.submit_export(path)
     distributed.barrier(dist_info)
+    if uploader is not None:
+        uploader.wait(args.snapshot_wait)
     return 0
 
 
