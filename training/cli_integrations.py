@@ -41,8 +41,19 @@ def _add_snapshot_flags(train: argparse.ArgumentParser) -> None:
                    help="how long the end of training or a SIGTERM waits for uploads to finish")
 
 
+def _add_wandb_flags(train: argparse.ArgumentParser) -> None:
+    g = train.add_argument_group("Weights & Biases (pip install 'trainstack[wandb]')")
+    g.add_argument("--wandb-project", default=None, help="log the run to this W&B project (rank 0; key from WANDB_API_KEY)")
+    g.add_argument("--wandb-entity", default=None, help="W&B team or user (default: the key's default entity)")
+    g.add_argument("--wandb-group", default=None,
+                   help="W&B run group (default: the job id, torchrun's --rdzv-id, else RUN_DIR's name)")
+    g.add_argument("--wandb-mode", choices=("online", "offline", "disabled"), default="online",
+                   help="offline: write into RUN_DIR/wandb for a later `wandb sync`")
+
+
 def extend(sub: argparse._SubParsersAction) -> None:
     """Add the integrations' flags to `train` and their commands (called after the core commands exist)."""
     _add_snapshot_flags(sub.choices["train"])
+    _add_wandb_flags(sub.choices["train"])
     _add_report(sub)
     _add_evaluate(sub)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from training import metrics
+from training import metrics, wandb_logger
 from training.log import warn
 from training.plots import BackgroundPlot
 from training.run_log import MetricsFile
@@ -50,8 +50,7 @@ class Recorder:
 def open_recorder(run_dir: Path, args: argparse.Namespace, tokens_per_step: int, start: dict) -> Recorder:
     """The recorder for rank 0: TensorBoard always, W&B when asked (its checks ran at start-up)."""
     sinks = [metrics.tensorboard_writer(run_dir / "tensorboard")]
-    if getattr(args, "wandb_project", None) and args.wandb_mode != "disabled":
-        from training.wandb_logger import WandbLogger
-
-        sinks.append(WandbLogger(args, run_dir, config={**vars(args), **start, "tokens_per_step": tokens_per_step}))
+    if wandb_logger.enabled(args):
+        sinks.append(wandb_logger.WandbLogger(args, run_dir,
+                                              config={**vars(args), **start, "tokens_per_step": tokens_per_step}))
     return Recorder(run_dir, tokens_per_step, sinks, start)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from training import checkpoint, distributed, metrics, recorder, snapshots
+from training import checkpoint, distributed, metrics, recorder, snapshots, wandb_logger
 from training.checkpoint_writer import BackgroundCheckpointer
 from training.data import DataMeta, SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
 from training.distributed import DistInfo
@@ -74,6 +74,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
            claim: RunDirClaim | None) -> int:
     device = dist_info.device
     precision = resolve_precision(args.precision, device)
+    wandb_logger.check(args)  # --wandb-*: package and key, before anything is written
 
     # ---- model configuration and the run's fixed settings (validated before anything is written)
     torch.manual_seed(args.seed)  # identical initial weights on every rank

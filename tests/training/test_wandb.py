@@ -1,0 +1,90 @@
+"""--wandb-*: offline mode writes the run into RUN_DIR/wandb; read back from W&B's own record file."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from tests.training.helpers import losses, train
+from tests.training.test_bad_input import one_line_error
+from training import wandb_logger
+
+BLOCK = 32 * 1024
+
+
+def wandb_records(path):
+    """The protobuf records of a .wandb file (W&B's LevelDB-style log: 32 KiB blocks of chunked records)."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B"
+    pos, chunks = 7, []
+    while pos + 7 <= len(data):
+        left = BLOCK - pos % BLOCK
+        if left < 7:
+            pos += left
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos: pos + 7])
+        if kind == 0:  # block padding
+            pos += left
+            continue
+        chunks.append(data[pos + 7: pos + 7 + length])
+        pos += 7 + length
+        if kind in (1, 4):  # a full record, or the last chunk of one
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(b"".join(chunks))
+            chunks = []
+            yield record
+
+
+def history(records) -> dict[int, dict[str, float]]:
+    rows = {}
+    for r in records:
+        if r.WhichOneof("record_type") == "history":
+            row = {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in r.history.item}
+            rows.setdefault(int(row["step"]), {}).update(row)
+    return rows
+
+
+def test_offline_run_holds_the_metrics_and_config_and_a_resume_continues_it(data_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    run = tmp_path / "run"
+    flags = ["--wandb-project", "trainstack-test", "--wandb-mode", "offline", "--eval-every", "2", "--no-export"]
+    code, out, err = train(data_dir, run, "--max-steps", "4", "--checkpoint-every", "2", *flags)
+    assert code == 0, err
+    saved = json.loads((run / wandb_logger.RUN_FILE).read_text())
+    assert saved["group"] == "run" and saved["project"] == "trainstack-test"
+    (first,) = list((run / "wandb").glob(f"offline-run-*-{saved['id']}"))
+    records = list(wandb_records(first / f"run-{saved['id']}.wandb"))
+    (meta,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+    assert (meta.run_id, meta.project, meta.run_group) == (saved["id"], "trainstack-test", "run")
+    config = {u.key: json.loads(u.value_json) for u in meta.config.update}
+    assert config["max_steps"] == 4 and config["tokens_per_step"] == 8 * 32 and config["world_size"] == 1
+    rows = history(records)
+    for tag in ("train/loss", "train/lr", "train/grad_norm", "perf/tokens_per_s", "val/loss", "val/perplexity"):
+        tensorboard = losses(run, tag)
+        assert tensorboard, tag
+        for step, value in tensorboard.items():
+            assert rows[step][tag] == pytest.approx(value, rel=1e-6), (tag, step)
+
+    code, out, err = train(data_dir, run, "--max-steps", "6", "--checkpoint-every", "2", *flags,
+                           "--wandb-group", "ignored-on-resume")
+    assert code == 0, err
+    runs = sorted((run / "wandb").glob("offline-run-*"))
+    assert len(runs) == 2 and all(p.name.endswith(saved["id"]) for p in runs), "the same W&B run id continues"
+    resumed = history(wandb_records(runs[-1] / f"run-{saved['id']}.wandb"))
+    assert sorted(s for s, row in resumed.items() if "train/loss" in row) == [5, 6]
+
+
+def test_wandb_bad_input(data_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    one_line_error(train(data_dir, tmp_path / "run", "--wandb-project", "p"),
+                   "--wandb-mode online needs WANDB_API_KEY", "--wandb-mode offline")
+    real_find_spec = wandb_logger.importlib.util.find_spec
+    monkeypatch.setattr(wandb_logger.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "wandb" else real_find_spec(name, *a))
+    one_line_error(train(data_dir, tmp_path / "run", "--wandb-project", "p", "--wandb-mode", "offline"),
+                   "needs the wandb package", "trainstack[wandb]")
+    assert not (tmp_path / "run").exists(), "refused before anything is written"
