@@ -1,4 +1,4 @@
-"""Entry point: `python -m training {prepare,train,sample,bench,demo,report,evaluate}`.
+"""Entry point: `python -m training {prepare,train,distill,sample,bench,demo,report,evaluate}`.
 
 Bad input (UserError) is printed as one line and exits 2, and so is a write that failed because the
 storage is full or read-only (the code that wrote has already removed its half-written files). A
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
 
             prepare(args)
             return 0
-        if args.command == "train":
+        if args.command in ("train", "distill"):
             from training.train import run
 
             return run(args)

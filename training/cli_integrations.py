@@ -51,9 +51,30 @@ def _add_wandb_flags(train: argparse.ArgumentParser) -> None:
                    help="offline: write into RUN_DIR/wandb for a later `wandb sync`")
 
 
+def _add_distill_flags(train: argparse.ArgumentParser) -> None:
+    g = train.add_argument_group("distillation (defaults: Hugging Face's DistilGPT2/DistilBERT settings)")
+    g.add_argument("--distill-from", metavar="TEACHER", default=None,
+                   help="distil this teacher (a run, an export, or a GPT-2 hub name/directory with the data's "
+                        "tokenizer) into a student with half its layers (or --n-layer/--n-embd/--n-head)")
+    g.add_argument("--alpha-kd", type=float, default=5.0, help="weight of T^2 * KL(teacher || student) at temperature T")
+    g.add_argument("--alpha-lm", type=float, default=2.0, help="weight of the student's next-token cross-entropy")
+    g.add_argument("--alpha-cos", type=float, default=1.0, help="weight of the cosine loss on the last hidden states")
+    g.add_argument("--temperature", type=float, default=2.0, help="softmax temperature T of the KL term")
+
+
+def _add_distill(sub: argparse._SubParsersAction) -> None:
+    """`distill`: `train`'s flags, with --distill-from required."""
+    p = sub.add_parser("distill", parents=[sub.choices["train"]], conflict_handler="resolve",
+                       help="distil a teacher into a smaller GPT-2 (train --distill-from TEACHER)")
+    p.add_argument("--distill-from", metavar="TEACHER", required=True,
+                   help="the teacher: a run, an export, or a GPT-2 hub name/directory with the data's tokenizer")
+
+
 def extend(sub: argparse._SubParsersAction) -> None:
     """Add the integrations' flags to `train` and their commands (called after the core commands exist)."""
     _add_snapshot_flags(sub.choices["train"])
     _add_wandb_flags(sub.choices["train"])
+    _add_distill_flags(sub.choices["train"])
+    _add_distill(sub)
     _add_report(sub)
     _add_evaluate(sub)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from training import checkpoint, distributed, metrics, recorder, snapshots, wandb_logger
+from training import checkpoint, distill, distributed, metrics, recorder, snapshots, wandb_logger
 from training.checkpoint_writer import BackgroundCheckpointer
 from training.data import DataMeta, SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
 from training.distributed import DistInfo
@@ -81,7 +81,9 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     store = snapshots.prepare(args, run_dir, dist_info)  # --snapshot-uri: an empty RUN_DIR resumes from it
     latest = _agree_on_checkpoint(run_dir, dist_info)
     saved_config = run_dir / MODEL_CONFIG
-    if args.init_from and latest is not None and saved_config.is_file():
+    # --distill-from (training/distill.py): a frozen teacher, and a student cut from it
+    teacher = distill.load_teacher(args, data, device) if getattr(args, "distill_from", None) else None
+    if (args.init_from or teacher is not None) and latest is not None and saved_config.is_file():
         # Resuming a fine-tune: the checkpoint has the weights and RUN_DIR the architecture, so a
         # restarted pod does not fetch the pretrained model again.
         config = load_model_config(saved_config)
@@ -89,6 +91,9 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     elif args.init_from:
         model = load_pretrained(args.init_from)
         check_tokenizer_matches_model(data, model.config, args.init_from)
+        config = model.config
+    elif teacher is not None:
+        model = distill.make_student(teacher, args)
         config = model.config
     else:
         shape = resolve_shape(args.preset, args.n_layer, args.n_embd, args.n_head, args.block_size)
@@ -101,7 +106,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     wanted = RunConfig(model=shape_of(config), block_size=block_size,
                        tokenizer_fingerprint=data.tokenizer_fingerprint,
                        global_batch_size=args.global_batch_size or args.batch_size * dist_info.world_size,
-                       seed=args.seed, init_from=args.init_from or "")
+                       seed=args.seed, init_from=args.init_from or (f"distill:{args.distill_from}" if teacher else ""))
     _check_global_batch(wanted.global_batch_size, dist_info)
     run_config = load_or_create_run_config(run_dir, wanted, explicit_global_batch=args.global_batch_size,
                                            write=dist_info.is_main)
@@ -143,7 +148,8 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     step_model = torch.compile(model) if resolve_compile(args.compile) else model
     if dist_info.is_distributed:
         step_model = DistributedDataParallel(step_model, device_ids=[device.index] if device.type == "cuda" else None)
-    stepper = Stepper(step_model, optimizer, device, precision, args.grad_clip, dist_info.world_size, global_batch)
+    make_stepper = distill.stepper_factory(teacher, args)  # Stepper, or DistillStepper with the teacher bound
+    stepper = make_stepper(step_model, optimizer, device, precision, args.grad_clip, dist_info.world_size, global_batch)
     eval_stepper = Stepper(model, optimizer, device, precision, 0.0, dist_info.world_size, global_batch)
     schedule = Schedule(lr=args.lr, min_lr=args.min_lr if args.min_lr is not None else args.lr / 10,
                         warmup_steps=args.warmup_steps if args.warmup_steps is not None else max(1, args.max_steps // 50),
@@ -154,6 +160,8 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     tokens_per_step = global_batch * block_size
     n_params = metrics.count_params(model)
     flops_token = metrics.flops_per_token(n_params, config.n_layer, config.n_embd, block_size)
+    if teacher is not None:
+        flops_token += distill.teacher_flops_per_token(teacher, block_size)
     peak = metrics.peak_flops(device)
 
     nonfinite_loss = torch.zeros((), dtype=torch.bool, device=device)  # any step since the start; no sync per step
@@ -218,7 +226,10 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
                 train_loss = total_loss / total_samples
                 if not np.isfinite(train_loss):
                     raise _diverged(str(train_loss), step, run_dir, args)
+                parts = stepper.pop_parts() if teacher is not None else {}  # distill/kd, distill/lm, distill/cos
                 if dist_info.is_main:
+                    for tag, value in parts.items():
+                        writer.add_scalar(tag, value, step)
                     writer.add_scalar("train/loss", train_loss, step)
                     writer.add_scalar("train/lr", schedule.lr_at(step - 1), step)
                     writer.add_scalar("train/grad_norm", float(grad_norm), step)
