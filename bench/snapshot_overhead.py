@@ -6,8 +6,8 @@ by round so machine load hits them alike:
     fast    --snapshot-uri s3://... on moto's S3 server on 127.0.0.1, full speed
     slow    the same server behind a proxy that passes uploads at --rate bytes/s (a slow store:
             slower than the checkpoint cadence, so the bounded queue drops superseded checkpoints)
-Model `mid` (--preset tiny --n-layer 4 --n-embd 256 --n-head 4 --block-size 256: 5.3M parameters,
-a 64 MB checkpoint with its AdamW moments) on the stdlib corpus, a checkpoint every 10 steps.
+Model `tiny` (--preset tiny: 2 x 128, block 128, vocabulary 8192: 1.46M parameters, a 17.6 MB
+checkpoint with its AdamW moments), batch 8, on the stdlib corpus, a checkpoint every 10 steps.
 
 Step time is what `train` logs as perf/step_ms in RUN_DIR/metrics.jsonl: the loop's time per step with
 checkpoint time taken out (uploads run on a thread and would show up here if they slowed steps).
@@ -15,7 +15,7 @@ Checkpoint time (perf/checkpoint_s) is the local save, which the upload must not
 The S3 server and the proxy run in this process, on the same 2 cores as the trainer, in all three
 configurations (idle for `local`).
 
-    .venv/bin/python bench/snapshot_overhead.py              # 3 rounds (~4 min on 2 cores)
+    .venv/bin/python bench/snapshot_overhead.py              # 3 rounds (~3 min on 2 cores)
     .venv/bin/python bench/snapshot_overhead.py --quick      # 1 round, fewer steps
 """
 
@@ -35,12 +35,12 @@ import common
 from tests.training.object_stores import ThrottledProxy, moto_s3
 from training import run_log
 
-MODEL = ["--preset", "tiny", "--n-layer", "4", "--n-embd", "256", "--n-head", "4", "--block-size", "256"]
+MODEL = ["--preset", "tiny"]
 
 
 def train_once(data: Path, run: Path, steps: int, env: dict, snapshot: str | None) -> dict:
     args = [sys.executable, "-m", "training", "train", "--data", str(data), "--out", str(run), *MODEL,
-            "--batch-size", "4", "--max-steps", str(steps), "--checkpoint-every", "10", "--keep-checkpoints", "2",
+            "--batch-size", "8", "--max-steps", str(steps), "--checkpoint-every", "10", "--keep-checkpoints", "2",
             "--log-every", "5", "--eval-every", "1000000", "--no-progress", "--no-export"]
     if snapshot:
         args += ["--snapshot-uri", snapshot, "--snapshot-wait", "1"]
@@ -65,7 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--rate", type=float, default=8e6, help="slow store upload rate, bytes/s")
+    parser.add_argument("--rate", type=float, default=2e6, help="slow store upload rate, bytes/s")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()

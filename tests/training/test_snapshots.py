@@ -20,20 +20,22 @@ pytestmark = pytest.mark.timeout(300)
 CKPT = "checkpoints/step_{:08d}"
 
 
-@pytest.fixture
-def s3(monkeypatch):
-    with moto_s3("ckpts") as values:
+def serve(monkeypatch, server):
+    """Run `server` for one test, with its client environment set in this process (and its children)."""
+    with server as values:
         for key, value in values.items():
             monkeypatch.setenv(key, value)
         yield values
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    yield from serve(monkeypatch, moto_s3("ckpts"))
 
 
 @pytest.fixture
 def gcs(monkeypatch):
-    with gcs_emulator("gbkt") as values:
-        for key, value in values.items():
-            monkeypatch.setenv(key, value)
-        yield values
+    yield from serve(monkeypatch, gcs_emulator("gbkt"))
 
 
 def train_process(data, run, log, endpoint: str, *extra: str) -> subprocess.Popen:
