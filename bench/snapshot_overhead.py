@@ -15,7 +15,7 @@ Checkpoint time (perf/checkpoint_s) is the local save, which the upload must not
 The S3 server and the proxy run in this process, on the same 2 cores as the trainer, in all three
 configurations (idle for `local`).
 
-    .venv/bin/python bench/snapshot_overhead.py              # 3 rounds (~3 min on 2 cores)
+    .venv/bin/python bench/snapshot_overhead.py              # 3 rounds (~10 min on a loaded 2-core machine)
     .venv/bin/python bench/snapshot_overhead.py --quick      # 1 round, fewer steps
 """
 
