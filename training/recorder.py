@@ -9,11 +9,12 @@ It has the SummaryWriter methods train.py calls (add_scalar, flush, close), so t
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from training import metrics, wandb_logger
 from training.log import warn
-from training.plots import BackgroundPlot
+from training.plots import LOSS_PNG, BackgroundPlot
 from training.run_log import MetricsFile
 
 
@@ -23,6 +24,10 @@ class Recorder:
         self.tokens_per_step = tokens_per_step
         self.sinks = sinks
         self.metrics = MetricsFile(run_dir)
+        # What a failed start must put back (rollback): the record as it was, and the picture of it.
+        self._metrics_size = self.metrics.path.stat().st_size if self.metrics.path.is_file() else None
+        png = run_dir / LOSS_PNG
+        self._png_before = png.read_bytes() if png.is_file() else None
         self.metrics.event("start", tokens_per_step=tokens_per_step, **start)
         self.last_step = start.get("step", 0)
         self.plot = BackgroundPlot(run_dir, on_error=warn)
@@ -45,6 +50,20 @@ class Recorder:
             sink.close()
         self.metrics.event("end", step=self.last_step)
         self.plot.close()
+
+    def rollback(self) -> None:
+        """A start that failed before its first checkpoint leaves RUN_DIR as it found it (run_dir.RunDirClaim)."""
+        if self._metrics_size is None:
+            self.metrics.path.unlink(missing_ok=True)
+        else:
+            os.truncate(self.metrics.path, self._metrics_size)
+        png = self.run_dir / LOSS_PNG
+        if self._png_before is None:
+            png.unlink(missing_ok=True)
+        else:
+            tmp = png.with_name(f".{LOSS_PNG}-rollback.png")
+            tmp.write_bytes(self._png_before)
+            os.replace(tmp, png)
 
 
 def open_recorder(run_dir: Path, args: argparse.Namespace, tokens_per_step: int, start: dict) -> Recorder:

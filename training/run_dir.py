@@ -16,11 +16,14 @@ from training.run_lock import LOCK, RunLock
 
 RUN_CONFIG = "run_config.json"
 # What `train` itself puts in RUN_DIR (also half-written, by a killed run).
-OURS = {RUN_CONFIG, "model_config.json", "checkpoints", "tokenizer", "tensorboard", "export", LOCK}
+OURS = {RUN_CONFIG, "model_config.json", "checkpoints", "tokenizer", "tensorboard", "export", LOCK,
+        # the run's record, --snapshot-uri and W&B (recorder.py, snapshots.py, wandb_logger.py)
+        "metrics.jsonl", "loss.png", "snapshot_run.json", "wandb_run.json", "wandb"}
 
 
 def _ours(name: str) -> bool:
-    return name in OURS or name.startswith((".export-", f"{LOCK}.")) or name.endswith(".tmp")
+    return (name in OURS or name.startswith((".export-", f"{LOCK}.", ".loss.png-", ".restore-"))
+            or name.endswith(".tmp"))
 
 
 def check_location(run_dir: Path, data_dir: Path) -> None:
@@ -52,10 +55,15 @@ class RunDirClaim:
         run_dir.mkdir(parents=True, exist_ok=True)
         self._before = self._listing()
         self.saved = False  # set once a checkpoint exists: from then on nothing is undone
+        self._undo_hooks: list = []  # put back files this start changed but did not create (metrics.jsonl)
         self._lock = RunLock.acquire(run_dir)
 
     def _listing(self) -> set[Path]:
         return set(self.run_dir.rglob("*"))
+
+    def on_undo(self, hook) -> None:
+        """Call `hook` when a failed start is undone (before the files it created are removed)."""
+        self._undo_hooks.append(hook)
 
     def release(self) -> None:
         if self._lock is not None:
@@ -67,6 +75,9 @@ class RunDirClaim:
         self.release()
         if self.saved:
             return
+        for hook in self._undo_hooks:
+            with contextlib.suppress(OSError):
+                hook()
         for path in sorted(self._listing() - self._before, key=lambda p: len(p.parts), reverse=True):
             with contextlib.suppress(OSError):
                 if path.is_dir() and not path.is_symlink():

@@ -17,15 +17,22 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from training.log import warn
+
 METRICS = "metrics.jsonl"
 
 
 class MetricsFile:
-    """Appends records; each write opens the file, so the upload thread can still log after the loop's end."""
+    """Appends records; each write opens the file, so the upload thread can still log after the loop's end.
+
+    A record that cannot be written (full or read-only volume) is reported once and dropped: the
+    metrics are a log, never a reason to stop training.
+    """
 
     def __init__(self, run_dir: Path):
         self.path = run_dir / METRICS
         self._lock = threading.Lock()
+        self._failed = False
 
     def scalar(self, tag: str, value: float, step: int, tokens: int) -> None:
         self._write({"step": step, "tokens": tokens, "tag": tag, "value": float(value)})
@@ -36,8 +43,15 @@ class MetricsFile:
     def _write(self, record: dict) -> None:
         record["time"] = round(time.time(), 3)
         line = json.dumps(record) + "\n"
-        with self._lock, open(self.path, "a") as f:
-            f.write(line)
+        with self._lock:
+            if self._failed:
+                return
+            try:
+                with open(self.path, "a") as f:
+                    f.write(line)
+            except OSError as exc:
+                self._failed = True
+                warn(f"cannot write {self.path} ({exc.strerror or exc}); training goes on without it")
 
 
 @dataclass
