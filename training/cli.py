@@ -236,7 +236,10 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = OneLineErrorParse
 # ---------------------------------------------------------------- flags that depend on each other
 def check_values(args: argparse.Namespace) -> None:
     """What one flag alone cannot tell; UserError (one line) before any work starts."""
-    if args.command == "train":
+    if args.command in ("train", "distill"):
+        from training.cli_integrations import check_train_values
+
+        check_train_values(args)  # --distill-from, --snapshot-uri
         _check_train(args)
     elif args.command == "prepare":
         _check_prepare(args)
@@ -257,7 +260,7 @@ def _check_train(args: argparse.Namespace) -> None:
         if shaped:
             raise UserError(f"{' '.join(shaped)} cannot change a pretrained model's architecture (--init-from "
                             f"{args.init_from}); drop {' '.join(shaped)}")
-    else:
+    elif not args.distill_from:  # a student's shape derives from its teacher's (distill.make_student)
         resolve_shape(args.preset, args.n_layer, args.n_embd, args.n_head, args.block_size)
 
 

@@ -46,20 +46,12 @@ class LossWeights:
 
 
 def weights_from(args: argparse.Namespace) -> LossWeights:
-    w = LossWeights(args.alpha_kd, args.alpha_lm, args.alpha_cos, args.temperature)
-    if min(w.kd, w.lm, w.cos) < 0 or w.kd + w.lm + w.cos == 0:
-        raise UserError("--alpha-kd/--alpha-lm/--alpha-cos must be zero or positive, and not all zero")
-    if w.temperature <= 0:
-        raise UserError(f"--temperature {w.temperature} must be positive (the published default is 2.0)")
-    return w
+    """The loss weights of the flags (their ranges and combinations are checked by the CLI)."""
+    return LossWeights(args.alpha_kd, args.alpha_lm, args.alpha_cos, args.temperature)
 
 
 def load_teacher(args: argparse.Namespace, data: DataMeta, device: torch.device):
     """The frozen teacher: a run (its export or newest checkpoint), an export, or a GPT-2 from_pretrained loads."""
-    if args.init_from:
-        raise UserError("--distill-from and --init-from exclude each other: the student starts from the teacher's "
-                        "layers; drop --init-from")
-    weights_from(args)
     source = args.distill_from
     path = Path(source)
     if path.exists():
@@ -179,7 +171,5 @@ class DistillStepper(Stepper):
 
 
 def stepper_factory(teacher, args: argparse.Namespace):
-    """Stepper's constructor, with the teacher and the loss weights bound (train.py builds it like Stepper)."""
-    if teacher is None:
-        return Stepper
+    """DistillStepper's constructor with the teacher and the loss weights bound (called like Stepper's)."""
     return functools.partial(DistillStepper, teacher=teacher, weights=weights_from(args))

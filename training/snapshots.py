@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from training import checkpoint, distributed
+from training.cli_integrations import check_snapshot_uri
 from training.errors import UserError
 from training.log import info, warn
 
@@ -46,17 +47,21 @@ UPLOADED_BY = "uploaded_by.json"  # in each uploaded checkpoint, before its data
 RUN_FILES = ("run_config.json", "model_config.json", OWNER_FILE, "wandb_run.json", "metrics.jsonl", "loss.png")
 CHECKPOINT_FILES = ("model.pt", "optimizer.pt", "trainer.pt")
 STAGING_PREFIX = ".upload-"
+RESTORE_PREFIX = ".restore-"  # run files on their way from the store into RUN_DIR
 
 
 class Store:
     """A URI prefix in object storage (or a directory), through fsspec."""
 
     def __init__(self, uri: str):
+        check_snapshot_uri(uri)
         self.uri = uri.rstrip("/")
-        scheme = self.uri.split("://", 1)[0] if "://" in self.uri else ""
-        if scheme not in SCHEMES or not self.uri.split("://", 1)[1].strip("/"):
-            raise UserError(f"--snapshot-uri {uri}: use s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or file:///PATH")
+        scheme = self.uri.split("://", 1)[0]
         package = SCHEMES[scheme]
+        if package == "gcsfs":
+            # gcsfs would ask GCS's control plane for each bucket's layout (hierarchical or zonal), which
+            # needs a permission beyond object access; plain object reads and writes are all we do.
+            os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
         if package:
             try:
                 __import__(package)
@@ -254,12 +259,12 @@ def _restore_run_files(store: Store, run_dir: Path) -> None:
     for name in RUN_FILES:
         target = run_dir / name
         if not target.exists() and store.fs.exists(store.path(name)):
-            tmp = run_dir / f".{name}-{uuid.uuid4().hex[:8]}"
+            tmp = run_dir / f"{RESTORE_PREFIX}{name}-{uuid.uuid4().hex[:8]}"
             store.fs.get_file(store.path(name), str(tmp))
             os.replace(tmp, target)
     tokenizer = run_dir / "tokenizer"
     if not tokenizer.exists() and store.fs.exists(store.path("tokenizer")):
-        tmp = run_dir / f".tokenizer-{uuid.uuid4().hex[:8]}"
+        tmp = run_dir / f"{RESTORE_PREFIX}tokenizer-{uuid.uuid4().hex[:8]}"
         store.fs.get(store.path("tokenizer") + "/", str(tmp), recursive=True)
         os.rename(tmp, tokenizer)
 

@@ -148,7 +148,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     step_model = torch.compile(model) if resolve_compile(args.compile) else model
     if dist_info.is_distributed:
         step_model = DistributedDataParallel(step_model, device_ids=[device.index] if device.type == "cuda" else None)
-    make_stepper = distill.stepper_factory(teacher, args)  # Stepper, or DistillStepper with the teacher bound
+    make_stepper = Stepper if teacher is None else distill.stepper_factory(teacher, args)  # teacher bound
     stepper = make_stepper(step_model, optimizer, device, precision, args.grad_clip, dist_info.world_size, global_batch)
     eval_stepper = Stepper(model, optimizer, device, precision, 0.0, dist_info.world_size, global_batch)
     schedule = Schedule(lr=args.lr, min_lr=args.min_lr if args.min_lr is not None else args.lr / 10,
@@ -191,6 +191,8 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
         step=start_step, max_steps=args.max_steps, world_size=dist_info.world_size, device=str(device),
         precision=precision, params=n_params, global_batch=global_batch, block_size=block_size,
     )) if dist_info.is_main else None
+    if writer is not None and claim is not None:
+        claim.on_undo(writer.rollback)  # a failed start puts metrics.jsonl and loss.png back as they were
     uploader = snapshots.start_uploader(store, run_dir, args.keep_checkpoints,
                                         writer.metrics.event) if dist_info.is_main else None
     completed = False
