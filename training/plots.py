@@ -46,6 +46,7 @@ def draw(run_dir: Path) -> Path | None:
                      xytext=(0, -16), textcoords="offset points", fontsize=9, color="tab:orange",
                      ha="right" if best[0] > 0.8 * last_step else "center",
                      bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85})
+    top.set_xlim(left=0)  # the whole run from its start, also when the first point is a late log line
     top.set_ylabel("loss (cross-entropy, nats per token)")
     top.grid(True, alpha=0.3)
     top.legend(loc="upper right")
