@@ -33,7 +33,7 @@ from training import tokenizer as tokenizers
 from training.data import DataMeta
 from training.errors import UserError
 from training.loss import cross_entropy
-from training.model import create_model, load_pretrained
+from training.model import create_gpt, load_pretrained
 from training.step import Stepper
 
 
@@ -55,16 +55,20 @@ def load_teacher(args: argparse.Namespace, data: DataMeta, device: torch.device)
     source = args.distill_from
     path = Path(source)
     if path.exists():
+        from training.gpt import unsupported
         from training.sample import load_for_generation
 
-        teacher, tokenizer = load_for_generation(path)
+        hf, tokenizer = load_for_generation(path)
+        if hf.config.model_type != "gpt2" or unsupported(hf.config):
+            raise UserError(f"--distill-from {source} is not a standard GPT-2 model "
+                            f"({unsupported(hf.config) or hf.config.model_type}); the teacher must be one")
+        teacher = create_gpt(hf.config)  # the lean model train.py trains: same weights, one forward for both
+        teacher.load_state_dict(hf.state_dict())
     elif path.is_absolute() or source.startswith((".", "~")):
         raise UserError(f"--distill-from {source} does not exist; pass a run directory, an export or a hub name")
     else:
         teacher = load_pretrained(source)
         tokenizer = tokenizers.load(source)
-    if teacher.config.model_type != "gpt2":
-        raise UserError(f"--distill-from {source} is a {teacher.config.model_type} model; the teacher must be GPT-2")
     if tokenizers.fingerprint(tokenizer) != data.tokenizer_fingerprint:
         raise UserError(f"--distill-from {source} uses a different tokenizer than {data.root}; prepare the data with "
                         f"the teacher's tokenizer (--tokenizer {source}, or its RUN_DIR/tokenizer)")
@@ -100,7 +104,7 @@ def make_student(teacher, args: argparse.Namespace):
     if config.n_embd != t.n_embd and args.alpha_cos > 0:
         raise UserError(f"the cosine loss compares hidden states, so it needs the teacher's width ({t.n_embd}), "
                         f"not --n-embd {config.n_embd}; pass --alpha-cos 0")
-    student = create_model(config)
+    student = create_gpt(config)
     if config.n_embd == t.n_embd and config.n_head == t.n_head:
         source = {k: v.detach().to("cpu", torch.float32) for k, v in teacher.state_dict().items()}
         state = student.state_dict()
@@ -151,13 +155,11 @@ class DistillStepper(Stepper):
     def forward_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if not torch.is_grad_enabled():
             return super().forward_loss(x, y)
-        hidden = self.weights.cos > 0
         with torch.no_grad():
-            t = self.teacher(input_ids=x, output_hidden_states=hidden)
+            t_logits, t_hidden = self.teacher(x, return_hidden=True)
         with self.autocast:
-            s = self.model(input_ids=x, output_hidden_states=hidden)
-        loss, parts = distillation_loss(s.logits, t.logits, y, s.hidden_states[-1] if hidden else None,
-                                        t.hidden_states[-1] if hidden else None, self.weights)
+            s_logits, s_hidden = self.model(x, return_hidden=True)
+        loss, parts = distillation_loss(s_logits, t_logits, y, s_hidden, t_hidden, self.weights)
         self._parts += parts
         self._count += 1
         return loss

@@ -112,7 +112,8 @@ class Transformer(nn.Module):
 
 
 class GPT(nn.Module):
-    """forward(input_ids, targets) -> mean cross-entropy; forward(input_ids) -> logits."""
+    """forward(input_ids, targets) -> mean cross-entropy; forward(input_ids) -> logits;
+    forward(input_ids, return_hidden=True) -> (logits, last hidden state after ln_f)."""
 
     def __init__(self, config):
         super().__init__()
@@ -141,14 +142,18 @@ class GPT(nn.Module):
             else:
                 p.normal_(0.0, std)
 
-    def forward(self, input_ids: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, targets: torch.Tensor | None = None,
+                return_hidden: bool = False) -> torch.Tensor:
         t = input_ids.size(1)
         pos = torch.arange(t, device=input_ids.device)
         x = self.transformer.wte(input_ids) + self.transformer.wpe(pos)
         x = F.dropout(x, self.embd_pdrop, self.training)
         for block in self.transformer.h:
             x = block(x)
-        logits = self.lm_head(self.transformer.ln_f(x))
+        hidden = self.transformer.ln_f(x)
+        logits = self.lm_head(hidden)
+        if return_hidden:  # (logits, last hidden state): distillation's cosine loss (training/distill.py)
+            return logits, hidden
         if targets is None:
             return logits
         # the loss in at least fp32, whatever autocast computed the logits in
