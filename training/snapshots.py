@@ -84,8 +84,11 @@ class Store:
         """Ask the store once up front, so a wrong bucket or missing credentials is bad input, not a late surprise."""
         bucket = self.root.split("/", 1)[0]
         try:
-            if not self.local:
-                self.fs.info(bucket)  # the bucket exists and the credentials may see it
+            if self.uri.startswith("s3://"):
+                # HeadBucket: the bucket exists and the credentials may list it. (On GCS a bucket read needs
+                # more than object access, and gcsfs cannot tell an empty bucket from a missing one
+                # without it: there the first write, which prepare() makes, finds a missing bucket.)
+                self.fs.info(bucket)
             if self.fs.exists(self.root):
                 self.fs.ls(self.root, detail=False)
         except FileNotFoundError as exc:
