@@ -35,7 +35,8 @@ def moto_s3(bucket: str) -> Iterator[dict]:
     server.start()
     env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_MAX_ATTEMPTS": "2"}
-    # moto keeps its buckets in this process's memory, shared by every server it runs: start empty.
+    # moto keeps its buckets in this process's memory, shared by every server it runs (the audit tests'
+    # too): start empty, and leave nothing behind.
     reset = urllib.request.Request(f"{env['AWS_ENDPOINT_URL']}/moto-api/reset", method="POST")
     urllib.request.urlopen(reset, timeout=30).close()
     try:
@@ -43,6 +44,8 @@ def moto_s3(bucket: str) -> Iterator[dict]:
             s3_client().mkdir(bucket)
         yield env
     finally:
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(reset, timeout=30).close()
         server.stop()
 
 
