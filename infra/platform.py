@@ -77,6 +77,15 @@ def data_cache_values(job: JobConfig, bucket_uri: pulumi.Input[str]) -> tuple[di
     return train, {"storage": {"cache": {"enabled": True, "sourceUri": source}}}
 
 
+def with_snapshots(train: dict[str, Any], job: JobConfig, bucket_uri: pulumi.Input[str]) -> dict[str, Any]:
+    """Checkpoints and the export also go to `<bucket>/runs/<job>/` as they are written (the trainer's
+    --snapshot-uri), unless `job.train` names another place: the bucket outlives the cluster."""
+    extra = list(train.get("extraArgs", []))
+    if any(str(word).split("=", 1)[0] == "--snapshot-uri" for word in extra):
+        return train
+    return {**train, "extraArgs": [*extra, "--snapshot-uri", pulumi.Output.concat(bucket_uri, f"/runs/{job.name}")]}
+
+
 class TrainingPlatform(pulumi.ComponentResource):
     namespace: pulumi.Output[str]
     claim_name: pulumi.Output[str] | None
@@ -140,6 +149,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.outputs = {}
         if job.enabled:
             train, cache_values = data_cache_values(job, args.bucket.uri)
+            train = with_snapshots(train, job, args.bucket.uri)
             self.job = TrainingJob(job.name, TrainingJobArgs(
                 provider=args.provider,
                 image_ref=args.image_ref,

@@ -576,7 +576,9 @@ def test_job_gets_the_image_digest_the_claim_and_the_service_account_role(up):
     assert values["job"]["nodes"] == {"min": job["nodesMin"], "max": job["nodesMax"]}
     assert values["job"]["procsPerNode"] == job["procsPerNode"]
     assert values["resources"]["gpusPerNode"] == job["gpusPerNode"]
-    assert values["train"] == {**job["train"], "data": "/mnt/cache"}
+    # Checkpoints and the export also go to the kept bucket as they are written.
+    assert values["train"] == {**job["train"], "data": "/mnt/cache",
+                               "extraArgs": ["--snapshot-uri", "s3://trainstack-snapshots-0a1b2c3/runs/train"]}
     assert values["storage"]["cache"] == {"enabled": True, "sourceUri": "s3://trainstack-snapshots-0a1b2c3/data/"}
 
 

@@ -218,6 +218,7 @@ def test_job_runs_the_image_by_digest_on_the_gpu_pool(up):
     assert values["storage"]["cache"] == {"enabled": True,
                                           "sourceUri": "gs://trainstack-snapshots-5f6a7b8/data/"}
     assert values["train"]["data"] == "/mnt/cache"
+    assert values["train"]["extraArgs"] == ["--snapshot-uri", "gs://trainstack-snapshots-5f6a7b8/runs/train"]
     # The job waits for its GPU pool; GKE runs the device plugin itself, so none is installed.
     job = up.one("trainstack:index:TrainingJob")
     assert _gpu_pool(up).urn in job.dependencies
@@ -320,3 +321,10 @@ def test_save_results_copies_the_run_directory_to_the_bucket_without_the_job(up)
     assert spec["securityContext"]["runAsUser"] == 10001  # the trainer's user owns the run
     assert "kubectl cp -n default trainstack-results:/mnt/shared/runs/train results/train" in command
     assert command.endswith("gcloud storage rsync --recursive results/train gs://trainstack-snapshots-5f6a7b8/results/train")
+
+
+def test_a_snapshot_uri_in_job_train_wins_over_the_buckets():
+    result = run_main(config_with({"trainstack:job": {"enabled": True,
+                                                      "train": {"snapshotUri": "gs://elsewhere/runs/x"}}}))
+    assert result.one(RELEASE, "train").inputs["values"]["train"]["extraArgs"] == [
+        "--snapshot-uri", "gs://elsewhere/runs/x"]
