@@ -90,14 +90,10 @@ def parse_train(value: Any, key: str) -> dict[str, Any]:
         raise ConfigError(f"{key}.out", f"{out!r} is off the shared volume ({mount}): the run would live only in "
                           "one pod and be lost when it ends", set_hint(f"{key}.out", f"{mount}/runs/<name>"))
 
-    merged = {**chart["train"], **values, "extraArgs": extra + user_extra}
-    argv = ["--data", str(merged["data"]), "--out", out, "--preset", str(merged["preset"]),
-            "--max-steps", str(merged["maxSteps"]), "--batch-size", str(merged["batchSize"]),
-            "--checkpoint-every", str(merged["checkpointEvery"])]
-    if merged.get("initFrom"):
-        argv += ["--init-from", str(merged["initFrom"])]
-    if merged.get("globalBatchSize") is not None:
-        argv += ["--global-batch-size", str(merged["globalBatchSize"])]
+    merged = {**chart["train"], **values, "out": out, "extraArgs": extra + user_extra}
+    # The chart's first-class values as the flags it renders them to (unset ones it leaves out).
+    argv = [word for name, value in merged.items() if name != "extraArgs" and value not in (None, "")
+            for word in (flags[name].flag, str(value))]
     try:
         check_train_args([*argv, *merged["extraArgs"]])
     except UserError as error:
