@@ -8,7 +8,7 @@ collective, its agent restarts it (--max-restarts), the rendezvous closes with t
 and the new worker resumes from the newest checkpoint with world size 1 (the same global batch, by
 accumulation). Measured from the kill:
 
-    detect_s       node 0's agent reports its worker failed
+    detect_s       node 0's agent reports its worker failed (by the time in the agent's log line)
     resumed_s      the new worker has loaded the checkpoint ("resumed from ...")
     recovery_s     the next finished step is logged ("step N/...")   <- the headline figure
     steps_lost     finished steps at the kill minus the resumed step (< --checkpoint-every)
@@ -20,8 +20,8 @@ signal to its worker, which finishes its step, checkpoints it and exits. Measure
 Env of the agents: TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (torch's shared TCPStore deadlocks the
 re-rendezvous, pytorch/pytorch#135712), OMP_NUM_THREADS=1 (two workers share the 2 cores).
 
-    .venv/bin/python bench/recovery.py             # both variants, one kill + one SIGTERM each; ~75 s
-    .venv/bin/python bench/recovery.py --quick     # the default variant only; ~30 s
+    .venv/bin/python bench/recovery.py --repeat 2  # every variant (VARIANTS), twice each; ~8 min on 2 cores
+    .venv/bin/python bench/recovery.py --quick     # the default variant once; ~40 s
 """
 
 from __future__ import annotations
@@ -44,6 +44,17 @@ import common
 STEP = re.compile(r"^step (\d+)/\d+ \|")
 RESUMED = re.compile(r"resumed from \S+ \(step (\d+),")
 SAVED = re.compile(r"stop requested; checkpoint of step (\d+) saved")
+AGENT_CLOCK = re.compile(r"^[EWI]\d{4} (\d\d):(\d\d):(\d\d\.\d+) ")  # torch's log prefix: E1123 10:58:58.315000
+
+
+def agent_seconds_after(line: str, wall: float) -> float | None:
+    """Seconds from the wall-clock time `wall` to the local time in an agent log line's own prefix."""
+    m = AGENT_CLOCK.match(line)
+    if m is None:
+        return None
+    day = time.localtime(wall)
+    stamp = 3600 * int(m.group(1)) + 60 * int(m.group(2)) + float(m.group(3))
+    return round((stamp - (3600 * day.tm_hour + 60 * day.tm_min + day.tm_sec + wall % 1)) % 86400, 2)
 
 
 class Agent:
@@ -60,8 +71,9 @@ class Agent:
 
     def _read(self) -> None:
         for line in self.proc.stdout:
-            self.lines.append((time.monotonic(), line.rstrip("\n")))
-            self._log.write(line)
+            now = time.monotonic()
+            self.lines.append((now, line.rstrip("\n")))
+            self._log.write(f"{now:.3f} {line}")  # the read time, to line the two nodes' logs up
             self._log.flush()
         self._log.close()
 
@@ -91,11 +103,11 @@ def wait_for(predicate, timeout: float, what: str, agents: list[Agent]):
     raise SystemExit(f"timed out after {timeout}s waiting for {what}\n{tails}")
 
 
-def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kill") -> dict:
+def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kill", extra_env=None) -> dict:
     run = work / "run"
     port, rdzv_id = common.free_port(), f"bench-{uuid.uuid4().hex[:8]}"
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",
-               PYTHONPATH=str(common.ROOT))
+               PYTHONPATH=str(common.ROOT), **(extra_env or {}))
     train = ["-m", "training", "train", "--data", str(data_dir), "--out", str(run), "--preset", "tiny",
              "--block-size", str(args.block_size), "--batch-size", str(args.batch_size), "--max-steps", "1000000",
              "--checkpoint-every", str(args.checkpoint_every), "--eval-every", "1000000", "--log-every", "1",
@@ -121,7 +133,7 @@ def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kil
         # kill: SIGKILL, the kernel resets its connections. freeze: SIGSTOP, its sockets stay open and
         # nothing tells node 0 (a node that lost power or network): only heartbeats can notice.
         killed = common.kill_tree(node1.proc.pid, signal.SIGKILL if mode == "kill" else signal.SIGSTOP)
-        t_kill = time.monotonic()
+        t_kill, wall_kill = time.monotonic(), time.time()
         if mode == "kill":
             node1.proc.wait()
         step_at_kill = max([step_at_kill, *node1.steps()])  # a line read in the meantime
@@ -133,7 +145,8 @@ def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kil
         resumed_step = int(resumed[1].group(1))
         recovery = {
             "recovery_s": round(next_step[0] - t_kill, 2),
-            "detect_s": round(detected[0] - t_kill, 2) if detected else None,
+            # by the agent's own clock: its log lines can reach us late when the cores are busy
+            "detect_s": agent_seconds_after(detected[1], wall_kill) if detected else None,
             "peer_lost_s": round(peer_lost[0] - t_kill, 2) if peer_lost else None,
             "resumed_s": round(resumed[0] - t_kill, 2),
             "step_at_kill": step_at_kill, "resumed_step": resumed_step,
@@ -168,21 +181,22 @@ def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kil
                 a.proc.wait()
 
 
-# launcher, extra --rdzv-conf, how node 1 is lost, extra train flags. "kill" and "freeze" run training.launch, the
-# launcher the chart runs, with its rendezvous defaults; "kill-torchrun" is plain torchrun with
-# torch's defaults (keep-alive every 5 s, 3 misses), the figure before those defaults existed.
+# launcher, extra --rdzv-conf, how node 1 is lost, extra train flags, extra environment. "kill" and "freeze" run
+# training.launch, the launcher the chart runs, with its defaults; "kill-torchrun" is plain torchrun with
+# torch's defaults (keep-alive every 5 s, 3 misses, a fresh interpreter per worker), the figure before any of this.
 VARIANTS = {
-    "kill": ("training.launch", "", "kill", []),
-    "kill-eager": ("training.launch", "", "kill", ["--compile", "off"]),  # without the restart's compilation
-    "freeze": ("training.launch", "", "freeze", []),
-    "kill-torchrun": ("torch.distributed.run", "", "kill", []),
+    "kill": ("training.launch", "", "kill", [], {}),
+    "kill-exec": ("training.launch", "", "kill", [], {"TRAINSTACK_WORKER_START": "exec"}),  # fresh interpreters
+    "kill-eager": ("training.launch", "", "kill", ["--compile", "off"], {}),  # without the restart's compilation
+    "freeze": ("training.launch", "", "freeze", [], {}),
+    "kill-torchrun": ("torch.distributed.run", "", "kill", [], {}),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="a prepared DATA_DIR (default: stdlib corpus, cached)")
-    parser.add_argument("--variants", default="kill,kill-eager,freeze,kill-torchrun",
+    parser.add_argument("--variants", default="kill,kill-exec,kill-eager,freeze,kill-torchrun",
                         help=f"scenarios to measure, of: {', '.join(VARIANTS)}")
     parser.add_argument("--dist-timeout", type=int, default=600, help="train's --dist-timeout (its default)")
     parser.add_argument("--peer-timeout", type=int, default=10, help="train's --peer-timeout")
@@ -207,16 +221,16 @@ def main(argv: list[str] | None = None) -> int:
               "variants": {}}
     for variant in args.variants.split(","):
         runs = []
-        args.launcher, rdzv_extra, mode, args.train_extra = VARIANTS[variant]
+        args.launcher, rdzv_extra, mode, args.train_extra, extra_env = VARIANTS[variant]
         for i in range(args.repeat):
             with tempfile.TemporaryDirectory(prefix="bench-recovery-") as tmp:
                 work = Path(args.keep_logs) / f"{variant}-{i}" if args.keep_logs else Path(tmp)
                 work.mkdir(parents=True, exist_ok=True)
-                runs.append(scenario(data_dir, work, args, rdzv_extra, mode))
+                runs.append(scenario(data_dir, work, args, rdzv_extra, mode, extra_env))
             print(f"{variant} {i + 1}/{args.repeat}: {json.dumps(runs[-1])}", file=sys.stderr, flush=True)
         result["variants"][variant] = {
             "launcher": args.launcher, "rdzv_conf_extra": rdzv_extra, "node_lost_by": mode,
-            "train_extra": args.train_extra,
+            "train_extra": args.train_extra, "env": extra_env,
             **{k: common.median([r[k] for r in runs if r[k] is not None] or [float("nan")]) for k in keys},
             "runs": runs}
     common.write_result("recovery", result, args.out)

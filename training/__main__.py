@@ -2,7 +2,8 @@
 
 Bad input (UserError) is printed as one line and exits 2, and so is a write that failed because the
 storage is full or read-only (the code that wrote has already removed its half-written files). A
-retry cannot fix either (training/errors.py). Nothing else is caught.
+retry cannot fix either (training/errors.py). Nothing else is caught. `train` and `distill` end
+without the interpreter's own shutdown (training/process_exit.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 
 from training.cli import build_parser, check_values
 from training.errors import NO_RETRY_EXIT, UserError, storage_error, storage_failure
+from training.process_exit import exit_code, exit_now
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,4 +67,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] in (["train"], ["distill"]):  # torchrun's workers: their exit time delays a restart
+        exit_now(exit_code(main))
     sys.exit(main())

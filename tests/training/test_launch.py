@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.training.helpers import checkpoint_steps, spawn, wait_for
+from tests.training.helpers import checkpoint_steps, descendants, spawn, wait_for
 from tests.training.test_elastic import train_args
 from training.launch import honour_shutdown_timeout
 
@@ -18,11 +19,15 @@ def launch(*args: str) -> list[str]:
     return [sys.executable, "-m", "training.launch", "--standalone", "--nproc-per-node=1", "--max-restarts=0", *args]
 
 
-def test_bad_input_exits_2_so_the_job_fails_fast(tmp_path):
+@pytest.mark.parametrize("worker_start", ["fork", "exec"])
+def test_bad_input_exits_2_so_the_job_fails_fast(tmp_path, monkeypatch, worker_start):
+    monkeypatch.setenv("TRAINSTACK_WORKER_START", worker_start)  # forked from the warm server, or torchrun's own way
     proc = spawn(launch("-m", "training", "train", "--data", str(tmp_path / "missing"), "--out", str(tmp_path / "r")),
                  tmp_path / "log")
     assert proc.wait(timeout=120) == 2
-    assert "worker failed with exit code 2" in (tmp_path / "log").read_text()
+    log = (tmp_path / "log").read_text()
+    assert "worker failed with exit code 2" in log
+    assert log.count("error: data directory") == 1, log  # the one line, once
 
 
 def test_a_finished_run_exits_0(data_dir, tmp_path):
@@ -35,6 +40,13 @@ def test_sigterm_checkpoints_and_exits_143(data_dir, tmp_path):
     proc = spawn(launch(*train_args(data_dir, tmp_path / "r", "--max-steps", "100000", "--checkpoint-every",
                                     "100000")), log)
     wait_for(lambda: "step 3/" in log.read_text(), 120, "three finished steps")
+    # the trainer runs in a process forked by the warm fork server, not in a fresh interpreter
+    commands = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                for pid in descendants(proc.pid)}
+    servers = [pid for pid, command in commands.items()
+               if "multiprocessing.forkserver" in command and f"PPid:\t{proc.pid}\n" in Path(f"/proc/{pid}/status").read_text()]
+    assert len(servers) == 1, commands
+    assert descendants(servers[0]), "no worker under the fork server"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=90) == 143, log.read_text()[-2000:]
     assert "stop requested; checkpoint of step" in log.read_text()

@@ -1,0 +1,110 @@
+"""training/worker.py, training/warm_imports.py and training/process_exit.py: how trainer processes start and end.
+
+The launcher tests (test_launch.py) and bench/recovery.py run them for real under torchrun; these
+check the pieces one at a time.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.training.helpers import REPO
+from training.process_exit import exit_code
+from training.worker import run, warm_start
+
+
+class Config:
+    start_method = "spawn"
+
+
+def test_only_the_trainer_is_forked_warm(monkeypatch):
+    monkeypatch.delenv("TRAINSTACK_WORKER_START", raising=False)
+    config = Config()
+    assert warm_start(config, sys.executable, ["-u", "-m", "training", "train", "--data", "d"]) == \
+        (config, run, ["train", "--data", "d"])
+    assert config.start_method == "forkserver"
+    other = Config()
+    for cmd, args in [(sys.executable, ["-u", "-m", "nemo.train"]), (sys.executable, ["-u", "script.py"]),
+                      ("/bin/trainer", ["-m", "training"])]:
+        assert warm_start(other, cmd, args) == (other, cmd, args)
+    assert other.start_method == "spawn"
+
+
+def test_exec_keeps_torchruns_own_way(monkeypatch):
+    monkeypatch.setenv("TRAINSTACK_WORKER_START", "exec")
+    config = Config()
+    args = ["-u", "-m", "training", "train"]
+    assert warm_start(config, sys.executable, args) == (config, sys.executable, args)
+
+
+def test_exit_codes_are_what_python_would_exit_with(capsys):
+    def raises(exc):
+        def run():
+            raise exc
+        return run
+
+    assert exit_code(lambda: 0) == 0
+    assert exit_code(lambda: None) == 0
+    assert exit_code(lambda: 75) == 75
+    assert exit_code(raises(SystemExit(2))) == 2
+    assert exit_code(raises(SystemExit(None))) == 0
+    assert exit_code(raises(SystemExit("bad flag"))) == 1
+    assert exit_code(raises(KeyboardInterrupt())) == 130
+    assert exit_code(raises(RuntimeError("gloo: connection reset by peer"))) == 1
+    err = capsys.readouterr().err
+    assert "bad flag" in err
+    assert "Traceback" in err and "RuntimeError: gloo: connection reset by peer" in err
+
+
+def python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_exit_now_waits_for_a_write_in_flight_runs_atexit_and_flushes():
+    done = python("""
+        import atexit, sys, threading, time
+        from training.process_exit import exit_now
+        def write():  # a background checkpoint write still going when the trainer returns
+            time.sleep(0.5)
+            print("write committed")
+        threading.Thread(target=write, daemon=False).start()
+        atexit.register(lambda: print("atexit ran"))
+        sys.stdout.write("buffered, no newline")
+        exit_now(75)
+    """)
+    assert done.returncode == 75, done.stderr
+    assert done.stdout.splitlines() == ["buffered, no newlinewrite committed", "atexit ran"]
+
+
+def test_the_fork_servers_imports_start_no_thread_and_leave_cuda_alone():
+    done = python("""
+        import os, threading
+        import numpy  # its BLAS starts a thread pool, which re-forms itself in a forked child (pthread_atfork)
+        blas = len(os.listdir("/proc/self/task"))
+        import training.warm_imports as warm
+        import torch
+        assert warm.skipped == {}, warm.skipped
+        assert threading.active_count() == 1, threading.enumerate()
+        assert len(os.listdir("/proc/self/task")) == blas, "a native thread was started"  # fork copies it half
+        assert not torch.cuda.is_initialized()
+        for name in warm.MODULES:
+            __import__(name)
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ok"
+
+
+def test_cuda_is_refused_while_preloading():
+    import torch
+
+    from training.warm_imports import CudaTouched, cuda_forbidden
+
+    with cuda_forbidden(), pytest.raises(CudaTouched):
+        torch.cuda.init()
+    assert torch.cuda._lazy_init is not None and "refuse" not in torch.cuda._lazy_init.__name__
