@@ -164,6 +164,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 node_selector=args.gpu.node_selector,
                 tolerations=args.gpu.tolerations,
                 train=train,
+                secret_env=job.secret_env,
                 tensorboard=job.tensorboard,
                 extra_values=deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}),
                                         args.job_values),

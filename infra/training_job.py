@@ -46,6 +46,7 @@ REPLACE_ON_CHANGES = (
     "values.job.maxRestarts",
     "values.job.launcher",
     "values.job.joinTimeoutSeconds",
+    "values.job.lastCallTimeoutSeconds",
     "values.job.runId",
     "values.job.rdzvBackend",
     "values.job.rdzvPort",

@@ -2,6 +2,8 @@
 
 The rules a job must follow wherever it runs (nodes min/max, one process per GPU, names the chart can
 use, `train` keys the chart knows) live here once; each cloud only says how many GPUs its node type has.
+Secrets (a W&B key) reach the pods only by reference: `secretEnv` names Kubernetes Secrets the user
+created, and the chart mounts them as secretKeyRef; no secret value passes through Pulumi.
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.config.errors import NAMESPACE, ConfigError, set_hint
-from infra.config.reader import Section, as_bool, as_int, as_str
-from infra.config.train_args import parse_train
+from infra.config.reader import Section, as_bool, as_int, as_str, decoded, reject_unknown
+from infra.config.train_args import parse_train, trainer_args
+from infra.training_job import SecretEnv
+from training import wandb_logger
 
 KEY = f"{NAMESPACE}:job"
 JOB_KEYS = ("enabled", "name", "namespace", "nodesMin", "nodesMax", "gpusPerNode", "procsPerNode", "dataPrefix",
-            "tensorboard", "queue", "queueName", "train")
+            "tensorboard", "queue", "queueName", "train", "secretEnv")
+_SECRET_ENV_KEYS = ("name", "secretName", "key")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+# How a user gives the job their W&B key: a Secret they create, named here; the key never enters Pulumi.
+WANDB_SECRET_EXAMPLE = "[{name: WANDB_API_KEY, secretName: wandb, key: api-key}]"
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 # The chart names the Job, its Service and its pods' hostnames after the release: at most 50 characters.
 _JOB_NAME_MAX = 50
@@ -37,6 +46,8 @@ class JobConfig:
     queue: bool = False  # submit through a Kueue LocalQueue (all pods admitted together)
     queue_name: str = "training"  # the LocalQueue and ClusterQueue
     train: Mapping[str, Any] = field(default_factory=dict)
+    # Environment variables from Kubernetes Secrets the user created (the chart's secretEnv).
+    secret_env: tuple[SecretEnv, ...] = ()
 
 
 def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -> JobConfig:
@@ -67,6 +78,8 @@ def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -
         raise ConfigError(f"{KEY}.dataPrefix", f"expected a prefix inside the snapshot bucket, got {data_prefix!r}",
                           set_hint(f"{KEY}.dataPrefix", "data"))
     train: dict[str, Any] = section.get("train", parse_train, {})
+    secret_env = section.get("secretEnv", _secret_env, ())
+    _check_wandb_key(train, secret_env)
     return JobConfig(
         enabled=section.get("enabled", as_bool, False),  # the shipped stack files start without a job (data first)
         name=names["name"],
@@ -80,7 +93,52 @@ def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -
         queue=section.get("queue", as_bool, False),
         queue_name=names["queueName"],
         train=train,
+        secret_env=secret_env,
     )
+
+
+def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:
+    """[{name, secretName, key}]: each variable is read from a Secret in the job's namespace (secretKeyRef)."""
+    items = decoded(value)
+    if not isinstance(items, list):
+        raise ConfigError(key, f"expected a list of {{name, secretName, key}}, got {items!r}",
+                          f"write it in Pulumi.<stack>.yaml as {key}: {WANDB_SECRET_EXAMPLE}")
+    result = []
+    for i, item in enumerate(items):
+        at = f"{key}[{i}]"
+        if not isinstance(item, dict) or set(item) != set(_SECRET_ENV_KEYS):
+            if isinstance(item, dict):
+                reject_unknown(f"{at}.", item.keys(), _SECRET_ENV_KEYS)
+            raise ConfigError(at, f"expected {{name, secretName, key}}, got {item!r}",
+                              f"write it as {WANDB_SECRET_EXAMPLE[1:-1]} (the Secret's name and the key inside it)")
+        name, secret, secret_key = (item[k] for k in _SECRET_ENV_KEYS)
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise ConfigError(f"{at}.name", f"{name!r} is not an environment variable name", set_hint(f"{at}.name", "WANDB_API_KEY"))
+        if not isinstance(secret, str) or not _SECRET_NAME.fullmatch(secret):
+            raise ConfigError(f"{at}.secretName", f"{secret!r} is not a Secret name (lowercase letters, digits, - and .)",
+                              set_hint(f"{at}.secretName", "wandb"))
+        if not isinstance(secret_key, str) or not secret_key:
+            raise ConfigError(f"{at}.key", f"expected the key inside Secret {secret!r}, got {secret_key!r}",
+                              set_hint(f"{at}.key", "api-key"))
+        result.append(SecretEnv(name=name, secret_name=secret, key=secret_key))
+    names = [s.name for s in result]
+    if len(set(names)) != len(names):
+        raise ConfigError(key, f"a variable is set twice: {sorted({n for n in names if names.count(n) > 1})}",
+                          "keep one entry per name")
+    return tuple(result)
+
+
+def _check_wandb_key(train: Mapping[str, Any], secret_env: tuple[SecretEnv, ...]) -> None:
+    """W&B online needs WANDB_API_KEY in the pods; without it every pod would stop at start-up."""
+    args = trainer_args(dict(train))
+    if not wandb_logger.enabled(args) or args.wandb_mode != "online":
+        return
+    if "WANDB_API_KEY" not in {s.name for s in secret_env}:
+        raise ConfigError(f"{KEY}.secretEnv", f"job.train.wandbProject {args.wandb_project!r} logs to W&B online, but no "
+                          "secretEnv gives the pods WANDB_API_KEY",
+                          "kubectl create secret generic wandb -n <job namespace> --from-literal=api-key=<your key>, then "
+                          f"in Pulumi.<stack>.yaml {KEY}: {{secretEnv: {WANDB_SECRET_EXAMPLE}}} (or set "
+                          f"{KEY}.train.wandbMode offline)")
 
 
 def nodes_for_job(job: JobConfig, gpus_per_node_type: int) -> tuple[int, int]:

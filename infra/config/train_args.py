@@ -10,6 +10,7 @@ learning rate, a typo in a flag) fails before any resource is registered.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from infra.config.errors import ConfigError, set_hint
@@ -90,14 +91,23 @@ def parse_train(value: Any, key: str) -> dict[str, Any]:
         raise ConfigError(f"{key}.out", f"{out!r} is off the shared volume ({mount}): the run would live only in "
                           "one pod and be lost when it ends", set_hint(f"{key}.out", f"{mount}/runs/<name>"))
 
-    merged = {**chart["train"], **values, "out": out, "extraArgs": extra + user_extra}
-    # The chart's first-class values as the flags it renders them to (unset ones it leaves out).
-    argv = [word for name, value in merged.items() if name != "extraArgs" and value not in (None, "")
-            for word in (flags[name].flag, str(value))]
+    merged = {**values, "extraArgs": extra + user_extra}
     try:
-        check_train_args([*argv, *merged["extraArgs"]])
+        trainer_args(merged)
     except UserError as error:
         raise ConfigError(key, f"the trainer refuses it: {error}",
                           f"fix {key} (python -m training train --help lists every flag)") from None
     return {**values, **({"extraArgs": merged["extraArgs"]} if merged["extraArgs"] else {})}
+
+
+def trainer_args(train: dict[str, Any]) -> argparse.Namespace:
+    """What the trainer parses from the chart's `train` values (parse_train's result)."""
+    flags = train_keys()
+    chart = chart_default_values()
+    merged = {**chart["train"], **train}
+    merged["out"] = merged["out"] or f"{chart['storage']['mountPath'].rstrip('/')}/runs/job"
+    # The chart's first-class values as the flags it renders them to (unset ones it leaves out).
+    argv = [word for name, value in merged.items() if name != "extraArgs" and value not in (None, "")
+            for word in (flags[name].flag, str(value))]
+    return check_train_args([*argv, *merged.get("extraArgs", [])])
 

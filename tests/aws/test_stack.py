@@ -582,6 +582,26 @@ def test_job_gets_the_image_digest_the_claim_and_the_service_account_role(up):
     assert values["storage"]["cache"] == {"enabled": True, "sourceUri": "s3://trainstack-snapshots-0a1b2c3/data/"}
 
 
+@pytest.mark.parametrize("mode", ["online", "offline"])
+def test_wandb_keys_become_trainer_flags_and_the_key_comes_from_the_users_secret(mode):
+    from tests.workloads.chart import parse_launch, render, trainer
+
+    wandb = [{"name": "WANDB_API_KEY", "secretName": "wandb", "key": "api-key"}]
+    job = {"enabled": True, "train": {"wandbProject": "gpt2", "wandbEntity": "team", "wandbMode": mode},
+           "secretEnv": wandb if mode == "online" else []}
+    values = run_main(config_with({"trainstack:job": job})).one(RELEASE, "train").inputs["values"]
+    assert values["secretEnv"] == job["secretEnv"]  # a reference: no key value passes through Pulumi
+
+    # What the pods get, rendered by the chart from the Release's values.
+    container = trainer(render(values, release="train"))
+    argv = parse_launch(container).training_script_args
+    for flag, value in (("--wandb-project", "gpt2"), ("--wandb-entity", "team"), ("--wandb-mode", mode)):
+        assert argv[argv.index(flag) + 1] == value
+    env = [e for e in container["env"] if e["name"] == "WANDB_API_KEY"]
+    assert env == ([{"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}]
+                   if mode == "online" else [])
+
+
 def test_tensorboard_runs_its_own_small_image_built_by_the_same_program(up):
     image = up.one(IMAGE, "trainstack-tensorboard-image")
     assert image.inputs["dockerfile"] == {"location": "images/tensorboard/Dockerfile"}

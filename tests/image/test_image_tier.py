@@ -5,12 +5,14 @@ run the way the chart runs it: as the image's non-root user, read-only root file
 What this proves: the Dockerfile builds; the lock installs with its hashes and is complete (pip check);
 torch from the base survives; the entrypoint (training.launch -> torchrun) and `python -m training`
 work as uid 10001 on a read-only root; data preparation, two training steps, a checkpoint and the export
-work inside the image. What it does not: CUDA, NCCL and the GPU base image itself (its Python, its
+work inside the image, and so does W&B's offline mode. What it does not: CUDA, NCCL and the GPU base image itself (its Python, its
 torch build); the image here differs from production in the base layer only.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import resource
 import shutil
 import subprocess
@@ -19,6 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.training.test_wandb import history, wandb_records
+from training import wandb_logger
 
 from . import stand_in_base
 
@@ -89,8 +94,10 @@ def test_locked_dependencies_are_complete_and_torch_is_the_base_images(image):
     assert done.stdout.strip().splitlines()[-1] == stand_in_base.TORCH.split("==")[1] + "+cpu"
 
 
-def test_prepare_and_two_training_steps_inside_the_image(image, tmp_path):
-    shared = tmp_path / "shared"
+@pytest.fixture(scope="module")
+def shared(image, tmp_path_factory) -> Path:
+    """The shared volume, owned by the image's user, with a data set prepared inside the image."""
+    shared = tmp_path_factory.mktemp("image") / "shared"
     (shared / "corpus").mkdir(parents=True)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     for name in CORPUS:
@@ -98,22 +105,47 @@ def test_prepare_and_two_training_steps_inside_the_image(image, tmp_path):
     shutil.chown(shared, 10001, 10001)
     for path in shared.rglob("*"):
         shutil.chown(path, 10001, 10001)
-
     start = time.monotonic()
     prepared = podman_run(image, "-m", "training", "prepare", "--data", "/mnt/shared/corpus", "--out",
                           "/mnt/shared/data", "--tokenizer", "train:512", "--val-fraction", "0.05", "--num-proc", "1",
                           entrypoint="python", shared=shared)
+    TIMINGS["prepare"] = time.monotonic() - start
     assert prepared.returncode == 0, prepared.stderr
-    # As the chart runs it: the launcher (torchrun) with the trainer as its module.
+    return shared
+
+
+def train_two_steps(image: str, shared: Path, name: str, *flags: str) -> Path:
+    """As the chart runs it: the launcher (torchrun) with the trainer as its module."""
+    start = time.monotonic()
     trained = podman_run(image, "--nproc-per-node=1", "-m", "training", "train", "--data", "/mnt/shared/data",
-                         "--out", "/mnt/shared/runs/t", "--preset", "tiny", "--max-steps", "2", "--batch-size", "2",
-                         "--checkpoint-every", "2", "--eval-every", "2", "--eval-samples", "4", "--log-every", "1",
-                         "--device", "cpu", "--compile", "off", "--no-progress", shared=shared)
-    TIMINGS["prepare+train"] = time.monotonic() - start
+                         "--out", f"/mnt/shared/runs/{name}", "--preset", "tiny", "--max-steps", "2", "--batch-size",
+                         "2", "--checkpoint-every", "2", "--eval-every", "2", "--eval-samples", "4", "--log-every", "1",
+                         "--device", "cpu", "--compile", "off", "--no-progress", *flags, shared=shared)
+    TIMINGS[f"train {name}"] = time.monotonic() - start
     assert trained.returncode == 0, trained.stdout + trained.stderr
     output = trained.stdout + trained.stderr
     assert "step 1/2" in output and "step 2/2" in output
-    run_dir = shared / "runs" / "t"
+    run_dir = shared / "runs" / name
+    assert all(p.lstat().st_uid == 10001 for p in run_dir.rglob("*")), "files written by someone other than 10001"
+    return run_dir
+
+
+def test_prepare_and_two_training_steps_inside_the_image(image, shared):
+    run_dir = train_two_steps(image, shared, "t")
     assert (run_dir / "checkpoints" / "step_00000002" / "manifest.json").is_file()
     assert any(run_dir.rglob("*.safetensors")), "the Hugging Face export is missing"
-    assert all(p.stat().st_uid == 10001 for p in run_dir.rglob("*")), "files written by someone other than 10001"
+
+
+def test_wandb_offline_inside_the_image(image, shared):
+    """W&B is in the image and logs offline with no network, as uid 10001 on a read-only root: the
+    offline run (for a later `wandb sync`) lands in the run directory and holds the step metrics."""
+    run_dir = train_two_steps(image, shared, "w", "--wandb-project", "trainstack-image", "--wandb-mode", "offline",
+                              "--no-export")
+    saved = json.loads((run_dir / wandb_logger.RUN_FILE).read_text())
+    (offline,) = list((run_dir / "wandb").glob(f"offline-run-*-{saved['id']}"))
+    records = list(wandb_records(offline / f"run-{saved['id']}.wandb"))
+    (meta,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+    assert (meta.run_id, meta.project) == (saved["id"], "trainstack-image")
+    rows = history(records)
+    assert sorted(s for s, row in rows.items() if "train/loss" in row) == [1, 2]
+    assert all(math.isfinite(rows[s]["train/loss"]) for s in (1, 2)) and "val/loss" in rows[2]

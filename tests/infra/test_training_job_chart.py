@@ -114,6 +114,7 @@ CHANGES = [
     ("max_restarts", {"extra_values": {"job": {"maxRestarts": 7}}}, False),
     ("launcher", {"extra_values": {"job": {"launcher": ["torchrun"]}}}, False),
     ("join_timeout", {"extra_values": {"job": {"joinTimeoutSeconds": 600}}}, False),
+    ("last_call_timeout", {"extra_values": {"job": {"lastCallTimeoutSeconds": 20}}}, False),
     ("queue", {"queue_name": "research"}, None),
     (
         "irsa_role",

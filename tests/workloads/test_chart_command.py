@@ -50,7 +50,25 @@ def test_launcher_flags_match_the_values(rendered, value_set):
     assert config.max_restarts == job_values["maxRestarts"]
     assert config.rdzv_backend == job_values["rdzvBackend"]
     assert config.rdzv_configs["join_timeout"] == "1800"
+    assert config.rdzv_configs["last_call_timeout"] == "10"
     assert config.run_id.startswith(f"{RELEASE}-")
+
+
+@pytest.mark.parametrize("backend", ["c10d", "etcd-v2"])
+def test_rendezvous_timeouts_reach_torchs_rendezvous_handler(backend):
+    """The values, through torchrun's parser, become the timeouts of the handler torchrun builds."""
+    from torch.distributed.elastic.rendezvous import RendezvousParameters
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler
+
+    values = deep_merge(load_values("gpu-4x8-queue-pvc"),
+                        {"job": {"joinTimeoutSeconds": 900, "lastCallTimeoutSeconds": 45, "rdzvBackend": backend},
+                         "etcd": {"enabled": backend != "c10d"}})
+    config, _ = launch_config(trainer(render(values)))
+    params = RendezvousParameters(config.rdzv_backend, config.rdzv_endpoint, config.run_id, config.min_nodes,
+                                  config.max_nodes, **config.rdzv_configs)
+    handler = create_handler(mock.Mock(), mock.Mock(), params)
+    assert (handler.settings.timeout.join.total_seconds(), handler.settings.timeout.last_call.total_seconds()) == \
+        (900, 45)
 
 
 @pytest.mark.parametrize("value_set", TRAINING_SETS)

@@ -30,6 +30,8 @@ BAD_VALUES = {
     "zero steps": ({"train": {"maxSteps": 0}}, "/train/maxSteps"),
     "float batch size": ({"train": {"batchSize": 2.5}}, "/train/batchSize"),
     "unknown rendezvous backend": ({"job": {"rdzvBackend": "static"}}, "/job/rdzvBackend"),
+    "last call of zero seconds": ({"job": {"lastCallTimeoutSeconds": 0}}, "/job/lastCallTimeoutSeconds"),
+    "last call as a duration": ({"job": {"lastCallTimeoutSeconds": "10s"}}, "/job/lastCallTimeoutSeconds"),
     "etcd backend without etcd": ({"job": {"rdzvBackend": "etcd"}}, "job.rdzvBackend \"etcd\" needs etcd.enabled"),
     "etcd without etcd backend": ({"etcd": {"enabled": True}}, "etcd.enabled is true but job.rdzvBackend is c10d"),
     "multi-node without a pvc": ({"storage": {"pvc": ""}}, "storage.pvc is required when job.nodes.max > 1"),

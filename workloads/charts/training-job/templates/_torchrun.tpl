@@ -53,7 +53,7 @@ a stale rendezvous; stable for the Job's life, so upgrades and pod restarts keep
   (printf "--rdzv-backend=%s" $j.rdzvBackend)
   (printf "--rdzv-endpoint=%s" (include "training-job.rdzvEndpoint" .))
   (printf "--rdzv-id=%s" (include "training-job.runId" .))
-  (printf "--rdzv-conf=join_timeout=%d" (int $j.joinTimeoutSeconds))
+  (printf "--rdzv-conf=join_timeout=%d,last_call_timeout=%d" (int $j.joinTimeoutSeconds) (int $j.lastCallTimeoutSeconds))
 -}}
 {{- $c := .Values.command -}}
 {{- if $c.script -}}
