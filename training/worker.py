@@ -8,6 +8,9 @@ fork server that imported training/warm_imports.py once, when the first worker s
 
 Exit codes are the command's: torch's function workers count as succeeded only by returning a value,
 so 0 is returned and anything else (2 bad input, 75 a peer was preempted) is the process's exit code.
+A worker that returned ends as soon as the value is on its way to the agent: the agent reads it from
+the pipe even after the process is gone, and an agent that is itself stopping (SIGTERM) would
+otherwise wait for it.
 TRAINSTACK_WORKER_START=exec keeps torchrun's own way (a new interpreter per worker).
 """
 
@@ -15,16 +18,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Sequence
 
 from training.process_exit import exit_code, exit_now, finish
 
 PRELOAD = "training.warm_imports"
 ENV = "TRAINSTACK_WORKER_START"
-# After returning 0 the worker waits for its agent to read the value; an agent that is itself
-# shutting down (SIGTERM) no longer reads, so the worker ends on its own after this long.
-EXIT_AFTER_RETURN_S = 1.0
 
 
 def warm_start(config, cmd, cmd_args: Sequence[str]):
@@ -48,7 +47,18 @@ def run(*argv: str) -> int:
     if code:
         exit_now(code)
     finish()  # a forked process ends with os._exit, which skips the atexit handlers
-    timer = threading.Timer(EXIT_AFTER_RETURN_S, os._exit, args=(0,))
-    timer.daemon = True
-    timer.start()
+    _exit_once_returned()
     return 0
+
+
+def _exit_once_returned() -> None:
+    """End the process right after torch's wrapper has written the return value to its agent."""
+    from multiprocessing.queues import SimpleQueue
+
+    put = SimpleQueue.put
+
+    def put_then_exit(self, obj) -> None:
+        put(self, obj)
+        os._exit(0)
+
+    SimpleQueue.put = put_then_exit

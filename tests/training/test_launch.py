@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.helpers import checkpoint_steps, descendants, spawn, wait_for
+from tests.training.helpers import checkpoint_steps, descendants, kill_tree, spawn, wait_for
 from tests.training.test_elastic import train_args
 from training.launch import honour_shutdown_timeout
 
@@ -17,6 +17,13 @@ pytestmark = pytest.mark.timeout(240)
 
 def launch(*args: str) -> list[str]:
     return [sys.executable, "-m", "training.launch", "--standalone", "--nproc-per-node=1", "--max-restarts=0", *args]
+
+
+def running(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()  # a zombie has ended
+    except OSError:
+        return False
 
 
 @pytest.mark.parametrize("worker_start", ["fork", "exec"])
@@ -39,18 +46,25 @@ def test_sigterm_checkpoints_and_exits_143(data_dir, tmp_path):
     log = tmp_path / "log"
     proc = spawn(launch(*train_args(data_dir, tmp_path / "r", "--max-steps", "100000", "--checkpoint-every",
                                     "100000")), log)
-    wait_for(lambda: "step 3/" in log.read_text(), 120, "three finished steps")
-    # the trainer runs in a process forked by the warm fork server, not in a fresh interpreter
-    commands = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-                for pid in descendants(proc.pid)}
-    servers = [pid for pid, command in commands.items()
-               if "multiprocessing.forkserver" in command and f"PPid:\t{proc.pid}\n" in Path(f"/proc/{pid}/status").read_text()]
-    assert len(servers) == 1, commands
-    assert descendants(servers[0]), "no worker under the fork server"
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=90) == 143, log.read_text()[-2000:]
-    assert "stop requested; checkpoint of step" in log.read_text()
-    assert checkpoint_steps(tmp_path / "r")
+    try:
+        wait_for(lambda: "step 3/" in log.read_text(), 120, "three finished steps")
+        # the trainer runs in a process forked by the warm fork server, not in a fresh interpreter
+        commands = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                    for pid in descendants(proc.pid)}
+        servers = [pid for pid, command in commands.items() if "multiprocessing.forkserver" in command
+                   and f"PPid:\t{proc.pid}\n" in Path(f"/proc/{pid}/status").read_text()]
+        assert len(servers) == 1, commands
+        assert descendants(servers[0]), "no worker under the fork server"
+        everything_below = descendants(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=90) == 143, log.read_text()[-2000:]
+        assert "stop requested; checkpoint of step" in log.read_text()
+        assert checkpoint_steps(tmp_path / "r")
+        # the fork server and its resource tracker end on their own once the launcher is gone
+        wait_for(lambda: not [pid for pid in everything_below if running(pid)], 10,
+                 "every process below the launcher to end")
+    finally:
+        kill_tree(proc.pid)
 
 
 def test_shutdown_timeout_extends_torchs_30_seconds(monkeypatch):
