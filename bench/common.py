@@ -119,18 +119,23 @@ class OurLoop(TimedLoop):
     defaults for this device (precision and compile "auto") unless told otherwise."""
 
     def __init__(self, model, windows: TokenWindows, max_steps: int, batch_size: int, seed: int = SEED,
-                 global_batch: int | None = None, precision: str = "auto", compile: str = "auto"):
+                 global_batch: int | None = None, precision: str = "auto", compile: str = "auto",
+                 device: torch.device = CPU, make_stepper=Stepper):
+        """`model` already on `device`; `make_stepper` is Stepper or what train.py uses in its place
+        (distill.stepper_factory), called with Stepper's arguments."""
         self.windows, self.batch_size = windows, batch_size
         self.global_batch = global_batch or batch_size
         self.model = model
         self.optimizer = make_optimizer(model, LR, WEIGHT_DECAY, BETAS)
-        self.precision = resolve_precision(precision, CPU)
+        self.precision = resolve_precision(precision, device)
         self.compiled = resolve_compile(compile)
         step_model = torch.compile(model) if self.compiled else model
-        self.stepper = Stepper(step_model, self.optimizer, CPU, self.precision, GRAD_CLIP, 1, self.global_batch)
+        self.stepper = make_stepper(step_model, self.optimizer, device, self.precision, GRAD_CLIP, 1,
+                                    self.global_batch)
+        self.loss_acc = torch.zeros((), device=device)
         self.schedule = default_schedule(max_steps)
         self.order = SampleOrder(len(windows), seed)
-        self.loss_acc, self.since_log, self.done = torch.zeros(()), 0, 0
+        self.since_log, self.done = 0, 0
         self.losses: list[tuple[int, float]] = []  # (step, mean loss since the previous log line)
 
     def step(self) -> None:

@@ -12,7 +12,9 @@ Loss per token, as in Hugging Face's distillation example (examples/research_pro
 
 with the softmaxes at temperature T. Defaults are that example's published DistilBERT/DistilGPT2
 settings: alpha_ce (our alpha_kd) 5.0, alpha_mlm/clm (our alpha_lm) 2.0, alpha_cos 1.0, T = 2.0.
-The teacher is frozen, in eval mode, outside the optimizer, in bf16 on GPUs (fp16 before Ampere).
+The teacher is frozen, in eval mode, outside the optimizer, in bf16 on GPUs (fp16 before Ampere); its
+forward runs under the student's autocast (so in bf16 on CPUs that have it, from fp32 weights: the
+student's initial weights are copied from them unrounded) and is compiled when the student is.
 `train/loss` stays the student's cross-entropy (comparable with plain training and `val/loss`); the
 three terms are logged as distill/kd, distill/lm, distill/cos.
 """
@@ -34,7 +36,7 @@ from training.data import DataMeta
 from training.errors import UserError
 from training.loss import cross_entropy
 from training.model import create_gpt, load_pretrained
-from training.step import Stepper
+from training.step import Stepper, resolve_compile
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,8 @@ def distillation_loss(s_logits, t_logits, targets, s_hidden, t_hidden, w: LossWe
     vocab = s_logits.size(-1)
     s = s_logits.float().view(-1, vocab)
     t = t_logits.float().view(-1, vocab)
-    lm = cross_entropy(s, targets.reshape(-1))
+    # eager: the one-pass backward (training/loss.py); compiled (DistillStepper): inductor fuses F.cross_entropy
+    lm = (F.cross_entropy if torch.compiler.is_compiling() else cross_entropy)(s, targets.reshape(-1))
     temp = w.temperature
     kd = F.kl_div(F.log_softmax(s / temp, dim=-1), F.log_softmax(t / temp, dim=-1), log_target=True,
                   reduction="batchmean") * temp * temp
@@ -144,22 +147,28 @@ def distillation_loss(s_logits, t_logits, targets, s_hidden, t_hidden, w: LossWe
 
 
 class DistillStepper(Stepper):
-    """Stepper whose training loss is the distillation loss; evaluation stays the plain cross-entropy."""
+    """Stepper whose training loss is the distillation loss; evaluation stays the plain cross-entropy.
 
-    def __init__(self, *args, teacher, weights: LossWeights, **kwargs):
+    With `compiled` (train's --compile), the teacher's forward and the loss are compiled like the
+    student: eager, the loss's passes over the (tokens x vocabulary) logits took 40% of a step on CPU
+    (bench/distill_step.py)."""
+
+    def __init__(self, *args, teacher, weights: LossWeights, compiled: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.teacher, self.weights = teacher, weights
+        self.teacher = torch.compile(teacher) if compiled else teacher
+        self.loss = torch.compile(distillation_loss) if compiled else distillation_loss
+        self.weights = weights
         self._parts = torch.zeros(3, device=self.device)
         self._count = 0
 
     def forward_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if not torch.is_grad_enabled():
             return super().forward_loss(x, y)
-        with torch.no_grad():
+        with torch.no_grad(), self.autocast:  # the student's precision (on CPUs the teacher's weights are fp32)
             t_logits, t_hidden = self.teacher(x, return_hidden=True)
         with self.autocast:
             s_logits, s_hidden = self.model(x, return_hidden=True)
-        loss, parts = distillation_loss(s_logits, t_logits, y, s_hidden, t_hidden, self.weights)
+        loss, parts = self.loss(s_logits, t_logits, y, s_hidden, t_hidden, self.weights)
         self._parts += parts
         self._count += 1
         return loss
@@ -173,5 +182,6 @@ class DistillStepper(Stepper):
 
 
 def stepper_factory(teacher, args: argparse.Namespace):
-    """DistillStepper's constructor with the teacher and the loss weights bound (called like Stepper's)."""
-    return functools.partial(DistillStepper, teacher=teacher, weights=weights_from(args))
+    """DistillStepper's constructor with the teacher, the loss weights and --compile bound (called like Stepper's)."""
+    return functools.partial(DistillStepper, teacher=teacher, weights=weights_from(args),
+                             compiled=resolve_compile(args.compile))

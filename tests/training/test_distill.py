@@ -113,3 +113,48 @@ def test_distill_bad_input(data_dir, teacher, corpus_dir, tmp_path):
     one_line_error(cli(["distill", "--distill-from", str(teacher), "--data", str(other), "--out",
                         str(tmp_path / "run"), *TINY]), "different tokenizer")
     assert not (tmp_path / "run").exists(), "refused before anything is written"
+
+
+def _steppers(compiled: bool, precision: str):
+    """A 2-layer teacher, its 1-layer student and the DistillStepper train.py would build around them."""
+    from training.model import config_for
+    from training.shapes import ModelShape
+
+    torch.manual_seed(0)
+    teacher = distill.create_gpt(config_for(ModelShape(2, 32, 2, 16), 128, 0.0, 0)).requires_grad_(False).eval()
+    args = argparse.Namespace(n_layer=None, n_embd=None, n_head=None, dropout=0.0, alpha_kd=5.0, alpha_lm=2.0,
+                              alpha_cos=1.0, temperature=2.0, compile="on" if compiled else "off")
+    student = distill.make_student(teacher, args)
+    model = torch.compile(student) if compiled else student  # as train.py passes it
+    stepper = distill.stepper_factory(teacher, args)(model, torch.optim.SGD(student.parameters()), torch.device("cpu"),
+                                                     precision, 1.0, 1, 4)
+    return teacher, student, stepper
+
+
+def _loss_and_grads(student, stepper, x, y):
+    loss = stepper.forward_loss(x, y)
+    loss.backward()
+    return loss.item(), {n: p.grad.clone() for n, p in student.named_parameters()}
+
+
+def test_the_teacher_runs_in_the_students_precision():
+    teacher, student, stepper = _steppers(compiled=False, precision="bf16")
+    seen = []
+    teacher.register_forward_hook(lambda module, inputs, out: seen.append(out[0].dtype))
+    x = torch.randint(0, 128, (4, 16))
+    stepper.forward_loss(x, torch.roll(x, -1, 1)).backward()
+    assert seen == [torch.bfloat16], "the teacher's forward runs under the student's bf16 autocast"
+    assert next(teacher.parameters()).dtype == torch.float32, "its weights stay as loaded"
+
+
+def test_compiled_distillation_step_matches_the_eager_one():
+    # --compile on compiles the teacher's forward and the loss too; same loss and gradients as eager
+    x = torch.randint(0, 128, (4, 16))
+    y = torch.roll(x, -1, 1)
+    eager = _loss_and_grads(*_steppers(compiled=False, precision="fp32")[1:], x, y)
+    compiled_student, compiled_stepper = _steppers(compiled=True, precision="fp32")[1:]
+    assert isinstance(compiled_stepper.teacher, torch._dynamo.eval_frame.OptimizedModule)
+    compiled = _loss_and_grads(compiled_student, compiled_stepper, x, y)
+    assert compiled[0] == pytest.approx(eager[0], rel=1e-5)
+    for name, grad in eager[1].items():
+        assert torch.allclose(compiled[1][name], grad, rtol=1e-3, atol=1e-5), name
