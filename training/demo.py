@@ -2,7 +2,8 @@
 
 Corpus: the Python standard library's own source files (present on every machine with Python).
 Tokenizer: a byte-level BPE trained on that corpus (no download). Training: a tiny GPT-2 with two
-local workers under torchrun (c10d rendezvous on 127.0.0.1), GPU if present, else CPU.
+local workers under torchrun as the chart runs it (`python -m training.launch`, c10d rendezvous on
+127.0.0.1), GPU if present, else CPU.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def demo(args: argparse.Namespace) -> int:
     if torch.cuda.is_available() and torch.cuda.device_count() < nproc:
         info(f"{torch.cuda.device_count()} GPU(s) visible: running {torch.cuda.device_count()} worker(s), one per GPU")
         nproc = torch.cuda.device_count()
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc-per-node={nproc}",
+    # the launcher the chart runs (torchrun underneath; training/launch.py)
+    launcher = [sys.executable, "-m", "training.launch", "--nnodes=1", f"--nproc-per-node={nproc}",
                 "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}",
                 f"--rdzv-id=demo-{uuid.uuid4().hex[:8]}", "--max-restarts=0"]
     train = ["-m", "training", "train", "--data", str(data), "--out", str(run), "--preset", "tiny",

@@ -39,9 +39,9 @@ def exit_code(run: Callable[[], int | None]) -> int:
 
 def finish() -> None:
     """What Python does at exit before it tears the modules down."""
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    # Python's own first step (multiprocessing's children call it too): ask thread pools to stop
+    # (concurrent.futures registers that here, not with atexit), then join every non-daemon thread.
+    threading._shutdown()
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()

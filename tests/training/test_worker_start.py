@@ -108,3 +108,16 @@ def test_cuda_is_refused_while_preloading():
     with cuda_forbidden(), pytest.raises(CudaTouched):
         torch.cuda.init()
     assert torch.cuda._lazy_init is not None and "refuse" not in torch.cuda._lazy_init.__name__
+
+
+def test_exit_now_stops_thread_pools_as_python_does():
+    """A ThreadPoolExecutor's idle workers (torch's compiler keeps one) end only when told to at exit."""
+    done = python("""
+        from concurrent.futures import ThreadPoolExecutor
+        from training.process_exit import exit_now
+        pool = ThreadPoolExecutor(2)
+        pool.submit(print, "ran").result()
+        exit_now(2)
+    """)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout.strip() == "ran"
