@@ -33,7 +33,7 @@ from infra.contracts import GpuPlacement, ObjectStore, SharedStorage, WorkloadId
 from infra.kueue import Kueue, KueueArgs
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from infra.platform import TrainingPlatform, TrainingPlatformArgs
-from infra.training_image import TrainingImage, TrainingImageArgs
+from infra.training_image import TrainingImage, TrainingImageArgs, tensorboard_image_args
 from infra.training_job import SecretEnv, TrainingJob, TrainingJobArgs
 from infra.validation import InvalidArgsError
 
@@ -49,6 +49,7 @@ __all__ = [
     "SharedStorage",
     "TrainingImage",
     "TrainingImageArgs",
+    "tensorboard_image_args",
     "TrainingJob",
     "TrainingJobArgs",
     "TrainingPlatform",

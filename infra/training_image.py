@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -9,10 +10,13 @@ import pulumi
 import pulumi_docker_build as docker_build
 
 from infra import validation
-from infra.paths import DOCKERFILE, REPO_ROOT, project_relative
+from infra.paths import DOCKERFILE, REPO_ROOT, TENSORBOARD_DOCKERFILE, TENSORBOARD_IMAGE_DIR, project_relative
 from infra.resource_options import child_options
 
 _PLATFORMS = frozenset(p.value for p in docker_build.Platform)
+# The tags the stacks push their images under: the registry must never expire what they carry.
+TRAINING_TAG = "latest"
+TENSORBOARD_TAG = "tensorboard"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +29,7 @@ class TrainingImageArgs:
     dockerfile: str = field(default_factory=lambda: project_relative(DOCKERFILE))
     platform: str = "linux/amd64"
     # Beyond contracts.md:
-    tags: Sequence[str] = ("latest",)  # pushed as <repository_url>:<tag>; the job uses the digest
+    tags: Sequence[str] = (TRAINING_TAG,)  # pushed as <repository_url>:<tag>; the job uses the digest
     registry_cache: bool = True  # layer cache in the same repository, tag `cache_tag`
     cache_tag: str = "buildcache"
     provider: docker_build.Provider | None = None  # e.g. one pointing at a remote BuildKit (`host`)
@@ -43,6 +47,14 @@ class TrainingImageArgs:
             validation.fail(component, f"tags must be a non-empty list of tag names, got {self.tags!r}")
         if self.registry_cache and self.cache_tag in self.tags:
             validation.fail(component, f"cache_tag {self.cache_tag!r} must differ from the image tags")
+
+
+def tensorboard_image_args(training: TrainingImageArgs) -> TrainingImageArgs:
+    """TensorBoard's own small CPU image (images/tensorboard), pushed with the training image's registry
+    and builder under its own tags: the system node then pulls a few hundred MB, not the CUDA image."""
+    return dataclasses.replace(training, context=project_relative(TENSORBOARD_IMAGE_DIR),
+                               dockerfile=project_relative(TENSORBOARD_DOCKERFILE), tags=(TENSORBOARD_TAG,),
+                               cache_tag="tensorboard-buildcache")
 
 
 class TrainingImage(pulumi.ComponentResource):

@@ -133,3 +133,21 @@ def assert_one_config_error_line(stop: BaseException, logged: list[str], result:
     assert fragment in message, message
     assert ". Fix: " in message  # and says what to do about it
     assert result.registrations == []
+
+
+IMAGE = "docker-build:index:Image"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def assert_tensorboard_runs_its_own_image(up: ProgramResult, digest: str) -> None:
+    """Both clouds: TensorBoard's small image is built from images/tensorboard, pushed next to the training
+    image under its own tag, and deployed by digest in the job's release."""
+    image = up.one(IMAGE, "trainstack-tensorboard-image")
+    assert image.inputs["dockerfile"] == {"location": "images/tensorboard/Dockerfile"}
+    assert image.inputs["context"] == {"location": "images/tensorboard"}  # not the repository
+    assert image.inputs["tags"] == [f"{up.exports['registryUrl']}:tensorboard"]
+    assert image.inputs["registries"] == up.one(IMAGE, "trainstack-image").inputs["registries"]
+    release = up.one(RELEASE, "train")
+    assert release.inputs["values"]["tensorboard"] == {
+        "enabled": True, "image": {"repository": up.exports["registryUrl"], "digest": digest, "tag": ""}}
+    assert image.urn in release.dependencies

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
-from infra import TrainingImage, TrainingImageArgs
+from infra import TrainingImage, TrainingImageArgs, tensorboard_image_args
 from infra.aws import preflight
 from infra.aws.cluster import EksCluster, EksClusterArgs
 from infra.aws.cluster_autoscaler import NAMESPACE as AUTOSCALER_NAMESPACE
@@ -34,7 +34,6 @@ from infra.config import NAMESPACE
 from infra.contracts import ObjectStore, WorkloadIdentity
 from infra.kueue import KUEUE_NAMESPACE
 from infra.nvidia_device_plugin import DEFAULT_NAMESPACE as DEVICE_PLUGIN_NAMESPACE
-from infra.paths import TENSORBOARD_DOCKERFILE, TENSORBOARD_IMAGE_DIR, project_relative
 from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
 from infra.training_job import image_values
 
@@ -105,15 +104,12 @@ class AwsStack(pulumi.ComponentResource):
         builder = docker_build.Provider(f"{name}-docker-build", opts=pulumi.ResourceOptions(parent=self))
         push = {"repository_url": registry.repository_url, "registry_server": registry.server,
                 "registry_username": registry.username, "registry_password": registry.password, "provider": builder}
-        image = TrainingImage(f"{name}-image", TrainingImageArgs(**push), opts=child)
+        image_args = TrainingImageArgs(**push)
+        image = TrainingImage(f"{name}-image", image_args, opts=child)
         job_values = {}
         if cfg.job.tensorboard:
-            # TensorBoard's own small CPU image, in the same repository under its own tags: the system
-            # node then pulls a few hundred MB instead of the multi-GB CUDA image.
-            tensorboard_image = TrainingImage(f"{name}-tensorboard-image", TrainingImageArgs(
-                **push, context=project_relative(TENSORBOARD_IMAGE_DIR),
-                dockerfile=project_relative(TENSORBOARD_DOCKERFILE),
-                tags=("tensorboard",), cache_tag="tensorboard-buildcache"), opts=child)
+            tensorboard_image = TrainingImage(f"{name}-tensorboard-image", tensorboard_image_args(image_args),
+                                              opts=child)
             job_values = {"tensorboard": {"image": tensorboard_image.ref.apply(image_values)}}
 
         bucket = SnapshotBucket(f"{name}-snapshots", SnapshotBucketArgs(

@@ -8,6 +8,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from infra.resource_options import child_options
+from infra.training_image import TENSORBOARD_TAG, TRAINING_TAG
 
 # Registry logins with an OAuth access token use this user name (Artifact Registry's "access token" auth).
 TOKEN_USERNAME = "oauth2accesstoken"
@@ -40,7 +41,13 @@ class ArtifactRegistry(pulumi.ComponentResource):
             format="DOCKER",
             description="trainstack training images",
             # The job runs the newest image by digest; older builds and their cache go after a while.
+            # What the stack deploys keeps its tag until the next push, and so is never expired: the
+            # TensorBoard image is rebuilt far less often than the training image.
             cleanup_policies=[
+                gcp.artifactregistry.RepositoryCleanupPolicyArgs(
+                    id="keep-deployed", action="KEEP",
+                    condition=gcp.artifactregistry.RepositoryCleanupPolicyConditionArgs(
+                        tag_state="TAGGED", tag_prefixes=[TRAINING_TAG, TENSORBOARD_TAG])),
                 gcp.artifactregistry.RepositoryCleanupPolicyArgs(
                     id="keep-recent", action="KEEP",
                     most_recent_versions=gcp.artifactregistry.RepositoryCleanupPolicyMostRecentVersionsArgs(

@@ -19,7 +19,7 @@ import pulumi
 import pulumi_docker_build as docker_build
 import pulumi_gcp as gcp
 
-from infra import TrainingImage, TrainingImageArgs, versions
+from infra import TrainingImage, TrainingImageArgs, tensorboard_image_args, versions
 from infra.config import NAMESPACE
 from infra.contracts import ObjectStore
 from infra.gcp import preflight
@@ -37,6 +37,7 @@ from infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs, NodePoolArgs, Sys
 from infra.gcp.project_services import ProjectServices, ProjectServicesArgs
 from infra.gcp.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
 from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
+from infra.training_job import image_values
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,14 +90,20 @@ class GcpStack(pulumi.ComponentResource):
         registry = ArtifactRegistry(f"{name}-registry", ArtifactRegistryArgs(
             project=cfg.project, region=cfg.region, repository_id=cfg.cluster_name,
             reader_member=node_account.member), opts=after_apis)
-        image = TrainingImage(f"{name}-image", TrainingImageArgs(
+        image_args = TrainingImageArgs(
             repository_url=registry.repository_url,
             registry_server=registry.server,
             registry_username=registry.username,
             registry_password=registry.password,
             # Builds with the local Docker/BuildKit of whoever runs `pulumi up`.
             provider=docker_build.Provider(f"{name}-docker-build", opts=pulumi.ResourceOptions(parent=self)),
-        ), opts=child)
+        )
+        image = TrainingImage(f"{name}-image", image_args, opts=child)
+        job_values: dict[str, Any] = {}
+        if cfg.job.tensorboard:
+            tensorboard_image = TrainingImage(f"{name}-tensorboard-image", tensorboard_image_args(image_args),
+                                              opts=child)
+            job_values["tensorboard"] = {"image": tensorboard_image.ref.apply(image_values)}
 
         bucket = SnapshotBucket(f"{name}-snapshots", SnapshotBucketArgs(
             project=cfg.project, region=cfg.region, delete_on_destroy=cfg.delete_bucket_on_destroy), opts=after_apis)
@@ -113,7 +120,6 @@ class GcpStack(pulumi.ComponentResource):
                 protect=cfg.protect_shared_filesystem), opts=after_apis)
 
         job_pool = cfg.job_pool
-        job_values: dict[str, Any] = {}
         job_ready: list[pulumi.Resource] = [system_pool.pool]
         if job_pool.gpu_direct is not None:
             profile = job_pool.gpu_direct
@@ -121,8 +127,7 @@ class GcpStack(pulumi.ComponentResource):
             gpu_direct = GpuDirect(f"{name}-{profile.mode}", GpuDirectArgs(
                 provider=cluster.provider, profile=profile, accelerator=job_pool.accelerator_type,
                 vpc_names=networks.network_names, subnet_names=networks.subnetwork_names), opts=child)
-            job_values = {"gpuNetworking": {"mode": profile.mode,
-                                            profile.mode: {"networks": gpu_direct.network_names}}}
+            job_values["gpuNetworking"] = {"mode": profile.mode, profile.mode: {"networks": gpu_direct.network_names}}
             job_ready.extend(gpu_direct.ready)
 
         platform = TrainingPlatform(name, TrainingPlatformArgs(

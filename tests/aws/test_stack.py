@@ -67,6 +67,7 @@ from tests.aws.stack_runs import (
     stack_file_config,
 )
 from tests.pulumi_harness import ProgramResult, Registration
+from tests.stack_runs import assert_tensorboard_runs_its_own_image
 
 SEED_ZONES = ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
 
@@ -603,14 +604,7 @@ def test_wandb_keys_become_trainer_flags_and_the_key_comes_from_the_users_secret
 
 
 def test_tensorboard_runs_its_own_small_image_built_by_the_same_program(up):
-    image = up.one(IMAGE, "trainstack-tensorboard-image")
-    assert image.inputs["dockerfile"] == {"location": "images/tensorboard/Dockerfile"}
-    assert image.inputs["context"] == {"location": "images/tensorboard"}  # not the repository
-    assert image.inputs["tags"] == [f"{up.exports['registryUrl']}:tensorboard"]
-    tensorboard = up.one(RELEASE, "train").inputs["values"]["tensorboard"]
-    assert tensorboard == {"enabled": True, "image": {"repository": up.exports["registryUrl"],
-                                                      "digest": TENSORBOARD_DIGEST, "tag": ""}}
-    assert image.urn in up.one(RELEASE, "train").dependencies
+    assert_tensorboard_runs_its_own_image(up, TENSORBOARD_DIGEST)
 
 
 def test_no_tensorboard_no_tensorboard_image():

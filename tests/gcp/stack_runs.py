@@ -24,6 +24,7 @@ ENDPOINT = "34.123.45.67"
 CA_CERTIFICATE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
 FILESTORE_IP = "10.123.0.2"
 DIGEST = "sha256:" + "fedcba9876543210" * 4
+TENSORBOARD_DIGEST = "sha256:" + "0123456789abcdef" * 4
 ACCESS_TOKEN = "ya29.token-that-must-stay-secret"
 
 # Resource types as the engine sees them.
@@ -89,7 +90,7 @@ def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
     if type_ == FILESTORE:
         return {"name": f"{name}-9c0d1e2", "networks": [{**inputs["networks"][0], "ipAddresses": [FILESTORE_IP]}]}
     if type_ == IMAGE:
-        return {"digest": DIGEST}
+        return {"digest": TENSORBOARD_DIGEST if name.endswith("-tensorboard-image") else DIGEST}
     return {}
 
 

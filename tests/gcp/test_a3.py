@@ -140,7 +140,7 @@ def test_job_gets_tcpx_wiring_the_queue_local_ssd_and_filestore(up):
     assert values["resources"]["requests"] == {"cpu": "180", "memory": "1500Gi"}
     assert values["job"]["nodes"] == {"min": 2, "max": 2} and values["job"]["procsPerNode"] == 8
     assert values["storage"]["pvc"] == up.one(PVC).inputs["metadata"]["name"]
-    assert values["tensorboard"] == {"enabled": True}
+    assert values["tensorboard"]["enabled"] is True and values["tensorboard"]["image"]["tag"] == ""  # its own image
 
 
 def test_kueue_queue_is_a3_queue_with_the_pools_quota_after_its_release(up):

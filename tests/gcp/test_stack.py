@@ -42,9 +42,11 @@ from tests.gcp.stack_runs import (
     SERVICE_ACCOUNT,
     SERVICE_ACCOUNT_KEY,
     SUBNETWORK,
+    TENSORBOARD_DIGEST,
     config_with,
     run_main,
 )
+from tests.stack_runs import assert_tensorboard_runs_its_own_image
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +228,7 @@ def test_job_runs_the_image_by_digest_on_the_gpu_pool(up):
 
 
 def test_image_is_pushed_to_artifact_registry_with_a_secret_token(up):
-    image = up.one(IMAGE)
+    image = up.one(IMAGE, "trainstack-image")
     assert image.inputs["push"] is True
     (registry,) = image.inputs["registries"]
     assert registry["address"] == "us-central1-docker.pkg.dev"
@@ -234,6 +236,25 @@ def test_image_is_pushed_to_artifact_registry_with_a_secret_token(up):
     assert image.is_secret("registries[0].password")
     assert ACCESS_TOKEN not in json.dumps(up.exports, default=str)
     assert up.one(REPOSITORY).inputs["format"] == "DOCKER"
+
+
+def test_tensorboard_runs_its_own_small_image_built_by_the_same_program(up):
+    assert_tensorboard_runs_its_own_image(up, TENSORBOARD_DIGEST)
+
+
+def test_the_registry_never_expires_the_images_the_stack_deploys(up):
+    policies = {p["id"]: p for p in up.one(REPOSITORY).inputs["cleanupPolicies"]}
+    assert policies["keep-deployed"] == {"id": "keep-deployed", "action": "KEEP", "condition": {
+        "tagState": "TAGGED", "tagPrefixes": ["latest", "tensorboard"]}}
+    pushed = {tag.rsplit(":", 1)[1] for image in up.by_type(IMAGE) for tag in image.inputs["tags"]}
+    assert pushed == {"latest", "tensorboard"}
+    assert policies["delete-old"]["action"] == "DELETE"  # everything else: after 30 days, beyond the newest 10
+
+
+def test_no_tensorboard_no_tensorboard_image():
+    result = run_main(config_with({"trainstack:job": {"enabled": True, "tensorboard": False}}))
+    assert [i.name for i in result.by_type(IMAGE)] == ["trainstack-image"]
+    assert "image" not in result.one(RELEASE, "train").inputs["values"].get("tensorboard", {})
 
 
 def test_every_gcp_resource_uses_the_explicit_provider_and_every_kubernetes_object_the_clusters(up):
