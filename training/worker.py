@@ -40,10 +40,10 @@ def warm_start(config, cmd, cmd_args: Sequence[str]):
 
 def run(*argv: str) -> int:
     """`python -m training *argv` in this process; see the module docstring for the exit codes."""
-    from training.__main__ import main
+    from training import __main__ as entry
 
-    sys.argv = [sys.argv[0], *argv]
-    code = exit_code(lambda: main(list(argv)))
+    sys.argv = [entry.__file__, *argv]  # as `python -m training` sets it
+    code = exit_code(lambda: entry.main(list(argv)))
     if code:
         exit_now(code)
     finish()  # a forked process ends with os._exit, which skips the atexit handlers
