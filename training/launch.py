@@ -1,6 +1,6 @@
 """`python -m training.launch`: torchrun, with what a Kubernetes Job needs from PID 1.
 
-Same flags as `torchrun` (it is torch's own launcher underneath). Three differences:
+Same flags as `torchrun` (it is torch's own launcher underneath). The differences:
 - Exit codes pass through. torchrun exits 1 whatever its workers did, so a Job's podFailurePolicy
   cannot tell bad input (the trainer exits 2: fail the Job now) from a preempted peer (75: restart
   me) from plain bugs. Here the first failed worker's exit code is the launcher's, and a SIGTERM

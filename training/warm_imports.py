@@ -24,6 +24,7 @@ MODULES = (
     "transformers.models.gpt2.configuration_gpt2",  # GPT2Config, the model's configuration
 )
 
+
 class CudaTouched(RuntimeError):
     pass
 
@@ -34,17 +35,15 @@ def cuda_forbidden():
     def refuse(*args, **kwargs):
         raise CudaTouched("CUDA initialised while preloading")
 
-    saved = {name: getattr(torch._C, name) for name in ("_cuda_getDeviceCount", "_cuda_init") if hasattr(torch._C, name)}
-    lazy_init = torch.cuda._lazy_init
+    entry_points = [(torch._C, name) for name in ("_cuda_getDeviceCount", "_cuda_init") if hasattr(torch._C, name)]
+    saved = [(owner, name, getattr(owner, name)) for owner, name in [*entry_points, (torch.cuda, "_lazy_init")]]
     try:
-        for name in saved:
-            setattr(torch._C, name, refuse)
-        torch.cuda._lazy_init = refuse
+        for owner, name, _ in saved:
+            setattr(owner, name, refuse)
         yield
     finally:
-        for name, value in saved.items():
-            setattr(torch._C, name, value)
-        torch.cuda._lazy_init = lazy_init
+        for owner, name, original in saved:
+            setattr(owner, name, original)
 
 
 def preload() -> dict[str, str]:

@@ -86,7 +86,7 @@ def parse_train(value: Any, key: str) -> dict[str, Any]:
                               f"set it in one place: remove it from {key}.extraArgs")
 
     mount = chart["storage"]["mountPath"].rstrip("/")
-    out = values.get("out") or f"{mount}/runs/job"
+    out = _run_dir(values, chart)
     if not out.startswith(mount + "/") or ".." in out.split("/"):
         raise ConfigError(f"{key}.out", f"{out!r} is off the shared volume ({mount}): the run would live only in "
                           "one pod and be lost when it ends", set_hint(f"{key}.out", f"{mount}/runs/<name>"))
@@ -105,9 +105,14 @@ def trainer_args(train: dict[str, Any]) -> argparse.Namespace:
     flags = train_keys()
     chart = chart_default_values()
     merged = {**chart["train"], **train}
-    merged["out"] = merged["out"] or f"{chart['storage']['mountPath'].rstrip('/')}/runs/job"
+    merged["out"] = _run_dir(merged, chart)
     # The chart's first-class values as the flags it renders them to (unset ones it leaves out).
     argv = [word for name, value in merged.items() if name != "extraArgs" and value not in (None, "")
             for word in (flags[name].flag, str(value))]
     return check_train_args([*argv, *merged.get("extraArgs", [])])
 
+
+
+def _run_dir(train: dict[str, Any], chart: dict[str, Any]) -> str:
+    """The trainer's --out: the `out` value, or the chart's default run directory on the shared volume."""
+    return train.get("out") or f"{chart['storage']['mountPath'].rstrip('/')}/runs/job"
