@@ -35,12 +35,12 @@ import common
 import numpy as np
 import torch
 
-from training import checkpoint
-from training.checkpoint_writer import BackgroundCheckpointer
-from training.data import TokenWindows
-from training.model import config_for, create_gpt, resolve_shape
-from training.optim import make_optimizer
-from training.step import Stepper, resolve_compile, resolve_precision
+from training.checkpoints import checkpoint
+from training.checkpoints.writer import BackgroundCheckpointer
+from training.data.dataset import TokenWindows
+from training.model.build import config_for, create_gpt, resolve_shape
+from training.trainer.optim import make_optimizer
+from training.trainer.step import Stepper, resolve_compile, resolve_precision
 
 CHECKPOINT_EVERY = 200  # train's default --checkpoint-every
 

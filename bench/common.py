@@ -25,10 +25,10 @@ if str(ROOT) not in sys.path:
 
 import torch  # noqa: E402
 
-from training.data import SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples  # noqa: E402
-from training.model import config_for, create_gpt, create_model, resolve_shape  # noqa: E402
-from training.optim import Schedule, make_optimizer, set_lr  # noqa: E402
-from training.step import Stepper, resolve_compile, resolve_precision  # noqa: E402
+from training.data.dataset import SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples  # noqa: E402
+from training.model.build import config_for, create_gpt, create_model, resolve_shape  # noqa: E402
+from training.trainer.optim import Schedule, make_optimizer, set_lr  # noqa: E402
+from training.trainer.step import Stepper, resolve_compile, resolve_precision  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 RESULTS = ROOT / "bench" / "results"

@@ -22,8 +22,8 @@ import common
 import nanogpt
 import torch
 
-import training.gpt
-from training.model import config_for, create_gpt, create_model, resolve_shape
+import training.model.gpt
+from training.model.build import config_for, create_gpt, create_model, resolve_shape
 
 SHAPES = {"tiny": {}, "mid": {"n_layer": 4, "n_embd": 256, "n_head": 4, "block_size": 256}}
 
@@ -71,7 +71,7 @@ def main() -> int:
     parser.add_argument("--nanogpt", default=None)
     args = parser.parse_args()
     if args.sdpa:
-        training.gpt.CPU_MATERIALISED_ATTENTION_MAX_T = 0
+        training.model.gpt.CPU_MATERIALISED_ATTENTION_MAX_T = 0
     shape = resolve_shape("tiny", **SHAPES[args.model])
     config = config_for(shape, 8192, 0.0, 0)
     variants = args.variants.split(",")

@@ -39,7 +39,7 @@ import common
 import nanogpt
 import torch
 
-from training.data import SampleOrder, TokenWindows
+from training.data.dataset import SampleOrder, TokenWindows
 
 # Model sizes: the `tiny` preset as `train --preset tiny` builds it, and a mid size where the matmuls
 # weigh more than the per-step overheads (train flags: --preset tiny --n-layer 4 --n-embd 256

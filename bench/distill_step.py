@@ -40,12 +40,13 @@ from pathlib import Path
 import common
 import torch
 
-from training import distill, metrics
-from training.cli import build_parser
-from training.data import TokenWindows, load_meta
-from training.export import export_model
-from training.model import config_for, create_gpt, resolve_shape
-from training.step import Stepper
+from training.contract.cli import build_parser
+from training.data.dataset import TokenWindows, load_meta
+from training.model.build import config_for, create_gpt, resolve_shape
+from training.model.export import export_model
+from training.observability import metrics
+from training.trainer import distill
+from training.trainer.step import Stepper
 
 # Teachers, as `train` flags would build them; each student is the teacher with half its layers.
 # tiny: the student is `train --preset tiny`; mid: the student is bench/cpu_vs_hf_trainer.py's mid;

@@ -38,11 +38,12 @@ import nanogpt
 import numpy as np
 import torch
 
-from training import checkpoint, metrics
-from training.checkpoint_writer import BackgroundCheckpointer
-from training.model import config_for, create_gpt, resolve_shape
-from training.optim import make_optimizer
-from training.step import Stepper
+from training.checkpoints import checkpoint
+from training.checkpoints.writer import BackgroundCheckpointer
+from training.model.build import config_for, create_gpt, resolve_shape
+from training.observability import metrics
+from training.trainer.optim import make_optimizer
+from training.trainer.step import Stepper
 
 VOCAB = 50304
 
@@ -79,7 +80,7 @@ def peer_ours(args, hf: bool) -> None:
     config = config_for(shape, VOCAB, 0.0, 0)
     torch.manual_seed(0)
     if hf:
-        from training.model import create_model
+        from training.model.build import create_model
 
         model = HFLoss(create_model(config)).to(device)
     else:
@@ -111,7 +112,7 @@ class HFLoss(torch.nn.Module):
 def peer_hf_trainer(args) -> None:
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    from training.model import create_model
+    from training.model.build import create_model
 
     shape = resolve_shape(args.preset, block_size=args.block_size)
     torch.manual_seed(0)

@@ -45,7 +45,7 @@ import common
 import numpy as np
 import torch
 
-from training.data import SampleOrder, TokenWindows
+from training.data.dataset import SampleOrder, TokenWindows
 
 DEFAULT_CHECKOUT = common.ROOT / "bench" / ".peers" / "transformers-research-projects"
 GET = ("git clone https://github.com/huggingface/transformers-research-projects "

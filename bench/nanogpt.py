@@ -25,7 +25,7 @@ from pathlib import Path
 import common
 import torch
 
-from training.data import SampleOrder, TokenWindows
+from training.data.dataset import SampleOrder, TokenWindows
 
 DEFAULT_CHECKOUT = common.ROOT / "bench" / ".peers" / "nanoGPT"
 _CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")

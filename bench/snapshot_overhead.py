@@ -33,7 +33,7 @@ from pathlib import Path
 import common
 
 from tests.training.object_stores import ThrottledProxy, moto_s3
-from training import run_log
+from training.observability import run_log
 
 MODEL = ["--preset", "tiny"]
 

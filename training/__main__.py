@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from training.cli import build_parser, check_values
-from training.errors import NO_RETRY_EXIT, UserError, storage_error, storage_failure
-from training.process_exit import exit_code, exit_now
+from training.contract.cli import build_parser, check_values
+from training.contract.errors import NO_RETRY_EXIT, UserError, storage_error, storage_failure
+from training.elastic.process_exit import exit_code, exit_now
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,38 +20,38 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_values(args)
         if args.command == "prepare":
-            from training.prepare import prepare
+            from training.data.prepare import prepare
 
             prepare(args)
             return 0
         if args.command in ("train", "distill"):
-            from training.train import run
+            from training.trainer.train import run
 
             return run(args)
         if args.command == "sample":
-            from training.sample import sample
+            from training.commands.sample import sample
 
             for text in sample(args):
                 print(text)
                 print("-" * 40)
             return 0
         if args.command == "bench":
-            from training.bench import bench
+            from training.commands.bench import bench
 
             bench(args)
             return 0
         if args.command == "report":
-            from training.report import report
+            from training.commands.report import report
 
             print(report(args))
             return 0
         if args.command == "evaluate":
-            from training.evaluate import evaluate
+            from training.commands.evaluate import evaluate
 
             print(evaluate(args))
             return 0
         if args.command == "demo":
-            from training.demo import demo
+            from training.commands.demo import demo
 
             return demo(args)
     except UserError as exc:

@@ -83,6 +83,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from training.process_exit import exit_code, exit_now
+    from training.elastic.process_exit import exit_code, exit_now
 
     exit_now(exit_code(main))  # the pod ends sooner without the interpreter's teardown of torch

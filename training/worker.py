@@ -20,9 +20,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from training.process_exit import exit_code, exit_now, finish
+from training.elastic.process_exit import exit_code, exit_now, finish
 
-PRELOAD = "training.warm_imports"
+PRELOAD = "training.elastic.warm_imports"
 ENV = "TRAINSTACK_WORKER_START"
 
 

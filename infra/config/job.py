@@ -17,7 +17,7 @@ from infra.config.errors import NAMESPACE, ConfigError, set_hint
 from infra.config.reader import Section, as_bool, as_int, as_str, decoded, reject_unknown
 from infra.config.train_args import parse_train, trainer_args
 from infra.training_job import SecretEnv
-from training import wandb_logger
+from training.observability import wandb_logger
 
 KEY = f"{NAMESPACE}:job"
 JOB_KEYS = ("enabled", "name", "namespace", "nodesMin", "nodesMax", "gpusPerNode", "procsPerNode", "dataPrefix",

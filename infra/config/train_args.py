@@ -16,8 +16,8 @@ from typing import Any
 from infra.config.errors import ConfigError, set_hint
 from infra.config.reader import as_bool, as_int, as_number, as_object, as_str, reject_unknown
 from infra.training_job import chart_default_values
-from training.cli import Flag, check_train_args, train_flags
-from training.errors import UserError
+from training.contract.cli import Flag, check_train_args, train_flags
+from training.contract.errors import UserError
 
 # Set by the platform and the chart, never by a flag: the run must stay on the shared volume (where
 # every node and TensorBoard see it) and read the data set the cache step copied.

@@ -23,7 +23,7 @@ from infra.config.job import JobConfig, nodes_for_job
 from infra.cost.prices import Rate
 from infra.cost.throughput import Throughput, expected_throughput
 from infra.training_job import chart_default_values
-from training.shapes import PRESETS, ModelShape
+from training.contract.shapes import PRESETS, ModelShape
 
 
 @dataclass(frozen=True)

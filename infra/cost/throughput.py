@@ -10,7 +10,13 @@ from typing import Any
 
 import yaml
 
-from training.shapes import PRESETS, ModelShape, flops_per_token, gpt2_params_without_positions, peak_flops_of
+from training.contract.shapes import (
+    PRESETS,
+    ModelShape,
+    flops_per_token,
+    gpt2_params_without_positions,
+    peak_flops_of,
+)
 
 THROUGHPUT_FILE = Path(__file__).with_name("throughput.yaml")
 

@@ -320,7 +320,7 @@ def test_config_values_arrive_as_strings_like_the_cli_sends_them():
 
 def test_job_train_takes_every_trainer_flag_and_passes_the_rest_as_extra_args():
     from infra.config.train_args import train_keys
-    from training.cli import train_flags
+    from training.contract.cli import train_flags
 
     # Generated from the trainer's parser: every flag is a key, camelCase.
     assert len(train_keys()) == len(train_flags()) >= 30

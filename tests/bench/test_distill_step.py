@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.training.helpers import env
-from training.shapes import ModelShape, gpt2_params_without_positions
+from training.contract.shapes import ModelShape, gpt2_params_without_positions
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench" / "distill_step.py"

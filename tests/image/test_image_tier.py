@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.training.test_wandb import history, wandb_records
-from training import wandb_logger
+from training.observability import wandb_logger
 
 from . import stand_in_base
 

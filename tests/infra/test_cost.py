@@ -15,7 +15,7 @@ from infra.config.job import parse_job
 from infra.cost import CostInputs, GpuNodes, LineItem, Rate, estimate
 from infra.cost.prices import PRICES_FILE, PriceTable
 from infra.cost.throughput import expected_throughput, model_flops_per_token
-from training.shapes import PRESETS, ModelShape, gpt2_params_without_positions
+from training.contract.shapes import PRESETS, ModelShape, gpt2_params_without_positions
 
 
 def test_every_price_names_a_source_that_says_where_and_when():
@@ -60,8 +60,8 @@ def test_gcp_machines_with_gpus_cost_their_host_plus_their_gpus():
 
 @pytest.mark.parametrize("shape", [PRESETS["tiny"], ModelShape(n_layer=3, n_embd=96, n_head=4, block_size=64)])
 def test_the_torch_free_parameter_count_matches_the_real_model(shape):
-    from training.metrics import count_params
-    from training.model import config_for, create_model
+    from training.model.build import config_for, create_model
+    from training.observability.metrics import count_params
 
     model = create_model(config_for(shape, vocab_size=50257, dropout=0.0, eos_token_id=50256))
     assert gpt2_params_without_positions(shape) == count_params(model)

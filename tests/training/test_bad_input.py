@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from tests.training.helpers import REPO, TINY, cli, env, train
-from training.data import load_meta
+from training.data.dataset import load_meta
 
 
 def one_line_error(result, *fragments: str) -> str:
@@ -283,8 +283,8 @@ def test_parse_time_refusals_do_not_even_import_torch():
 
 
 def test_the_api_for_the_cluster_config_checks_train_args_like_the_trainer():
-    from training.cli import check_train_args, train_flags
-    from training.errors import UserError
+    from training.contract.cli import check_train_args, train_flags
+    from training.contract.errors import UserError
 
     flags = {f.flag: f for f in train_flags()}
     assert flags["--lr"].kind == "float" and flags["--max-steps"].kind == "int" and flags["--max-steps"].default == 1000
@@ -381,7 +381,7 @@ def test_a_run_dir_in_use_by_a_live_training_is_refused(data_dir, tmp_path):
     assert train(data_dir, run, "--max-steps", "1", "--no-export")[0] == 0
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        from training.run_lock import _start_ticks
+        from training.run_dir.lock import _start_ticks
 
         owner = {"host": socket.gethostname(), "pid": live.pid, "start": _start_ticks(live.pid), "run_id": None,
                  "agent_pid": None, "since": "earlier", "token": "theirs"}
@@ -411,8 +411,8 @@ def write_lock(run: Path, **owner) -> Path:
 def test_lock_decisions_for_other_hosts_torchrun_restarts_and_dead_owners(tmp_path, monkeypatch, capsys):
     import threading
 
-    from training import run_lock
-    from training.errors import UserError
+    from training.contract.errors import UserError
+    from training.run_dir import lock as run_lock
 
     monkeypatch.setattr(run_lock, "OBSERVE_S", 0.5)
     # Another host whose lock is still refreshed: a live training there.
@@ -455,10 +455,10 @@ def blow_up_at(monkeypatch):
     with sigterm=True the process also gets SIGTERM in that step, as from a spot reclaim."""
     import signal
 
-    import training.train
+    import training.trainer.train
 
     def arm(at: int, sigterm: bool = False):
-        class Diverging(training.train.Stepper):
+        class Diverging(training.trainer.train.Stepper):
             calls = 0
 
             def step(self, batches):
@@ -471,7 +471,7 @@ def blow_up_at(monkeypatch):
                         os.kill(os.getpid(), signal.SIGTERM)
                 return result
 
-        monkeypatch.setattr(training.train, "Stepper", Diverging)
+        monkeypatch.setattr(training.trainer.train, "Stepper", Diverging)
 
     return arm
 

@@ -10,7 +10,7 @@ import torch
 
 from tests.training.helpers import TINY, cli, losses, train
 from tests.training.test_bad_input import one_line_error
-from training import distill
+from training.trainer import distill
 
 TEACHER_SHAPE = ["--n-layer", "4"]  # TINY is 64 wide, 2 heads, block 32
 STUDENT_STEPS = "30"
@@ -45,7 +45,7 @@ def test_distilled_student_beats_the_same_student_trained_from_scratch(data_dir,
 def test_student_starts_from_the_teachers_spread_layers(data_dir, teacher):
     assert distill.teacher_layers(12, 6) == [0, 2, 4, 7, 9, 11]  # Hugging Face's DistilGPT2 extraction
     assert distill.teacher_layers(4, 2) == [0, 3] and distill.teacher_layers(6, 1) == [0]
-    from training.sample import load_for_generation
+    from training.commands.sample import load_for_generation
 
     model, _ = load_for_generation(teacher)
     args = argparse.Namespace(n_layer=None, n_embd=None, n_head=None, dropout=0.0, alpha_cos=1.0)
@@ -117,8 +117,8 @@ def test_distill_bad_input(data_dir, teacher, corpus_dir, tmp_path):
 
 def _steppers(compiled: bool, precision: str):
     """A 2-layer teacher, its 1-layer student and the DistillStepper train.py would build around them."""
-    from training.model import config_for
-    from training.shapes import ModelShape
+    from training.contract.shapes import ModelShape
+    from training.model.build import config_for
 
     torch.manual_seed(0)
     teacher = distill.create_gpt(config_for(ModelShape(2, 32, 2, 16), 128, 0.0, 0)).requires_grad_(False).eval()

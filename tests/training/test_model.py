@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tests.training.helpers import losses, train
-from training.gpt import GPT, causal_attention
-from training.model import config_for, create_model, resolve_shape
+from training.model.build import config_for, create_model, resolve_shape
+from training.model.gpt import GPT, causal_attention
 
 
 def _config(**overrides):

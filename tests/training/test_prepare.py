@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.training.helpers import cli
-from training.data import TokenWindows, load_meta
+from training.data.dataset import TokenWindows, load_meta
 
 TEXTS = [f"Document {i}: the quick brown fox jumps over the lazy dog. " * (3 + i % 5) for i in range(40)]
 
@@ -146,9 +146,9 @@ def test_a_killed_run_does_not_block_the_next_one(tmp_path):
 
 
 def test_a_big_file_is_read_in_pieces_with_one_end_of_text(tmp_path, monkeypatch, gpt2_style_tokenizer):
-    import training.sources
+    import training.data.sources
 
-    monkeypatch.setattr(training.sources, "CHUNK_CHARS", 2000)  # so a small file spans many pieces
+    monkeypatch.setattr(training.data.sources, "CHUNK_CHARS", 2000)  # so a small file spans many pieces
     text = "".join(f"line {i}: {TEXTS[i % len(TEXTS)]}\n" for i in range(300))
     (tmp_path / "big.txt").write_text(text)
     code, _, err = prepare("--data", str(tmp_path / "big.txt"), "--out", str(tmp_path / "data"),

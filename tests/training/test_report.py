@@ -10,7 +10,7 @@ import pytest
 
 from tests.training.helpers import cli, losses, train
 from tests.training.test_bad_input import one_line_error
-from training import plots, run_log
+from training.observability import plots, run_log
 
 
 def png_size(path) -> tuple[int, int]:

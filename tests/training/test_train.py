@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.training.helpers import REPO, checkpoint_steps, env, losses, train
-from training import checkpoint
+from training.checkpoints import checkpoint
 
 
 def test_loss_falls_on_a_tiny_model(data_dir, tmp_path):
@@ -166,7 +166,7 @@ def test_fine_tune_resumes_without_fetching_the_pretrained_model_again(data_dir,
 
 
 def test_one_pass_cross_entropy_matches_torch_in_value_and_gradient():
-    from training.loss import cross_entropy
+    from training.model.loss import cross_entropy
 
     torch.manual_seed(0)
     logits = torch.randn(64, 300, dtype=torch.float64, requires_grad=True)
@@ -190,7 +190,7 @@ def test_resuming_with_another_max_steps_says_how_the_learning_rate_changes(data
 
 
 def test_background_checkpoint_is_a_snapshot_of_the_moment_it_was_taken(tmp_path):
-    from training.checkpoint_writer import BackgroundCheckpointer
+    from training.checkpoints.writer import BackgroundCheckpointer
 
     weights = {"w": torch.arange(1_000_000, dtype=torch.float32)}
     weights["tied"] = weights["w"]
@@ -204,7 +204,7 @@ def test_background_checkpoint_is_a_snapshot_of_the_moment_it_was_taken(tmp_path
 
 
 def test_a_failed_background_write_is_raised_and_keeps_the_previous_checkpoint(tmp_path):
-    from training.checkpoint_writer import BackgroundCheckpointer
+    from training.checkpoints.writer import BackgroundCheckpointer
 
     class Unpicklable:
         def __reduce__(self):

@@ -9,7 +9,7 @@ import pytest
 
 from tests.training.helpers import losses, train
 from tests.training.test_bad_input import one_line_error
-from training import wandb_logger
+from training.observability import wandb_logger
 
 BLOCK = 32 * 1024
 

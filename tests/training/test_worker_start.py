@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from tests.training.helpers import REPO
-from training.process_exit import exit_code
+from training.elastic.process_exit import exit_code
 from training.worker import run, warm_start
 
 
@@ -68,7 +68,7 @@ def python(code: str) -> subprocess.CompletedProcess:
 def test_exit_now_waits_for_a_write_in_flight_runs_atexit_and_flushes():
     done = python("""
         import atexit, sys, threading, time
-        from training.process_exit import exit_now
+        from training.elastic.process_exit import exit_now
         def write():  # a background checkpoint write still going when the trainer returns
             time.sleep(0.5)
             print("write committed")
@@ -86,7 +86,7 @@ def test_the_fork_servers_imports_start_no_thread_and_leave_cuda_alone():
         import os, threading
         import numpy  # its BLAS starts a thread pool, which re-forms itself in a forked child (pthread_atfork)
         blas = len(os.listdir("/proc/self/task"))
-        import training.warm_imports as warm
+        import training.elastic.warm_imports as warm
         import torch
         assert warm.skipped == {}, warm.skipped
         assert threading.active_count() == 1, threading.enumerate()
@@ -103,7 +103,7 @@ def test_the_fork_servers_imports_start_no_thread_and_leave_cuda_alone():
 def test_cuda_is_refused_while_preloading():
     import torch
 
-    from training.warm_imports import CudaTouched, cuda_forbidden
+    from training.elastic.warm_imports import CudaTouched, cuda_forbidden
 
     with cuda_forbidden(), pytest.raises(CudaTouched):
         torch.cuda.init()
@@ -114,7 +114,7 @@ def test_exit_now_stops_thread_pools_as_python_does():
     """A ThreadPoolExecutor's idle workers (torch's compiler keeps one) end only when told to at exit."""
     done = python("""
         from concurrent.futures import ThreadPoolExecutor
-        from training.process_exit import exit_now
+        from training.elastic.process_exit import exit_now
         pool = ThreadPoolExecutor(2)
         pool.submit(print, "ran").result()
         exit_now(2)

@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 from torch.distributed.run import config_from_args
 
-from training.cli import build_parser
+from training.contract.cli import build_parser
 
 from .chart import RELEASE, TRAINING_SETS, deep_merge, load_values, parse_launch, render, trainer
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import helm_python as helm
 import pytest
 
-from training.model import PRESETS
+from training.model.build import PRESETS
 
 from .chart import CHART_DIR, chart, deep_merge, load_values, render
 

@@ -1,0 +1,526 @@
+"""--snapshot-uri: checkpoints, the export and the run's record copied to object storage while training.
+
+The bucket mirrors RUN_DIR, so `aws s3 sync` / `gcloud storage rsync` of it back gives a run directory:
+
+    URI/checkpoints/step_XXXXXXXX/{model,optimizer,trainer}.pt, uploaded_by.json, manifest.json
+    URI/export/...  (+ manifest.json)     URI/run_config.json, model_config.json, tokenizer/, ...
+    URI/metrics.jsonl, loss.png           URI/snapshot_run.json (which run owns this URI)
+
+Writing (rank 0, a background thread): after a checkpoint commits locally its files are hard-linked
+aside (retention may delete the original meanwhile), verified against their manifest, uploaded, and
+the unchanged manifest is written last: a checkpoint without manifest.json in the bucket is
+incomplete and never read. The queue is bounded: when the store is slower than the checkpoint
+cadence, a newer checkpoint replaces the oldest waiting one. Failures are retried with exponential
+backoff and reported, never fatal. Retention deletes only checkpoints marked as written by this run
+(uploaded_by.json, written first), and only the files it wrote.
+
+Reading: when RUN_DIR has no intact checkpoint, the newest complete one in the bucket is downloaded,
+verified against its manifest (a corrupted object falls back to the previous checkpoint) and renamed
+into place like a local save; the run's small files come with it.
+
+Credentials come from the environment as fsspec's s3fs and gcsfs find them (IRSA, Workload Identity,
+AWS_* variables, GOOGLE_APPLICATION_CREDENTIALS); `file://` works for tests and shared mounts.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import shutil
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from training.checkpoints import checkpoint
+from training.contract.cli_integrations import check_snapshot_uri
+from training.contract.errors import UserError
+from training.contract.log import info, warn
+from training.elastic import distributed
+
+SCHEMES = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "file": None}
+OWNER_FILE = "snapshot_run.json"  # in RUN_DIR and at URI: the id of the run that writes here
+UPLOADED_BY = "uploaded_by.json"  # in each uploaded checkpoint, before its data
+# The small files of a run that a restored RUN_DIR needs (or that a reader of the bucket wants).
+RUN_FILES = ("run_config.json", "model_config.json", OWNER_FILE, "wandb_run.json", "metrics.jsonl", "loss.png")
+CHECKPOINT_FILES = ("model.pt", "optimizer.pt", "trainer.pt")
+STAGING_PREFIX = ".upload-"
+RESTORE_PREFIX = ".restore-"  # run files on their way from the store into RUN_DIR
+
+
+class Store:
+    """A URI prefix in object storage (or a directory), through fsspec."""
+
+    def __init__(self, uri: str):
+        check_snapshot_uri(uri)
+        self.uri = uri.rstrip("/")
+        scheme = self.uri.split("://", 1)[0]
+        package = SCHEMES[scheme]
+        if package == "gcsfs":
+            # gcsfs would ask GCS's control plane for each bucket's layout (hierarchical or zonal), which
+            # needs a permission beyond object access; plain object reads and writes are all we do.
+            os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+        if package:
+            try:
+                __import__(package)
+            except ImportError as exc:
+                raise UserError(f"--snapshot-uri {uri} needs the {package} package; pip install {package}") from exc
+        import fsspec
+
+        # A fresh client per Store: credentials and endpoints are read from the environment now.
+        self.fs, self.root = fsspec.core.url_to_fs(self.uri, skip_instance_cache=True)
+        self.root = self.root.rstrip("/")
+        self.local = scheme == "file"
+
+    def path(self, *parts: str) -> str:
+        return "/".join((self.root, *parts))
+
+    def url(self, *parts: str) -> str:
+        return "/".join((self.uri, *parts))
+
+    def check_reachable(self) -> None:
+        """Ask the store once up front, so a wrong bucket or missing credentials is bad input, not a late surprise."""
+        bucket = self.root.split("/", 1)[0]
+        try:
+            if self.uri.startswith("s3://"):
+                # HeadBucket: the bucket exists and the credentials may list it. (On GCS a bucket read needs
+                # more than object access, and gcsfs cannot tell an empty bucket from a missing one
+                # without it: there the first write, which prepare() makes, finds a missing bucket.)
+                self.fs.info(bucket)
+            if self.fs.exists(self.root):
+                self.fs.ls(self.root, detail=False)
+        except FileNotFoundError as exc:
+            raise UserError(f"--snapshot-uri {self.uri}: bucket {bucket} does not exist; create it (the stacks "
+                            "create one per cluster) or fix the name") from exc
+        except Exception as exc:  # fsspec backends raise their own error types
+            raise UserError(f"cannot use --snapshot-uri {self.uri} ({_reason(exc)}); check the bucket name and "
+                            "the credentials in the environment") from exc
+
+    def read_json(self, *parts: str) -> dict | None:
+        try:
+            return json.loads(self.fs.cat_file(self.path(*parts)))
+        except FileNotFoundError:
+            return None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+
+    def put_bytes(self, data: bytes, *parts: str) -> None:
+        self._parent(*parts)
+        self.fs.pipe_file(self.path(*parts), data)
+
+    def put_file(self, local: Path, *parts: str) -> None:
+        self._parent(*parts)
+        self.fs.put_file(str(local), self.path(*parts))
+
+    def _parent(self, *parts: str) -> None:
+        # Only a local directory needs its folders made; on S3 makedirs could create a bucket.
+        if self.local:
+            self.fs.makedirs(self.path(*parts[:-1]), exist_ok=True)
+
+    def size(self, *parts: str) -> int | None:
+        try:
+            return int(self.fs.info(self.path(*parts))["size"])
+        except FileNotFoundError:
+            return None
+
+    def remove(self, *parts: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm_file(self.path(*parts))
+
+    def checkpoint_steps(self) -> list[int]:
+        """Steps with a checkpoint folder (complete or not), newest first."""
+        base = self.path(checkpoint.CHECKPOINTS)
+        self.fs.invalidate_cache(base)
+        try:
+            names = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(base, detail=False)]
+        except FileNotFoundError:
+            return []
+        steps = [int(n[len(checkpoint.PREFIX):]) for n in names
+                 if n.startswith(checkpoint.PREFIX) and n[len(checkpoint.PREFIX):].isdigit()]
+        return sorted(steps, reverse=True)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
+
+
+def step_name(step: int) -> str:
+    return f"{checkpoint.PREFIX}{step:08d}"
+
+
+def _digest(path: Path) -> str:
+    return checkpoint._sha256(path)
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def prepare(args, run_dir: Path, dist_info) -> Store | None:
+    """Check --snapshot-uri, restore from it when RUN_DIR has no intact checkpoint, claim it for this run.
+
+    Every rank checks the URI's form; each node's first process checks that the store answers and
+    restores (nodes may not share RUN_DIR); rank 0 claims the URI with a first write (so missing write
+    permission is found now). A problem on any rank becomes the same one-line error on every rank.
+    """
+    uri = getattr(args, "snapshot_uri", None)
+    if not uri:
+        return None
+    store = Store(uri)
+    problem = None
+    try:
+        if dist_info.local_rank == 0:
+            store.check_reachable()
+            check_owner(store, run_dir)
+            restore_if_missing(store, run_dir)
+        if dist_info.is_main:
+            _claim(store, run_dir)
+    except UserError as exc:
+        problem = str(exc)
+    problems = distributed.gather_objects(problem, dist_info)
+    first = next((p for p in problems if p), None)
+    if first:
+        raise UserError(first)
+    return store
+
+
+def _claim(store: Store, run_dir: Path) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run_uid(run_dir)
+    try:
+        if store.read_json(OWNER_FILE) is None:
+            store.put_file(run_dir / OWNER_FILE, OWNER_FILE)
+    except Exception as exc:
+        raise UserError(f"cannot write to --snapshot-uri {store.uri} ({_reason(exc)}); check the "
+                        "credentials' write permission on the bucket") from exc
+
+
+def check_owner(store: Store, run_dir: Path) -> None:
+    """Two runs writing one URI would overwrite each other's checkpoints: refuse that up front."""
+    local = _read_local_json(run_dir / OWNER_FILE)
+    remote = store.read_json(OWNER_FILE)
+    if local and remote and local.get("run_uid") != remote.get("run_uid"):
+        raise UserError(f"--snapshot-uri {store.uri} holds the snapshots of another run (run {remote.get('run_uid')}, "
+                        f"this is {local.get('run_uid')}); give each run its own --snapshot-uri")
+
+
+def restore_if_missing(store: Store, run_dir: Path) -> int | None:
+    """Without an intact local checkpoint, bring the newest complete and intact one from the store.
+
+    Returns the restored step, or None (a local checkpoint exists, or the store has none usable).
+    """
+    if checkpoint.latest_valid(run_dir, announce=False) is not None:
+        return None
+    for step in store.checkpoint_steps():
+        name = step_name(step)
+        manifest = store.read_json(checkpoint.CHECKPOINTS, name, checkpoint.MANIFEST)
+        if manifest is None:
+            continue  # an upload that never finished
+        restored = _download_checkpoint(store, run_dir, step, manifest)
+        if restored:
+            _restore_run_files(store, run_dir)
+            info(f"restored the checkpoint of step {step} from {store.url(checkpoint.CHECKPOINTS, name)}")
+            return step
+    return None
+
+
+def _download_checkpoint(store: Store, run_dir: Path, step: int, manifest: dict) -> bool:
+    parent = run_dir / checkpoint.CHECKPOINTS
+    parent.mkdir(parents=True, exist_ok=True)
+    # The temporary prefix of local saves: a download cut short is cleared by the next save.
+    tmp = parent / f"{checkpoint.TMP_PREFIX}{step_name(step)}-restore-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    remote = (checkpoint.CHECKPOINTS, step_name(step))
+    try:
+        for file in manifest.get("files", {}):
+            if "/" in file or file.startswith("."):
+                raise ValueError(f"unexpected file name {file!r} in the manifest")
+            store.fs.get_file(store.path(*remote, file), str(tmp / file))
+        (tmp / checkpoint.MANIFEST).write_text(json.dumps(manifest, indent=1))
+        problem = checkpoint.verify(tmp)
+    except (OSError, ValueError) as exc:
+        problem = f"download failed: {exc}"
+    if problem is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        warn(f"{store.url(*remote)} is damaged ({problem}); trying the previous checkpoint")
+        return False
+    final = parent / step_name(step)
+    if final.exists():  # a damaged local copy of this step: kept for inspection, as a local save does
+        final.rename(parent / f"{final.name}.damaged-{uuid.uuid4().hex[:8]}")
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        # Another node restoring into the same shared RUN_DIR got there first.
+        shutil.rmtree(tmp, ignore_errors=True)
+        return checkpoint.verify(final) is None
+    return True
+
+
+def _restore_run_files(store: Store, run_dir: Path) -> None:
+    for name in RUN_FILES:
+        target = run_dir / name
+        if not target.exists() and store.fs.exists(store.path(name)):
+            tmp = run_dir / f"{RESTORE_PREFIX}{name}-{uuid.uuid4().hex[:8]}"
+            store.fs.get_file(store.path(name), str(tmp))
+            os.replace(tmp, target)
+    tokenizer = run_dir / "tokenizer"
+    if not tokenizer.exists() and store.fs.exists(store.path("tokenizer")):
+        tmp = run_dir / f"{RESTORE_PREFIX}tokenizer-{uuid.uuid4().hex[:8]}"
+        store.fs.get(store.path("tokenizer") + "/", str(tmp), recursive=True)
+        os.rename(tmp, tokenizer)
+
+
+def _read_local_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def run_uid(run_dir: Path) -> str:
+    """This run's id (RUN_DIR/snapshot_run.json), created on first use."""
+    path = run_dir / OWNER_FILE
+    existing = _read_local_json(path)
+    if existing and existing.get("run_uid"):
+        return existing["run_uid"]
+    uid = uuid.uuid4().hex
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"run_uid": uid, "created": time.time()}))
+    os.replace(tmp, path)
+    return uid
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+@dataclass
+class _Job:
+    kind: str  # "checkpoint", "export" or "files"
+    step: int = 0
+    path: Path | None = None
+    attempts: int = 0
+
+    def __str__(self) -> str:
+        return {"checkpoint": f"checkpoint {step_name(self.step)}", "export": "the export"}.get(self.kind, "run files")
+
+
+class Uploader:
+    """Rank 0's background uploads: submit returns at once; wait() bounds the time spent at exit."""
+
+    def __init__(self, store: Store, run_dir: Path, keep: int, events=None, max_pending: int = 2,
+                 attempts: int = 6, backoff_s: float = 2.0, commit_wait_s: float = 600.0):
+        self.store, self.run_dir, self.keep = store, run_dir, keep
+        self.uid = run_uid(run_dir)
+        self.events = events  # callable(kind, **fields): the run's metrics.jsonl
+        self.max_pending, self.attempts, self.backoff_s = max_pending, attempts, backoff_s
+        self.commit_wait_s = commit_wait_s
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._busy: _Job | None = None
+        self._cond = threading.Condition()
+        self._sent: dict[str, tuple[int, int]] = {}  # run file -> (size, mtime_ns) last uploaded
+        self._tokenizer_sent = False
+        for leftover in (run_dir / checkpoint.CHECKPOINTS).glob(f"{STAGING_PREFIX}*"):
+            shutil.rmtree(leftover, ignore_errors=True)  # a previous process died mid-upload
+        self._thread = threading.Thread(target=self._loop, name="snapshot-upload", daemon=True)
+        self._thread.start()
+
+    # ---- the training thread's side
+    def submit_checkpoint(self, step: int) -> None:
+        with self._cond:
+            waiting = [j for j in self._queue if j.kind == "checkpoint"]
+            if len(waiting) >= self.max_pending:
+                dropped = waiting[0]
+                self._queue.remove(dropped)
+                warn(f"the object store is slower than the checkpoint cadence: {dropped} is not uploaded "
+                     f"(superseded by {step_name(step)})")
+                self._event(dropped, ok=False, skipped="superseded")
+            self._queue.append(_Job("checkpoint", step=step))
+            self._cond.notify()
+
+    def submit_export(self, path: Path) -> None:
+        self._submit(_Job("export", path=path))
+
+    def submit_run_files(self) -> None:
+        with self._cond:
+            if not any(j.kind == "files" for j in self._queue):
+                self._queue.append(_Job("files"))
+                self._cond.notify()
+
+    def _submit(self, job: _Job) -> None:
+        with self._cond:
+            self._queue.append(job)
+            self._cond.notify()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Upload the run files too, then wait (at most timeout_s) until nothing is left to upload."""
+        self.submit_run_files()
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._queue or self._busy is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    pending = [str(j) for j in ([self._busy] if self._busy else []) + list(self._queue)]
+                    warn(f"uploads to {self.store.uri} unfinished after {timeout_s:.0f}s: {', '.join(pending)} "
+                         "(raise --snapshot-wait; the local copies are intact)")
+                    return False
+                self._cond.wait(timeout=min(left, 1.0))
+        return True
+
+    # ---- the upload thread
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                job = self._busy = self._queue.popleft()
+            try:
+                self._run_with_retries(job)
+            finally:
+                with self._cond:
+                    self._busy = None
+                    self._cond.notify_all()
+
+    def _run_with_retries(self, job: _Job) -> None:
+        while True:
+            began = time.monotonic()
+            try:
+                uri = self._run(job)
+            except Exception as exc:  # any backend error: report, retry, never raise into training
+                job.attempts += 1
+                reason = _reason(exc)
+                superseded = job.kind == "checkpoint" and any(j.kind == "checkpoint" for j in self._queue)
+                if job.attempts >= self.attempts or superseded:
+                    warn(f"giving up uploading {job} to {self.store.uri} after {job.attempts} attempt(s): {reason}")
+                    self._event(job, ok=False, error=reason)
+                    return
+                delay = min(self.backoff_s * 2 ** (job.attempts - 1), 60.0)
+                warn(f"uploading {job} to {self.store.uri} failed ({reason}); retrying in {delay:.0f}s "
+                     f"({job.attempts}/{self.attempts - 1})")
+                time.sleep(delay)
+                continue
+            if uri is not None:
+                self._event(job, ok=True, uri=uri, seconds=round(time.monotonic() - began, 3))
+            return
+
+    def _event(self, job: _Job, **fields) -> None:
+        if self.events is not None:
+            self.events("upload", what=job.kind, step=job.step or None, **fields)
+
+    def _run(self, job: _Job) -> str | None:
+        if job.kind == "checkpoint":
+            return self._upload_checkpoint(job.step)
+        if job.kind == "export":
+            return self._upload_export(job.path)
+        self._upload_run_files()
+        return None
+
+    def _upload_run_files(self) -> None:
+        for name in RUN_FILES:
+            local = self.run_dir / name
+            if not local.is_file():
+                continue
+            stat = local.stat()
+            if self._sent.get(name) == (stat.st_size, stat.st_mtime_ns):
+                continue
+            self.store.put_file(local, name)
+            self._sent[name] = (stat.st_size, stat.st_mtime_ns)
+        tokenizer = self.run_dir / "tokenizer"
+        if not self._tokenizer_sent and tokenizer.is_dir():
+            for file in sorted(p for p in tokenizer.rglob("*") if p.is_file()):
+                self.store.put_file(file, "tokenizer", *file.relative_to(tokenizer).parts)
+            self._tokenizer_sent = True
+
+    def _upload_checkpoint(self, step: int) -> str | None:
+        name = step_name(step)
+        local = self.run_dir / checkpoint.CHECKPOINTS / name
+        deadline = time.monotonic() + self.commit_wait_s
+        while not (local / checkpoint.MANIFEST).is_file():  # a background checkpoint writer may still be at it
+            if time.monotonic() > deadline or not local.parent.is_dir():
+                raise RuntimeError(f"{local} never appeared")
+            time.sleep(0.5)
+        staged = self._stage(local)
+        if staged is None:
+            info(f"{name} was removed locally (retention) before its upload; a newer one supersedes it")
+            return None
+        try:
+            problem = checkpoint.verify(staged)
+            if problem is not None:
+                warn(f"not uploading {local}: {problem}")
+                self._event(_Job("checkpoint", step=step), ok=False, error=problem)
+                return None
+            manifest_bytes = (staged / checkpoint.MANIFEST).read_bytes()
+            manifest = json.loads(manifest_bytes)
+            remote = (checkpoint.CHECKPOINTS, name)
+            # A restart may save a step again; its old copy (perhaps damaged) is incomplete while replaced.
+            self.store.remove(*remote, checkpoint.MANIFEST)
+            self._upload_run_files()
+            self.store.put_bytes(json.dumps({"run_uid": self.uid, "time": time.time()}).encode(), *remote, UPLOADED_BY)
+            for file, expected in manifest["files"].items():
+                self.store.put_file(staged / file, *remote, file)
+                size = self.store.size(*remote, file)
+                if size != expected["bytes"]:
+                    raise OSError(f"{file} has {size} bytes in the store, {expected['bytes']} here")
+            self.store.put_bytes(manifest_bytes, *remote, checkpoint.MANIFEST)  # last: now it is complete
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+        self._apply_retention(newest=step)
+        return self.store.url(*remote)
+
+    def _stage(self, local: Path) -> Path | None:
+        """Hard links to the checkpoint's files: local retention cannot pull them away mid-upload."""
+        staged = local.parent / f"{STAGING_PREFIX}{local.name}-{uuid.uuid4().hex[:8]}"
+        try:
+            staged.mkdir()
+            for entry in local.iterdir():
+                try:
+                    os.link(entry, staged / entry.name)
+                except OSError:
+                    shutil.copy2(entry, staged / entry.name)  # a filesystem without hard links
+        except FileNotFoundError:
+            shutil.rmtree(staged, ignore_errors=True)
+            return None
+        return staged
+
+    def _apply_retention(self, newest: int) -> None:
+        """Keep the newest `keep` complete checkpoints this run uploaded up to `newest` (the one just
+        written); remove its older ones and its abandoned partial uploads (a process killed mid-upload).
+        Complete ones after `newest` are left alone, as local retention does. Anything not marked with
+        this run's id is never touched."""
+        complete = 0
+        for step in self.store.checkpoint_steps():
+            remote = (checkpoint.CHECKPOINTS, step_name(step))
+            owner = self.store.read_json(*remote, UPLOADED_BY)
+            if not owner or owner.get("run_uid") != self.uid:
+                continue
+            manifest = self.store.read_json(*remote, checkpoint.MANIFEST)
+            if manifest is not None:
+                if step > newest:
+                    continue
+                complete += 1
+                if complete <= self.keep:
+                    continue
+            self.store.remove(*remote, checkpoint.MANIFEST)  # first: incomplete from here on
+            for file in (manifest or {}).get("files", CHECKPOINT_FILES):
+                self.store.remove(*remote, file)
+            self.store.remove(*remote, UPLOADED_BY)
+            if self.store.local:  # object stores have no folders; a directory would stay behind empty
+                with contextlib.suppress(OSError):
+                    os.rmdir(self.store.path(*remote))
+
+    def _upload_export(self, export: Path) -> str:
+        files = sorted(p for p in export.rglob("*") if p.is_file())
+        manifest = {"files": {str(p.relative_to(export)): {"bytes": p.stat().st_size, "sha256": _digest(p)}
+                              for p in files}}
+        self.store.remove("export", checkpoint.MANIFEST)
+        for file in files:
+            self.store.put_file(file, "export", *file.relative_to(export).parts)
+        self.store.put_bytes(json.dumps(manifest, indent=1).encode(), "export", checkpoint.MANIFEST)
+        return self.store.url("export")
+
+
+def start_uploader(store: Store | None, run_dir: Path, keep: int, events) -> Uploader | None:
+    """Rank 0's uploader (None without --snapshot-uri); `events` records each upload in metrics.jsonl."""
+    return Uploader(store, run_dir, keep, events) if store is not None else None

@@ -1,0 +1,75 @@
+"""`python -m training sample`: generate text from an export or from a run's newest checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+
+from training.checkpoints import checkpoint
+from training.contract.errors import UserError
+from training.model.build import MODEL_CONFIG, create_model, load_model_config
+
+
+def load_for_generation(path: Path):
+    """(model, tokenizer) from an export directory, a RUN_DIR's export, or a RUN_DIR's newest checkpoint."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if (path / "export" / "config.json").is_file():
+        path = path / "export"
+    if (path / "config.json").is_file():
+        return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    if (path / "run_config.json").is_file():
+        latest = checkpoint.latest_valid(path)
+        if latest is None:
+            raise UserError(f"{path} has no intact checkpoint yet; train longer or pass an export directory")
+        # The architecture `train` saved at the run's start (activation, dropout, ...), not a rebuild
+        model = create_model(load_model_config(path / MODEL_CONFIG))
+        model.load_state_dict(latest.load()["model"])
+        return model, AutoTokenizer.from_pretrained(path / "tokenizer")
+    raise UserError(f"{path} is neither a run directory nor a model export; pass RUN_DIR or RUN_DIR/export")
+
+
+def sample(args: argparse.Namespace) -> list[str]:
+    model, tokenizer = load_for_generation(Path(args.model))
+    model.eval()
+    torch.manual_seed(args.seed)
+    ids = tokenizer(args.prompt, add_special_tokens=False)["input_ids"] or [tokenizer.eos_token_id]
+    prompt = torch.tensor([ids] * args.num_samples)
+    out = generate(model, prompt, args.max_new_tokens, args.temperature, args.top_k, vocab_size=len(tokenizer))
+    return [tokenizer.decode(row, skip_special_tokens=True) for row in out.tolist()]
+
+
+@torch.no_grad()
+def generate(model, ids: torch.Tensor, max_new_tokens: int, temperature: float, top_k: int,
+             vocab_size: int) -> torch.Tensor:
+    """Sample `max_new_tokens` after `ids` (batch x length), whatever the length.
+
+    The model sees at most its n_positions newest tokens: a longer prompt or output slides the
+    window (as nanoGPT does). The key/value cache is used while everything fits in the window;
+    once the window slides, positions shift and each step reads the window afresh.
+    temperature 0 picks the likeliest token; top_k 0 keeps the whole vocabulary. Ids the
+    tokenizer cannot decode (the embedding table is padded for speed) are never picked.
+    """
+    window = model.config.n_positions
+    past = None
+    for _ in range(max_new_tokens):
+        length = ids.size(1)
+        if past is not None and length <= window:
+            out = model(input_ids=ids[:, -1:], past_key_values=past, use_cache=True)
+        else:
+            out = model(input_ids=ids[:, -window:], use_cache=length < window)
+        past = out.past_key_values if length < window else None
+        logits = out.logits[:, -1, :vocab_size].double()  # float64: any finite temperature divides safely
+        if temperature == 0:
+            token = logits.argmax(dim=-1, keepdim=True)
+        else:
+            # the largest logit becomes 0 first, so a tiny temperature cannot overflow to inf - inf
+            logits = (logits - logits.amax(dim=-1, keepdim=True)) / temperature
+            if 0 < top_k < logits.size(-1):
+                kth = torch.topk(logits, top_k).values[:, -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            token = torch.multinomial(torch.softmax(logits, dim=-1), 1)
+        ids = torch.cat([ids, token], dim=1)
+    return ids

@@ -1,0 +1,122 @@
+"""Process-group setup: one process, or many under torchrun (NCCL on GPU, gloo on CPU)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from training.contract.errors import UserError
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int
+    local_rank: int
+    world_size: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+
+# A gloo group over the same ranks, for the per-step stop flag: an NCCL all-reduce of a GPU tensor
+# followed by .item() would make the host wait for the GPU every step. None: the default group is gloo.
+_HOST_GROUP = None
+
+
+def pick_device(preference: str, local_rank: int = 0) -> torch.device:
+    if preference == "cuda" or (preference == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise UserError("--device cuda was requested but no CUDA GPU is visible; use --device cpu or auto")
+        return torch.device("cuda", local_rank % torch.cuda.device_count())
+    return torch.device("cpu")
+
+
+def init(device_preference: str = "auto", timeout_s: int = 600) -> DistInfo:
+    """Join the torchrun job if there is one; otherwise run as a single process."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = pick_device(device_preference, local_rank)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if world_size > 1 and not dist.is_initialized():
+        global _HOST_GROUP
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        timeout = datetime.timedelta(seconds=timeout_s)
+        dist.init_process_group(backend=backend, timeout=timeout, device_id=device if device.type == "cuda" else None)
+        _HOST_GROUP = dist.new_group(backend="gloo", timeout=timeout) if backend == "nccl" else None
+    return DistInfo(rank=rank, local_rank=local_rank, world_size=world_size, device=device)
+
+
+def shutdown() -> None:
+    global _HOST_GROUP
+    if dist.is_initialized():
+        dist.destroy_process_group()  # every group, the host group too
+    _HOST_GROUP = None
+
+
+def all_reduce_max(flag: bool, info: DistInfo) -> bool:
+    """True when any rank says True (used every step to agree on stopping at the same step)."""
+    if not info.is_distributed:
+        return flag
+    t = torch.tensor([1.0 if flag else 0.0])  # on the host: no wait for the GPU's queued work
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=_HOST_GROUP)
+    return bool(t.item() > 0)
+
+
+def all_reduce_sum(values: list[float], info: DistInfo) -> list[float]:
+    if not info.is_distributed:
+        return values
+    t = torch.tensor(values, dtype=torch.float64, device=info.device)
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t.tolist()
+
+
+def gather_objects(obj, info: DistInfo) -> list:
+    """Every rank's `obj`, in rank order, on every rank (small objects only: RNG states)."""
+    if not info.is_distributed:
+        return [obj]
+    out: list = [None] * info.world_size
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def broadcast_object(obj, info: DistInfo):
+    """Rank 0's `obj` on every rank."""
+    if not info.is_distributed:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def barrier(info: DistInfo) -> None:
+    if info.is_distributed:
+        dist.barrier()
+
+
+def on_main(fn, info: DistInfo):
+    """fn() on rank 0 only (None elsewhere). A UserError there is raised on every rank, so no rank is
+    left waiting in a collective for a rank 0 that has already given up."""
+    result, error = None, None
+    if info.is_main:
+        try:
+            result = fn()
+        except UserError as exc:
+            error = exc
+    message = broadcast_object(None if error is None else str(error), info)
+    if error is not None:
+        raise error
+    if message is not None:
+        raise UserError(message)
+    return result

@@ -1,0 +1,97 @@
+"""GPT-2 model construction: presets, custom sizes, or pretrained weights."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from training.contract.errors import UserError
+from training.contract.shapes import PRESETS, ModelShape, padded_vocab  # noqa: F401 - the presets live in a torch-free module
+
+
+def resolve_shape(preset: str, n_layer=None, n_embd=None, n_head=None, block_size=None) -> ModelShape:
+    if preset not in PRESETS:
+        raise UserError(f"unknown preset '{preset}'; choose one of {', '.join(sorted(PRESETS))}")
+    base = asdict(PRESETS[preset])
+    for key, value in (("n_layer", n_layer), ("n_embd", n_embd), ("n_head", n_head), ("block_size", block_size)):
+        if value is not None:
+            base[key] = value
+    shape = ModelShape(**base)
+    if shape.n_embd % shape.n_head:
+        raise UserError(f"--n-embd {shape.n_embd} is not divisible by --n-head {shape.n_head}; "
+                        "pick sizes where n_embd / n_head is a whole number")
+    return shape
+
+
+def config_for(shape: ModelShape, vocab_size: int, dropout: float, eos_token_id: int):
+    from transformers import GPT2Config
+
+    return GPT2Config(
+        vocab_size=padded_vocab(vocab_size), n_positions=shape.block_size, n_embd=shape.n_embd,
+        n_layer=shape.n_layer, n_head=shape.n_head, resid_pdrop=dropout, embd_pdrop=dropout,
+        attn_pdrop=dropout, bos_token_id=eos_token_id, eos_token_id=eos_token_id, use_cache=False,
+        # GPT-2's own tanh-approximated GELU, computed by one fused kernel instead of several ops
+        activation_function="gelu_pytorch_tanh",
+    )
+
+
+def create_model(config):
+    """transformers' GPT2LMHeadModel (generation, export, the HF Trainer benchmark peer)."""
+    from transformers import GPT2LMHeadModel
+
+    config._attn_implementation = "sdpa"
+    return GPT2LMHeadModel(config)
+
+
+def create_gpt(config):
+    """The model `train` trains (training/gpt.py): GPT2LMHeadModel's weights, a leaner step."""
+    from training.model.gpt import GPT
+
+    return GPT(config)
+
+
+def load_pretrained(name_or_path: str):
+    """Pretrained GPT-2 weights (hub name or local directory) in the model `train` trains."""
+    from transformers import GPT2LMHeadModel
+
+    from training.model import hub
+    from training.model.gpt import unsupported
+
+    target, local_only = hub.resolve(name_or_path, "--init-from", ("config.json",))
+    try:
+        hf = GPT2LMHeadModel.from_pretrained(target, attn_implementation="sdpa", local_files_only=local_only)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot load --init-from '{name_or_path}' ({str(exc).splitlines()[0]}); pass a local "
+                        "directory with a GPT-2 checkpoint, or a hub name when the machine is online") from exc
+    hf.config.use_cache = False
+    problem = unsupported(hf.config)
+    if problem:
+        raise UserError(f"--init-from '{name_or_path}' uses {problem}, which training does not implement; "
+                        "start from a standard GPT-2 checkpoint (gpt2, gpt2-medium, distilgpt2, or an export)")
+    model = create_gpt(hf.config)
+    model.load_state_dict(hf.state_dict())
+    return model
+
+
+def shape_of(config) -> dict:
+    """The parts of a model configuration that a checkpoint's weights depend on."""
+    return {"n_layer": config.n_layer, "n_embd": config.n_embd, "n_head": config.n_head,
+            "block_size": config.n_positions, "vocab_size": config.vocab_size}
+
+
+MODEL_CONFIG = "model_config.json"  # in RUN_DIR: the architecture, for resuming without the source model
+
+
+def save_model_config(config, path) -> None:
+    import os
+
+    tmp = path.with_suffix(".tmp")
+    config.to_json_file(tmp)
+    os.replace(tmp, path)
+
+
+def load_model_config(path):
+    from transformers import GPT2Config
+
+    config = GPT2Config.from_json_file(path)
+    config.use_cache = False
+    return config

@@ -1,0 +1,48 @@
+"""RUN_DIR/export: a Hugging Face model + tokenizer directory (from_pretrained / pipeline ready)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import torch
+
+from training.contract.errors import storage_error, storage_failure
+
+
+def export_model(model: torch.nn.Module, run_dir: Path) -> Path:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(run_dir / "tokenizer")
+    model = copy.deepcopy(model).to("cpu")
+    # Training pads the embedding table to a multiple of 64 for speed; the export matches the tokenizer
+    # so generation can never produce an id the tokenizer cannot decode.
+    if model.config.vocab_size > len(tokenizer):
+        model.resize_token_embeddings(len(tokenizer))
+    model.config.use_cache = True
+    model.generation_config.pad_token_id = tokenizer.eos_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+
+    target = run_dir / "export"
+    staging = run_dir / f".export-{uuid.uuid4().hex[:8]}"
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)  # the previous export, if any, was never touched
+        cause = storage_failure(exc)
+        if cause is None:
+            raise
+        kept = "the previous export is untouched" if target.exists() else "the checkpoints are untouched"
+        raise storage_error(cause, f"the export to {target}", f"{kept}; `train` again only re-exports") from exc
+    if target.exists():
+        previous = run_dir / f".export-previous-{uuid.uuid4().hex[:8]}"
+        os.rename(target, previous)
+        os.rename(staging, target)
+        shutil.rmtree(previous, ignore_errors=True)
+    else:
+        os.rename(staging, target)
+    return target

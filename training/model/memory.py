@@ -1,0 +1,47 @@
+"""Refuse a model that cannot fit before allocating it (a typo like --n-layer 10000 would otherwise
+take the machine's memory, or the node's, for minutes before failing)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from training.contract.errors import UserError
+
+BYTES_PER_PARAM = 16  # fp32 weights, gradients and AdamW's two moments; activations come on top
+
+
+def parameters(config) -> int:
+    """GPT-2's parameter count from its configuration (embeddings tied with the output layer)."""
+    d, layers = config.n_embd, config.n_layer
+    per_layer = 12 * d * d + 13 * d  # attention (4 d^2) and MLP (8 d^2) weights, biases and two LayerNorms
+    return (config.vocab_size + config.n_positions) * d + layers * per_layer + 2 * d
+
+
+def device_memory(device: torch.device) -> int | None:
+    """Bytes this process can use at most: the GPU's memory, or RAM capped by a container limit."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit_file).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def check_fits(config, device: torch.device, flags: str) -> None:
+    available = device_memory(device)
+    needed = parameters(config) * BYTES_PER_PARAM
+    if available is not None and needed > available:
+        raise UserError(f"{flags}: a model of {parameters(config) / 1e9:.2f}B parameters needs about "
+                        f"{needed / 2**30:.0f} GiB for weights, gradients and optimizer state, more than this "
+                        f"{device.type.upper()}'s {available / 2**30:.0f} GiB; choose a smaller model")

@@ -1,0 +1,92 @@
+"""RUN_DIR: where it may be, who writes it, and undoing a start that failed before it saved anything.
+
+A start that fails (bad input found late, an out-of-memory first step, a full disk) before its
+first checkpoint leaves RUN_DIR exactly as it found it: otherwise the run_config.json of the
+failed attempt would refuse the very fix its error message suggested.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+from training.contract.errors import UserError
+from training.run_dir.lock import LOCK, RunLock
+
+RUN_CONFIG = "run_config.json"
+# What `train` itself puts in RUN_DIR (also half-written, by a killed run).
+OURS = {RUN_CONFIG, "model_config.json", "checkpoints", "tokenizer", "tensorboard", "export", LOCK,
+        # the run's record, --snapshot-uri and W&B (recorder.py, snapshots.py, wandb_logger.py)
+        "metrics.jsonl", "loss.png", "snapshot_run.json", "wandb_run.json", "wandb"}
+
+
+def _ours(name: str) -> bool:
+    return (name in OURS or name.startswith((".export-", f"{LOCK}.", ".loss.png-", ".restore-"))
+            or name.endswith(".tmp"))
+
+
+def check_location(run_dir: Path, data_dir: Path) -> None:
+    """Refuse an --out where checkpoints would land among the user's own files or inside the data."""
+    out, data = run_dir.resolve(), data_dir.resolve()
+    if out == Path(out.anchor):
+        raise UserError(f"--out {run_dir} is the root of the file system; pick a directory for this run, "
+                        "e.g. --out runs/my-run")
+    if out == data or data in out.parents:
+        raise UserError(f"--out {run_dir} is inside the data directory {data_dir} (which `prepare` replaces as "
+                        "a whole); pick a run directory outside it")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {run_dir} is a file, not a directory; pick another --out")
+    if out.is_dir() and not (out / RUN_CONFIG).is_file():
+        foreign = sorted(p.name for p in out.iterdir() if not _ours(p.name))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise UserError(f"--out {run_dir} already holds other files ({shown}) and no {RUN_CONFIG}; refusing to "
+                            "write a run among them; pick an empty or new directory")
+
+
+class RunDirClaim:
+    """Rank 0's hold on RUN_DIR: the lock, and a listing of what was there before, to undo a failed start."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        missing = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
+        self._created_root = missing[-1] if missing else None
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self._before = self._listing()
+        self.saved = False  # set once a checkpoint exists: from then on nothing is undone
+        self._undo_hooks: list = []  # put back files this start changed but did not create (metrics.jsonl)
+        self._lock = RunLock.acquire(run_dir)
+
+    def _listing(self) -> set[Path]:
+        return set(self.run_dir.rglob("*"))
+
+    def on_undo(self, hook) -> None:
+        """Call `hook` when a failed start is undone (before the files it created are removed)."""
+        self._undo_hooks.append(hook)
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def undo(self) -> None:
+        """Remove what this start created, unless it saved a checkpoint (then it has results to keep)."""
+        self.release()
+        if self.saved:
+            return
+        for hook in self._undo_hooks:
+            with contextlib.suppress(OSError):
+                hook()
+        for path in sorted(self._listing() - self._before, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+        if self._created_root is not None:  # the folders mkdir made, if nothing else has appeared in them
+            for folder in (self.run_dir, *self.run_dir.parents):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+                if folder == self._created_root:
+                    break

@@ -1,0 +1,87 @@
+"""RUN_DIR/run_config.json: the settings a run's checkpoints depend on, fixed at its first start.
+
+Resuming with another model shape, tokenizer or global batch would silently produce garbage (or
+crash deep inside load_state_dict), so a mismatch is refused up front with the way out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from training.contract.errors import UserError
+from training.data.dataset import DataMeta
+
+FILE = "run_config.json"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    model: dict
+    block_size: int
+    tokenizer_fingerprint: str
+    global_batch_size: int
+    seed: int
+    init_from: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_batch: int | None,
+                              write: bool) -> RunConfig:
+    path = run_dir / FILE
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"--out {run_dir} is a file, not a directory; pick another --out")
+    if not path.is_file():
+        if write:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(wanted.to_dict(), indent=1))
+            os.replace(tmp, path)
+        return wanted
+    try:
+        existing = RunConfig(**json.loads(path.read_text()))
+    except (OSError, json.JSONDecodeError, TypeError) as exc:
+        raise UserError(f"{path} is unreadable ({exc}); use a new --out (the checkpoints there are untouched)") from exc
+    if existing.model != wanted.model:
+        diff = ", ".join(f"{k} {existing.model.get(k)} there vs {wanted.model.get(k)} now"
+                         for k in sorted(set(existing.model) | set(wanted.model))
+                         if existing.model.get(k) != wanted.model.get(k))
+        raise UserError(f"{run_dir} holds a run with a different model configuration ({diff}); "
+                        "use a new --out, or the same --preset/--n-layer/--n-embd/--n-head/--block-size/--init-from")
+    if existing.block_size != wanted.block_size:
+        raise UserError(f"{run_dir} was trained with --block-size {existing.block_size}, not {wanted.block_size}; "
+                        "use the same --block-size or a new --out")
+    if existing.tokenizer_fingerprint != wanted.tokenizer_fingerprint:
+        raise UserError(f"{run_dir} was trained on data from a different tokenizer than --data uses; prepare the "
+                        "data with the run's tokenizer (RUN_DIR/tokenizer) or use a new --out")
+    if existing.init_from != wanted.init_from:
+        raise UserError(f"{run_dir} fine-tunes --init-from '{existing.init_from}', not '{wanted.init_from}'; "
+                        "use the same --init-from or a new --out")
+    if explicit_global_batch is not None and explicit_global_batch != existing.global_batch_size:
+        raise UserError(f"{run_dir} runs with --global-batch-size {existing.global_batch_size}; changing it "
+                        "mid-run changes the data order; drop the flag or use a new --out")
+    return existing
+
+
+def check_tokenizer_matches_model(data: DataMeta, model_config, init_from: str) -> None:
+    """Pretrained weights only make sense with token ids from the tokenizer they were trained with."""
+    from training.data import tokenizer
+
+    fix = f"re-run prepare with --tokenizer {init_from}"
+    try:
+        source = tokenizer.load(init_from, "--init-from")
+    except UserError:
+        source = None  # weights without tokenizer files: judge by what we know of the data
+    if source is not None:
+        if tokenizer.fingerprint(source) != data.tokenizer_fingerprint:
+            raise UserError(f"{data.root} was prepared with a different tokenizer than {init_from}; {fix}")
+    elif data.raw["tokenizer"].get("trained"):
+        raise UserError(f"{data.root} uses a tokenizer trained on your corpus, which --init-from {init_from} "
+                        f"does not understand; {fix}")
+    if data.vocab_size > model_config.vocab_size:
+        raise UserError(f"{data.root} was tokenized with a {data.vocab_size}-token vocabulary but --init-from "
+                        f"{init_from} has {model_config.vocab_size} embeddings; {fix}")
