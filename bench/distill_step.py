@@ -8,8 +8,8 @@ the same order, the same batch, sequence length, precision and compile settings 
 on this device unless --precision/--compile say otherwise):
 
 - `plain`: the student trained alone, `Stepper` as `train` builds it;
-- `distill`: the same student with `distill.stepper_factory(teacher, args)`, which is what
-  `train --distill-from` builds in Stepper's place (training/train.py);
+- `distill`: the same student with `distill.stepper_factory(teacher, ...)`, which is what
+  `train --distill-from` builds in Stepper's place (training/trainer/setup.py);
 - `hf_example`: the example's `Distiller.step` on transformers' GPT2LMHeadModel with the same two
   models' weights (fp32 teacher as the example keeps it, both under our autocast; not compiled: the
   example has no such switch).
@@ -41,6 +41,7 @@ import common
 import torch
 
 from training.contract.cli import build_parser
+from training.contract.config import TrainConfig
 from training.data.dataset import TokenWindows, load_meta
 from training.model.build import config_for, create_gpt, resolve_shape
 from training.model.export import export_model
@@ -99,8 +100,9 @@ class Pair:
         self.args = build_parser().parse_args(
             ["distill", "--distill-from", str(run_dir), "--data", str(data_dir), "--out", str(tmp / "student"),
              "--precision", precision, "--compile", compile_])
-        self.teacher = distill.load_teacher(self.args, self.data, device)
-        self.student = distill.make_student(self.teacher, self.args)  # on the CPU, as train.py gets it
+        self.config = TrainConfig.from_args(self.args)
+        self.teacher = distill.load_teacher(self.config.distill, self.data, device)
+        self.student = distill.make_student(self.teacher, self.config.model, self.config.distill)  # on the CPU, as train.py gets it
         self.block_size = shape.block_size
         self.windows = TokenWindows(self.data.shards("train"), self.data.dtype, self.block_size)
         c = self.student.config
@@ -127,7 +129,7 @@ def loops(pair: Pair, total: int, batch_size: int, device: torch.device, hf_modu
         return common.OurLoop(copy.deepcopy(pair.student).to(device), pair.windows, total, batch_size,
                               precision=args.precision, compile=args.compile, device=device, make_stepper=make_stepper)
 
-    made = {"plain": ours(Stepper), "distill": ours(distill.stepper_factory(pair.teacher, args))}
+    made = {"plain": ours(Stepper), "distill": ours(distill.stepper_factory(pair.teacher, pair.config.distill, args.compile))}
     if hf_module is not None:
         import hf_distiller
 

@@ -17,7 +17,7 @@ from infra.config.errors import NAMESPACE, ConfigError, set_hint
 from infra.config.reader import Section, as_bool, as_int, as_str, decoded, reject_unknown
 from infra.config.train_args import parse_train, trainer_args
 from infra.training_job import SecretEnv
-from training.observability import wandb_logger
+from training.contract.config import TrainConfig
 
 KEY = f"{NAMESPACE}:job"
 JOB_KEYS = ("enabled", "name", "namespace", "nodesMin", "nodesMax", "gpusPerNode", "procsPerNode", "dataPrefix",
@@ -131,7 +131,8 @@ def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:
 def _check_wandb_key(train: Mapping[str, Any], secret_env: tuple[SecretEnv, ...]) -> None:
     """W&B online needs WANDB_API_KEY in the pods; without it every pod would stop at start-up."""
     args = trainer_args(dict(train))
-    if not wandb_logger.enabled(args) or args.wandb_mode != "online":
+    wandb = TrainConfig.from_args(args).wandb
+    if not wandb.enabled or wandb.mode != "online":
         return
     if "WANDB_API_KEY" not in {s.name for s in secret_env}:
         raise ConfigError(f"{KEY}.secretEnv", f"job.train.wandbProject {args.wandb_project!r} logs to W&B online, but no "

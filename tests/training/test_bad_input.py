@@ -455,10 +455,10 @@ def blow_up_at(monkeypatch):
     with sigterm=True the process also gets SIGTERM in that step, as from a spot reclaim."""
     import signal
 
-    import training.trainer.train
+    import training.trainer.setup
 
     def arm(at: int, sigterm: bool = False):
-        class Diverging(training.trainer.train.Stepper):
+        class Diverging(training.trainer.setup.Stepper):
             calls = 0
 
             def step(self, batches):
@@ -471,7 +471,7 @@ def blow_up_at(monkeypatch):
                         os.kill(os.getpid(), signal.SIGTERM)
                 return result
 
-        monkeypatch.setattr(training.trainer.train, "Stepper", Diverging)
+        monkeypatch.setattr(training.trainer.setup, "Stepper", Diverging)
 
     return arm
 

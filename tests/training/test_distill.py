@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -10,6 +9,7 @@ import torch
 
 from tests.training.helpers import TINY, cli, losses, train
 from tests.training.test_bad_input import one_line_error
+from training.contract.config import DistillConfig, ModelChoice
 from training.trainer import distill
 
 TEACHER_SHAPE = ["--n-layer", "4"]  # TINY is 64 wide, 2 heads, block 32
@@ -48,8 +48,8 @@ def test_student_starts_from_the_teachers_spread_layers(data_dir, teacher):
     from training.commands.sample import load_for_generation
 
     model, _ = load_for_generation(teacher)
-    args = argparse.Namespace(n_layer=None, n_embd=None, n_head=None, dropout=0.0, alpha_cos=1.0)
-    student = distill.make_student(model, args)
+    student = distill.make_student(model, ModelChoice("gpt2", None, None, None, None, 0.0, None),
+                                   DistillConfig(str(teacher), 5.0, 2.0, 1.0, 2.0))
     assert student.config.n_layer == 2
     t, s = model.state_dict(), student.state_dict()
     assert torch.equal(s["transformer.wte.weight"], t["transformer.wte.weight"])
@@ -122,11 +122,10 @@ def _steppers(compiled: bool, precision: str):
 
     torch.manual_seed(0)
     teacher = distill.create_gpt(config_for(ModelShape(2, 32, 2, 16), 128, 0.0, 0)).requires_grad_(False).eval()
-    args = argparse.Namespace(n_layer=None, n_embd=None, n_head=None, dropout=0.0, alpha_kd=5.0, alpha_lm=2.0,
-                              alpha_cos=1.0, temperature=2.0, compile="on" if compiled else "off")
-    student = distill.make_student(teacher, args)
+    settings = DistillConfig("teacher", alpha_kd=5.0, alpha_lm=2.0, alpha_cos=1.0, temperature=2.0)
+    student = distill.make_student(teacher, ModelChoice("gpt2", None, None, None, None, 0.0, None), settings)
     model = torch.compile(student) if compiled else student  # as train.py passes it
-    stepper = distill.stepper_factory(teacher, args)(model, torch.optim.SGD(student.parameters()), torch.device("cpu"),
+    stepper = distill.stepper_factory(teacher, settings, "on" if compiled else "off")(model, torch.optim.SGD(student.parameters()), torch.device("cpu"),
                                                      precision, 1.0, 1, 4)
     return teacher, student, stepper
 

@@ -20,6 +20,9 @@ into place like a local save; the run's small files come with it.
 
 Credentials come from the environment as fsspec's s3fs and gcsfs find them (IRSA, Workload Identity,
 AWS_* variables, GOOGLE_APPLICATION_CREDENTIALS); `file://` works for tests and shared mounts.
+
+Long on purpose: the writer and the reader share the bucket's layout (manifests, the ownership
+mark, staging names); kept in one module so the two sides cannot drift apart.
 """
 
 from __future__ import annotations
@@ -36,12 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from training.checkpoints import checkpoint
-from training.contract.cli_integrations import check_snapshot_uri
+from training.contract.cli_integrations import SNAPSHOT_SCHEMES, check_snapshot_uri
+from training.contract.config import SnapshotConfig
 from training.contract.errors import UserError
 from training.contract.log import info, warn
 from training.elastic import distributed
 
-SCHEMES = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "file": None}
 OWNER_FILE = "snapshot_run.json"  # in RUN_DIR and at URI: the id of the run that writes here
 UPLOADED_BY = "uploaded_by.json"  # in each uploaded checkpoint, before its data
 # The small files of a run that a restored RUN_DIR needs (or that a reader of the bucket wants).
@@ -58,7 +61,7 @@ class Store:
         check_snapshot_uri(uri)
         self.uri = uri.rstrip("/")
         scheme = self.uri.split("://", 1)[0]
-        package = SCHEMES[scheme]
+        package = SNAPSHOT_SCHEMES[scheme]
         if package == "gcsfs":
             # gcsfs would ask GCS's control plane for each bucket's layout (hierarchical or zonal), which
             # needs a permission beyond object access; plain object reads and writes are all we do.
@@ -159,14 +162,14 @@ def _digest(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ reading
 
 
-def prepare(args, run_dir: Path, dist_info) -> Store | None:
+def prepare(settings: SnapshotConfig, run_dir: Path, dist_info) -> Store | None:
     """Check --snapshot-uri, restore from it when RUN_DIR has no intact checkpoint, claim it for this run.
 
     Every rank checks the URI's form; each node's first process checks that the store answers and
     restores (nodes may not share RUN_DIR); rank 0 claims the URI with a first write (so missing write
     permission is found now). A problem on any rank becomes the same one-line error on every rank.
     """
-    uri = getattr(args, "snapshot_uri", None)
+    uri = settings.uri
     if not uri:
         return None
     store = Store(uri)

@@ -12,70 +12,27 @@ other right after (`check_values`), so bad input is one line and exit 2 before t
 from __future__ import annotations
 
 import argparse
-import math
+import codecs
 import sys
 from dataclasses import dataclass
 
+from training.contract import cli_integrations
 from training.contract.errors import UserError
+from training.contract.flag_types import (
+    fraction,
+    learning_rate,
+    non_negative,
+    non_negative_int,
+    number,
+    path,
+    positive_int,
+    probability,
+    seed,
+)
 from training.contract.log import warn
-from training.model.build import PRESETS, resolve_shape
+from training.contract.shapes import PRESETS, resolve_shape
 
 TOKEN_DTYPES = ("auto", "uint16", "uint32")
-SEED_MAX = 2**32 - 1  # numpy's seeds are 32-bit
-COUNT_MAX = 2**62  # far beyond any real run, and still an int64 everywhere it ends up
-
-
-def _bound(value: float, limit: float, open_: bool, above: bool) -> bool:
-    if above:
-        return value > limit if open_ else value >= limit
-    return value < limit if open_ else value <= limit
-
-
-def number(kind: type, low: float | None = None, high: float | None = None, *, low_open: bool = False,
-           high_open: bool = False):
-    """An argparse type: an int or a finite float within [low, high] (or open ends), else one clear line."""
-    def show(bound: float) -> str:
-        return str(bound) if kind is int else f"{bound:g}"
-
-    parts = []
-    if low is not None:
-        parts.append(f"{'>' if low_open else '>='} {show(low)}")
-    if high is not None and high != COUNT_MAX:  # a bound nobody reaches is noise in the message
-        parts.append(f"{'<' if high_open else '<='} {show(high)}")
-    noun = "a whole number" if kind is int else "a finite number"
-    wanted = noun + (f" {' and '.join(parts)}" if parts else "")
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {wanted}, got '{text}'") from None
-        if kind is float and not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be {wanted}, got '{text}'")
-        if low is not None and not _bound(value, low, low_open, above=True):
-            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text}")
-        if high is not None and not _bound(value, high, high_open, above=False):
-            raise argparse.ArgumentTypeError(f"must be {noun} {'<' if high_open else '<='} {show(high)}, got {text}")
-        return value
-
-    parse.kind = kind.__name__
-    parse.__name__ = wanted
-    return parse
-
-
-positive_int = number(int, 1, COUNT_MAX)
-non_negative_int = number(int, 0, COUNT_MAX)
-seed = number(int, 0, SEED_MAX)
-probability = number(float, 0.0, 1.0, high_open=True)  # dropout, Adam betas
-fraction = number(float, 0.0, 1.0, low_open=True, high_open=True)
-learning_rate = number(float, 0.0, 1.0, low_open=True)  # AdamW beyond lr 1 only diverges
-non_negative = number(float, 0.0)
-
-
-def path(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must be a path, got an empty string")
-    return text
 
 
 def _add_prepare(sub: argparse._SubParsersAction) -> None:
@@ -227,9 +184,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = OneLineErrorParse
     _add_sample(sub)
     _add_bench(sub)
     _add_demo(sub)
-    from training.contract.cli_integrations import extend  # report, evaluate, distill, snapshots, W&B
-
-    extend(sub)
+    cli_integrations.extend(sub)  # report, evaluate, distill, snapshots, W&B
     return parser
 
 
@@ -237,9 +192,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = OneLineErrorParse
 def check_values(args: argparse.Namespace) -> None:
     """What one flag alone cannot tell; UserError (one line) before any work starts."""
     if args.command in ("train", "distill"):
-        from training.contract.cli_integrations import check_train_values
-
-        check_train_values(args)  # --distill-from, --snapshot-uri
+        cli_integrations.check_train_values(args)  # --distill-from, --snapshot-uri
         _check_train(args)
     elif args.command == "prepare":
         _check_prepare(args)
@@ -264,16 +217,31 @@ def _check_train(args: argparse.Namespace) -> None:
         resolve_shape(args.preset, args.n_layer, args.n_embd, args.n_head, args.block_size)
 
 
+MIN_TRAINED_VOCAB = 257  # 256 byte symbols + the end-of-text token
+
+
+def parse_tokenizer_spec(spec: str) -> int | None:
+    """The vocabulary size for `train:VOCAB`, None for a name or path to load."""
+    if not spec.startswith("train:"):
+        return None
+    text = spec.split(":", 1)[1]
+    if not text.isdigit():
+        raise UserError(f"--tokenizer {spec}: VOCAB must be a whole number, e.g. --tokenizer train:16384")
+    vocab = int(text)
+    if vocab < MIN_TRAINED_VOCAB:
+        raise UserError(f"--tokenizer {spec}: a byte-level BPE vocabulary needs at least {MIN_TRAINED_VOCAB} "
+                        "tokens; use e.g. train:8192")
+    if vocab > 2**32 - 1:
+        raise UserError(f"--tokenizer {spec}: {vocab} tokens cannot be stored even as uint32; use a smaller VOCAB")
+    return vocab
+
+
 def _check_prepare(args: argparse.Namespace) -> None:
-    import codecs
-
-    from training.data.tokenizer import parse_spec
-
     try:
         codecs.lookup(args.encoding)
     except LookupError:
         raise UserError(f"--encoding {args.encoding}: unknown encoding; use e.g. utf-8 or latin-1") from None
-    parse_spec(args.tokenizer)
+    parse_tokenizer_spec(args.tokenizer)
 
 
 # ---------------------------------------------------------------- for the Pulumi program

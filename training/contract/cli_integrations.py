@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from training.contract.cli import non_negative, number, path, positive_int
 from training.contract.errors import UserError
+from training.contract.flag_types import non_negative, number, path, positive_int
 
 TEMPERATURE = number(float, 0.0, low_open=True)
 
@@ -72,7 +72,8 @@ def _add_distill(sub: argparse._SubParsersAction) -> None:
                    help="distil a teacher into a smaller GPT-2 (train --distill-from TEACHER)")
 
 
-SNAPSHOT_SCHEMES = ("s3", "gs", "gcs", "file")
+# --snapshot-uri schemes, each with the fsspec package that reads it (checkpoints/snapshots.py imports it)
+SNAPSHOT_SCHEMES = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "file": None}
 
 
 def check_snapshot_uri(uri: str) -> None:

@@ -10,7 +10,9 @@ where N is the parameter count without the position embeddings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+
+from training.contract.errors import UserError
 
 GPT2_VOCAB = 50257  # the GPT-2 BPE tokenizer's vocabulary
 
@@ -31,6 +33,21 @@ PRESETS: dict[str, ModelShape] = {
     "gpt2-large": ModelShape(n_layer=36, n_embd=1280, n_head=20, block_size=1024),
     "gpt2-xl": ModelShape(n_layer=48, n_embd=1600, n_head=25, block_size=1024),
 }
+
+
+def resolve_shape(preset: str, n_layer=None, n_embd=None, n_head=None, block_size=None) -> ModelShape:
+    if preset not in PRESETS:
+        raise UserError(f"unknown preset '{preset}'; choose one of {', '.join(sorted(PRESETS))}")
+    base = asdict(PRESETS[preset])
+    for key, value in (("n_layer", n_layer), ("n_embd", n_embd), ("n_head", n_head), ("block_size", block_size)):
+        if value is not None:
+            base[key] = value
+    shape = ModelShape(**base)
+    if shape.n_embd % shape.n_head:
+        raise UserError(f"--n-embd {shape.n_embd} is not divisible by --n-head {shape.n_head}; "
+                        "pick sizes where n_embd / n_head is a whole number")
+    return shape
+
 
 # Dense bf16 tensor-core peak FLOP/s per GPU (fp16 where the GPU has no bf16), from vendor datasheets.
 # Matched by substring of the GPU's name (torch.cuda.get_device_name(), or a cloud's GPU name), most

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from training.data import tokenizer as tok
-from training.data.dataset import FORMAT_VERSION, META_FILE
+from training.contract.cli import parse_tokenizer_spec
 from training.contract.errors import UserError, storage_error, storage_failure
 from training.contract.log import info
-from training.elastic.preemption import exit_on_signals
+from training.data import tokenizer as tok
+from training.data.dataset import FORMAT_VERSION, META_FILE
 from training.data.sources import (
     Sources,
     discover,
@@ -37,6 +37,7 @@ from training.data.sources import (
     structured_texts,
     text_file_pieces,
 )
+from training.elastic.preemption import exit_on_signals
 
 GOLDEN = 0.6180339887498949  # low-discrepancy sequence: val chunks spread evenly over the corpus
 
@@ -230,7 +231,7 @@ def _prepare(args: argparse.Namespace, out: Path) -> Path:
         raise UserError(f"no usable text in {' '.join(args.data)}: {found.why_empty()}; point --data at text "
                         "files (or widen --extensions, or pass --encoding)")
 
-    trained_vocab = tok.parse_spec(args.tokenizer)
+    trained_vocab = parse_tokenizer_spec(args.tokenizer)
     loaded = None if trained_vocab else tok.load(args.tokenizer)
     if trained_vocab is None:
         _token_dtype(args.token_dtype, len(loaded))

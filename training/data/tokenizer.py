@@ -6,26 +6,10 @@ import hashlib
 import json
 from collections.abc import Iterator
 
+from training.contract.cli import MIN_TRAINED_VOCAB
 from training.contract.errors import UserError
 
 EOS = "<|endoftext|>"
-MIN_TRAINED_VOCAB = 257  # 256 byte symbols + the end-of-text token
-
-
-def parse_spec(spec: str) -> int | None:
-    """The vocabulary size for `train:VOCAB`, None for a name or path to load."""
-    if not spec.startswith("train:"):
-        return None
-    text = spec.split(":", 1)[1]
-    if not text.isdigit():
-        raise UserError(f"--tokenizer {spec}: VOCAB must be a whole number, e.g. --tokenizer train:16384")
-    vocab = int(text)
-    if vocab < MIN_TRAINED_VOCAB:
-        raise UserError(f"--tokenizer {spec}: a byte-level BPE vocabulary needs at least {MIN_TRAINED_VOCAB} "
-                        "tokens; use e.g. train:8192")
-    if vocab > 2**32 - 1:
-        raise UserError(f"--tokenizer {spec}: {vocab} tokens cannot be stored even as uint32; use a smaller VOCAB")
-    return vocab
 
 
 def load(name_or_path: str, flag: str = "--tokenizer"):

@@ -2,24 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from training.contract.errors import UserError
-from training.contract.shapes import PRESETS, ModelShape, padded_vocab  # noqa: F401 - the presets live in a torch-free module
-
-
-def resolve_shape(preset: str, n_layer=None, n_embd=None, n_head=None, block_size=None) -> ModelShape:
-    if preset not in PRESETS:
-        raise UserError(f"unknown preset '{preset}'; choose one of {', '.join(sorted(PRESETS))}")
-    base = asdict(PRESETS[preset])
-    for key, value in (("n_layer", n_layer), ("n_embd", n_embd), ("n_head", n_head), ("block_size", block_size)):
-        if value is not None:
-            base[key] = value
-    shape = ModelShape(**base)
-    if shape.n_embd % shape.n_head:
-        raise UserError(f"--n-embd {shape.n_embd} is not divisible by --n-head {shape.n_head}; "
-                        "pick sizes where n_embd / n_head is a whole number")
-    return shape
+from training.contract.shapes import PRESETS, ModelShape, padded_vocab, resolve_shape  # noqa: F401 - torch-free, in the contract
 
 
 def config_for(shape: ModelShape, vocab_size: int, dropout: float, eos_token_id: int):

@@ -8,10 +8,10 @@ It has the SummaryWriter methods train.py calls (add_scalar, flush, close), so t
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 
+from training.contract.config import TrainConfig
 from training.contract.log import warn
 from training.observability import metrics, wandb_logger
 from training.observability.plots import LOSS_PNG, BackgroundPlot
@@ -66,10 +66,10 @@ class Recorder:
             os.replace(tmp, png)
 
 
-def open_recorder(run_dir: Path, args: argparse.Namespace, tokens_per_step: int, start: dict) -> Recorder:
+def open_recorder(run_dir: Path, cfg: TrainConfig, tokens_per_step: int, start: dict) -> Recorder:
     """The recorder for rank 0: TensorBoard always, W&B when asked (its checks ran at start-up)."""
     sinks = [metrics.tensorboard_writer(run_dir / "tensorboard")]
-    if wandb_logger.enabled(args):
-        sinks.append(wandb_logger.WandbLogger(args, run_dir,
-                                              config={**vars(args), **start, "tokens_per_step": tokens_per_step}))
+    if cfg.wandb.enabled:
+        sinks.append(wandb_logger.WandbLogger(cfg.wandb, run_dir,
+                                              config={**cfg.flags, **start, "tokens_per_step": tokens_per_step}))
     return Recorder(run_dir, tokens_per_step, sinks, start)

@@ -10,31 +10,27 @@ group. The API key comes only from the environment (WANDB_API_KEY; the chart rea
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
 import uuid
 from pathlib import Path
 
+from training.contract.config import WandbConfig
 from training.contract.errors import UserError
 from training.contract.log import info, warn
 
 RUN_FILE = "wandb_run.json"
 
 
-def enabled(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "wandb_project", None)) and args.wandb_mode != "disabled"
-
-
-def check(args: argparse.Namespace) -> None:
+def check(settings: WandbConfig) -> None:
     """Bad W&B settings are one line before anything starts (every rank runs this; only rank 0 logs)."""
-    if not enabled(args):
+    if not settings.enabled:
         return
     if importlib.util.find_spec("wandb") is None:
         raise UserError("--wandb-project needs the wandb package; pip install 'trainstack[wandb]' (or wandb), "
                         "or drop --wandb-project")
-    if args.wandb_mode == "online" and not os.environ.get("WANDB_API_KEY"):
+    if settings.mode == "online" and not os.environ.get("WANDB_API_KEY"):
         raise UserError("--wandb-mode online needs WANDB_API_KEY in the environment (the chart takes it from a "
                         "Secret); set it, or use --wandb-mode offline")
 
@@ -45,21 +41,21 @@ def default_group(run_dir: Path) -> str:
 
 
 class WandbLogger:
-    def __init__(self, args: argparse.Namespace, run_dir: Path, config: dict):
+    def __init__(self, settings: WandbConfig, run_dir: Path, config: dict):
         import wandb
 
         saved = _read(run_dir / RUN_FILE)
         run_id = saved.get("id") or uuid.uuid4().hex[:12]  # W&B ids: lowercase letters and digits
-        group = args.wandb_group or default_group(run_dir)
+        group = settings.group or default_group(run_dir)
         if not saved:
             tmp = run_dir / f"{RUN_FILE}.tmp"
-            tmp.write_text(json.dumps({"id": run_id, "project": args.wandb_project, "group": group}))
+            tmp.write_text(json.dumps({"id": run_id, "project": settings.project, "group": group}))
             os.replace(tmp, run_dir / RUN_FILE)
         self.run = None
         try:
-            self.run = wandb.init(project=args.wandb_project, entity=args.wandb_entity, group=group, id=run_id,
+            self.run = wandb.init(project=settings.project, entity=settings.entity, group=group, id=run_id,
                                   resume="allow", name=Path(run_dir).resolve().name, dir=str(run_dir),
-                                  mode=args.wandb_mode, config=_plain(config),
+                                  mode=settings.mode, config=_plain(config),
                                   settings=wandb.Settings(console="off", silent=True))
         except Exception as exc:  # the network or W&B's service: training goes on without it
             warn(f"W&B logging is off for this run: wandb.init failed ({type(exc).__name__}: "
@@ -67,7 +63,7 @@ class WandbLogger:
             return
         self.run.define_metric("step")
         self.run.define_metric("*", step_metric="step")
-        info(f"W&B: project {args.wandb_project}, group {group}, run {run_id} ({args.wandb_mode})")
+        info(f"W&B: project {settings.project}, group {group}, run {run_id} ({settings.mode})")
         self._step: int | None = None
         self._row: dict[str, float] = {}
 

@@ -21,7 +21,6 @@ three terms are logged as distill/kd, distill/lm, distill/cos.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import functools
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from training.contract.config import DistillConfig, ModelChoice
 from training.contract.errors import UserError
 from training.data import tokenizer as tokenizers
 from training.data.dataset import DataMeta
@@ -47,14 +47,14 @@ class LossWeights:
     temperature: float
 
 
-def weights_from(args: argparse.Namespace) -> LossWeights:
+def weights_from(settings: DistillConfig) -> LossWeights:
     """The loss weights of the flags (their ranges and combinations are checked by the CLI)."""
-    return LossWeights(args.alpha_kd, args.alpha_lm, args.alpha_cos, args.temperature)
+    return LossWeights(settings.alpha_kd, settings.alpha_lm, settings.alpha_cos, settings.temperature)
 
 
-def load_teacher(args: argparse.Namespace, data: DataMeta, device: torch.device):
+def load_teacher(settings: DistillConfig, data: DataMeta, device: torch.device):
     """The frozen teacher: a run (its export or newest checkpoint), an export, or a GPT-2 from_pretrained loads."""
-    source = args.distill_from
+    source = settings.teacher
     path = Path(source)
     if path.exists():
         from training.commands.sample import load_for_generation
@@ -91,19 +91,19 @@ def teacher_layers(n_teacher: int, n_student: int) -> list[int]:
     return [int(i * (n_teacher - 1) / (n_student - 1) + 0.5) for i in range(n_student)]
 
 
-def make_student(teacher, args: argparse.Namespace):
+def make_student(teacher, choice: ModelChoice, settings: DistillConfig):
     t = teacher.config
     config = copy.deepcopy(t)
-    config.n_layer = args.n_layer or max(1, t.n_layer // 2)
-    config.n_embd = args.n_embd or t.n_embd
-    config.n_head = args.n_head or t.n_head
-    config.resid_pdrop = config.embd_pdrop = config.attn_pdrop = args.dropout
+    config.n_layer = choice.n_layer or max(1, t.n_layer // 2)
+    config.n_embd = choice.n_embd or t.n_embd
+    config.n_head = choice.n_head or t.n_head
+    config.resid_pdrop = config.embd_pdrop = config.attn_pdrop = choice.dropout
     config.use_cache = False
     if config.n_layer > t.n_layer:
         raise UserError(f"--n-layer {config.n_layer} is more than the teacher's {t.n_layer} layers; a student is smaller")
     if config.n_embd % config.n_head:
         raise UserError(f"--n-embd {config.n_embd} is not divisible by --n-head {config.n_head}")
-    if config.n_embd != t.n_embd and args.alpha_cos > 0:
+    if config.n_embd != t.n_embd and settings.alpha_cos > 0:
         raise UserError(f"the cosine loss compares hidden states, so it needs the teacher's width ({t.n_embd}), "
                         f"not --n-embd {config.n_embd}; pass --alpha-cos 0")
     student = create_gpt(config)
@@ -181,7 +181,7 @@ class DistillStepper(Stepper):
         return {"distill/kd": kd, "distill/lm": lm, "distill/cos": cos}
 
 
-def stepper_factory(teacher, args: argparse.Namespace):
+def stepper_factory(teacher, settings: DistillConfig, compile_: str):
     """DistillStepper's constructor with the teacher, the loss weights and --compile bound (called like Stepper's)."""
-    return functools.partial(DistillStepper, teacher=teacher, weights=weights_from(args),
-                             compiled=resolve_compile(args.compile))
+    return functools.partial(DistillStepper, teacher=teacher, weights=weights_from(settings),
+                             compiled=resolve_compile(compile_))

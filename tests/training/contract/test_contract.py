@@ -1,0 +1,100 @@
+"""training/contract/ is torch-free and is the only part of training/ that infra/ imports.
+
+The Pulumi program runs in a virtualenv without torch (infra's requirements), and it parses
+`job.train` with the trainer's own parser; so the contract must import, and parse, with torch
+(and every other heavy dependency of the trainer) absent.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+CONTRACT = REPO / "training" / "contract"
+# What the trainer needs and the Pulumi program's virtualenv does not have.
+HEAVY = ("torch", "numpy", "transformers", "tokenizers", "datasets", "fsspec", "safetensors", "wandb", "tqdm",
+         "matplotlib", "tensorboard")
+
+PROBE = """
+import importlib, json, pkgutil, sys
+
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HEAVY:
+            raise ImportError(f"{name} is absent in this test")
+
+sys.meta_path.insert(0, Absent())
+import training.contract
+for module in pkgutil.walk_packages(training.contract.__path__, "training.contract."):
+    importlib.import_module(module.name)
+from training.contract.cli import check_train_args, train_flags
+from training.contract.errors import UserError
+args = check_train_args(["--data", "d", "--out", "o", "--preset", "tiny", "--snapshot-uri", "s3://b/p"])
+flags = [flag.flag for flag in train_flags()]
+try:
+    check_train_args(["--data", "d", "--out", "o", "--n-embd", "100", "--n-head", "3"])
+    refused = ""
+except UserError as exc:
+    refused = str(exc)
+loaded = sorted(name for name in sys.modules if name.startswith("training.") and not name.startswith("training.contract"))
+print(json.dumps({"preset": args.preset, "flags": len(flags), "refused": refused, "loaded": loaded}))
+"""
+
+
+def run_probe(code: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{code}"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_contract_imports_and_parses_without_torch():
+    result = run_probe(PROBE)
+    assert result["preset"] == "tiny"
+    assert result["flags"] > 30
+    assert "not divisible by --n-head" in result["refused"]
+    assert result["loaded"] == []  # nothing outside the contract came along
+
+
+def test_the_probe_would_notice_a_torch_import():
+    done = subprocess.run([sys.executable, "-c", f"HEAVY = {HEAVY!r}\n"
+                           + PROBE.split("import training.contract")[0] + "import training.model.gpt"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "torch is absent in this test" in done.stderr
+
+
+def training_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "training")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.split(".")[0] == "training":
+            found.add(node.module)
+    return found
+
+
+def outside_contract(paths, root: Path = REPO) -> list[str]:
+    return sorted(f"{path.relative_to(root)}: {module}" for path in paths for module in training_imports(path)
+                  if module != "training.contract" and not module.startswith("training.contract."))
+
+
+def test_infra_imports_only_the_contract():
+    programs = [*sorted((REPO / "infra").rglob("*.py")), REPO / "__main__.py"]
+    assert len(programs) > 10
+    assert outside_contract(programs) == []
+
+
+def test_the_contract_imports_nothing_else_of_training():
+    assert outside_contract(sorted(CONTRACT.rglob("*.py"))) == []
+
+
+def test_the_boundary_check_catches_an_import_inside_a_function(tmp_path):
+    program = tmp_path / "stack.py"
+    program.write_text("from training.contract.cli import train_flags\n\n\n"
+                       "def f():\n    from training.observability import wandb_logger\n")
+    assert outside_contract([program], tmp_path) == ["stack.py: training.observability"]
