@@ -59,9 +59,9 @@ test-image: $(STAMP)
 	$(SUDO) $(PY) -m pytest -q -s tests/image --image-tier
 
 bench: $(STAMP)
-	$(PY) bench/cpu_vs_hf_trainer.py
-	$(PY) bench/recovery.py
-	$(PY) bench/checkpoint_share.py
+	$(PY) -m bench.cpu_vs_hf_trainer
+	$(PY) -m bench.recovery
+	$(PY) -m bench.checkpoint_share
 
 clean:
 	rm -rf .demo .pytest_cache .ruff_cache

@@ -1,6 +1,6 @@
 """Checkpoint cost as a share of step time (CPU, local disk), for `tiny` and for GPT-2 124M.
 
-`train` checkpoints in the background (training/checkpoint_writer.py): the loop copies the state
+`train` checkpoints in the background (training/checkpoints/writer.py): the loop copies the state
 into reused host buffers, a thread writes it with `checkpoint.save` (atomic, checksummed) while
 training goes on. Steps run (train's step at its defaults for this CPU: the compiled model, bf16 where
 native); checkpoints start exactly as train.py's save() starts them, and training continues while
@@ -17,8 +17,8 @@ tiny: `train --preset tiny` defaults (batch 8 x block 128) on the stdlib corpus 
 gpt2: 12 x 768, vocabulary 50304 (GPT-2's tokenizer, padded), batch 1 x block 128 on random token ids
 (a full 1024-token step of 124M parameters takes many seconds on 2 cores; the checkpoint is the same size).
 
-    .venv/bin/python bench/checkpoint_share.py          # ~4 minutes on 2 cores
-    .venv/bin/python bench/checkpoint_share.py --quick  # tiny only
+    .venv/bin/python -m bench.checkpoint_share
+    .venv/bin/python -m bench.checkpoint_share --quick  # tiny only
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import common
 import numpy as np
 import torch
 
+from bench import common
 from training.checkpoints import checkpoint
 from training.checkpoints.writer import BackgroundCheckpointer
 from training.data.dataset import TokenWindows

@@ -1,6 +1,6 @@
 """Shared pieces of the benchmarks: the prepared corpus, the model, our training loop, the machine.
 
-The loop in `OurLoop` is the body of `training/train.py`'s loop for one process (learning rate,
+The loop in `OurLoop` is the body of `training/trainer/train.py`'s loop for one process (learning rate,
 this rank's samples, micro-batches from the token windows, `Stepper.step`, a host sync every
 `log_every` steps), built from the same functions, so timing it times what `train` runs.
 """
@@ -19,22 +19,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
+from training.data.dataset import SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
+from training.model.build import config_for, create_gpt, create_model, resolve_shape
+from training.trainer.optim import Schedule, make_optimizer, set_lr
+from training.trainer.step import Stepper, resolve_compile, resolve_precision
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # `training` without an installed package
-
-import torch  # noqa: E402
-
-from training.data.dataset import SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples  # noqa: E402
-from training.model.build import config_for, create_gpt, create_model, resolve_shape  # noqa: E402
-from training.trainer.optim import Schedule, make_optimizer, set_lr  # noqa: E402
-from training.trainer.step import Stepper, resolve_compile, resolve_precision  # noqa: E402
-
 CACHE = ROOT / "bench" / ".cache"
 RESULTS = ROOT / "bench" / "results"
 CPU = torch.device("cpu")
 
-# `python -m training train` defaults (training/cli.py), for one process.
+# `python -m training train` defaults (training/contract/cli.py), for one process.
 LR, WEIGHT_DECAY, BETAS, GRAD_CLIP, LOG_EVERY, SEED = 6e-4, 0.1, (0.9, 0.95), 1.0, 10, 1337
 
 
@@ -72,7 +69,7 @@ class Setup:
         return model
 
     def fresh_gpt(self):
-        """The model `train` trains (training/gpt.py), with the same initial weights."""
+        """The model `train` trains (training/model/gpt.py), with the same initial weights."""
         model = create_gpt(copy.deepcopy(self.config))
         model.load_state_dict(self.init_state)
         model.train()
@@ -200,8 +197,3 @@ def write_result(name: str, result: dict, path: str | None) -> Path:
     target.write_text(json.dumps(result, indent=1) + "\n")
     return target
 
-
-# ---------------------------------------------------------------- processes (recovery benchmark)
-# The same process helpers as the tests use (free_port, kill_tree: torchrun's workers live in
-# sessions of their own, so killing a node means walking /proc for its whole process tree).
-from tests.training.helpers import free_port, kill_tree  # noqa: E402, F401

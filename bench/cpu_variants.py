@@ -1,13 +1,13 @@
 """Step time of model/precision/compile variants on this CPU, interleaved step by step (how train's CPU
 defaults were picked; docs/BENCHMARKS.md, "Why, and how the defaults were picked").
 
-Variants are KIND-PRECISION-COMPILE: KIND hf (GPT2LMHeadModel, loss outside), ours (training/gpt.py),
+Variants are KIND-PRECISION-COMPILE: KIND hf (GPT2LMHeadModel, loss outside), ours (training/model/gpt.py),
 nano (nanoGPT's model.py; bench/nanogpt.py says how to get it); PRECISION fp32 or bf16 (autocast);
 COMPILE e (eager) or c (torch.compile). Each step: forward with the loss, backward, clipping, AdamW
 (fused except for nanoGPT's default), on random tokens; the median over `steps` after 3 untimed ones.
 
-    .venv/bin/python bench/cpu_variants.py tiny hf-fp32-e,hf-bf16-e,ours-bf16-c,nano-bf16-c
-    .venv/bin/python bench/cpu_variants.py mid ours-bf16-c --sdpa     # ours with SDPA attention on CPU too
+    .venv/bin/python -m bench.cpu_variants tiny hf-fp32-e,hf-bf16-e,ours-bf16-c,nano-bf16-c
+    .venv/bin/python -m bench.cpu_variants mid ours-bf16-c --sdpa     # ours with SDPA attention on CPU too
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ import copy
 import statistics
 import time
 
-import common
-import nanogpt
 import torch
 
 import training.model.gpt
+from bench import common, nanogpt
 from training.model.build import config_for, create_gpt, create_model, resolve_shape
 
 SHAPES = {"tiny": {}, "mid": {"n_layer": 4, "n_embd": 256, "n_head": 4, "block_size": 256}}

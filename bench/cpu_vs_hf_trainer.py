@@ -6,7 +6,7 @@ SampleOrder), the same per-device batch and sequence length, AdamW (lr 6e-4, bet
 weight decay 0.1 on matrices only, clipping at 1.0), warmup + cosine to lr/10, no evaluation, no
 checkpoints. Each peer runs at its best settings on this CPU:
 
-- `ours`: `train`'s defaults for this machine (training/gpt.py compiled with its loss, bf16 autocast
+- `ours`: `train`'s defaults for this machine (training/model/gpt.py compiled with its loss, bf16 autocast
   where the CPU has native bf16, fused AdamW), through `Stepper` as `train` runs it;
 - `hf_trainer`: Trainer with its `bf16` switch (autocast) where ours uses bf16, its default fused AdamW,
   and `torch_compile` as `--hf-compile` says (default on: it was its faster setting on `tiny`, equal on `mid`);
@@ -22,8 +22,8 @@ Trainer's data loading and bookkeeping); the first `--warmup` steps of every rou
 left out. Rounds repeat this on fresh models. Reported: median step time per peer as tokens/s, the
 ratio of the medians, and the median of the per-step paired ratios (ratio > 1: ours is faster).
 
-    .venv/bin/python bench/cpu_vs_hf_trainer.py            # tiny and mid, ~4 minutes on 2 idle cores
-    .venv/bin/python bench/cpu_vs_hf_trainer.py --quick    # tiny only
+    .venv/bin/python -m bench.cpu_vs_hf_trainer            # tiny and mid
+    .venv/bin/python -m bench.cpu_vs_hf_trainer --quick    # tiny only
 """
 
 from __future__ import annotations
@@ -35,10 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import common
-import nanogpt
 import torch
 
+from bench import common, nanogpt
 from training.data.dataset import SampleOrder, TokenWindows
 
 # Model sizes: the `tiny` preset as `train --preset tiny` builds it, and a mid size where the matmuls

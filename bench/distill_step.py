@@ -22,9 +22,9 @@ step time, distill / plain (medians, and the median of the per-step paired ratio
 FLOP ratio it would have if time followed FLOPs: (6 N_student + 2 N_teacher) / 6 N_student per
 token, counted as train.py counts them for MFU (metrics.flops_per_token + distill.teacher_flops_per_token).
 
-    .venv/bin/python bench/distill_step.py                       # CPU: tiny and mid (~10 min loaded)
-    .venv/bin/python bench/distill_step.py --quick               # CPU: tiny only, 2 short rounds
-    python bench/distill_step.py --device cuda --out bench/results/distill_step_gpu.json   # GPU: gpt2, gpt2-medium
+    .venv/bin/python -m bench.distill_step                       # CPU: tiny and mid
+    .venv/bin/python -m bench.distill_step --quick               # CPU: tiny only, 2 short rounds
+    python -m bench.distill_step --device cuda --out bench/results/distill_step_gpu.json   # GPU: gpt2, gpt2-medium
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import common
 import torch
 
+from bench import common
 from training.contract.cli import build_parser
 from training.contract.config import TrainConfig
 from training.data.dataset import TokenWindows, load_meta
@@ -131,7 +131,7 @@ def loops(pair: Pair, total: int, batch_size: int, device: torch.device, hf_modu
 
     made = {"plain": ours(Stepper), "distill": ours(distill.stepper_factory(pair.teacher, pair.config.distill, args.compile))}
     if hf_module is not None:
-        import hf_distiller
+        from bench import hf_distiller
 
         made["hf_example"] = hf_distiller.HFDistillLoop(hf_module, pair.student, pair.teacher, pair.windows,
                                                         batch_size, total, device, made["plain"].precision,
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         fail(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
 
-    import hf_distiller
+    from bench import hf_distiller
 
     hf_module, hf_note = None, None
     if args.no_hf:

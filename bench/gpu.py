@@ -4,7 +4,7 @@ memory and the largest micro-batch, checkpoint save times, SIGTERM to exit.
 Throughput peers (each a process of its own, run in turns: ours, nanoGPT, HF Trainer, ours, ...,
 `--rounds` each, all on the same GPU in one session; same shape, batch, sequence length, bf16):
 
-- `ours`: `python -m training bench` (train's step: training/gpt.py compiled with its loss, bf16
+- `ours`: `python -m training bench` (train's step: training/model/gpt.py compiled with its loss, bf16
   autocast, fused AdamW, clipping, pinned asynchronous host-to-device copies, no host sync per step);
 - `hf_model`: the same step on transformers' GPT2LMHeadModel (compiled, loss outside), to show what
   the lean model buys;
@@ -14,10 +14,10 @@ Throughput peers (each a process of its own, run in turns: ours, nanoGPT, HF Tra
 
 Every peer's step time is the wall time between two host-synchronised points `--steps` steps apart
 after `--warmup` steps (compilation), so queued GPU work is counted exactly once. MFU uses the
-formula of training/metrics.py and the detected GPU's dense bf16 peak.
+formula of training/observability/metrics.py and the detected GPU's dense bf16 peak.
 
-    python bench/gpu.py --out bench/results/gpu.json          # on a GPU machine, about 8 minutes
-    python bench/gpu.py --device cpu --quick                  # the same code paths on a CPU, tiny shapes
+    python -m bench.gpu --out bench/results/gpu.json          # on a GPU machine
+    python -m bench.gpu --device cpu --quick                  # the same code paths on a CPU, tiny shapes
 """
 
 from __future__ import annotations
@@ -33,11 +33,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import common
-import nanogpt
 import numpy as np
 import torch
 
+from bench import common, nanogpt
 from training.checkpoints import checkpoint
 from training.checkpoints.writer import BackgroundCheckpointer
 from training.model.build import config_for, create_gpt, resolve_shape

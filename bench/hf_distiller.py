@@ -13,7 +13,7 @@ no decay on biases and LayerNorms, its linear warmup schedule) and, per step, it
 and `step` (student and teacher forward, KL at temperature T, causal-LM cross-entropy, cosine loss
 on the last hidden states, the `.item()` calls it logs, backward, clipping, optimizer and scheduler
 step). Its settings: the README's training command (alpha_ce 5, alpha_mlm 2, alpha_cos 1) with the
-causal-LM term in place of the masked-LM one (alpha_clm 2, as training/distill.py's defaults), and
+causal-LM term in place of the masked-LM one (alpha_clm 2, as training/trainer/distill.py's defaults), and
 train.py's defaults (T 2, max_grad_norm 5, lr 5e-4, warmup 5%); its logging every 500 steps and
 checkpoints every 4000 never fire inside a benchmark.
 
@@ -41,10 +41,10 @@ import tempfile
 import types
 from pathlib import Path
 
-import common
 import numpy as np
 import torch
 
+from bench import common
 from training.data.dataset import SampleOrder, TokenWindows
 
 DEFAULT_CHECKOUT = common.ROOT / "bench" / ".peers" / "transformers-research-projects"
@@ -85,7 +85,7 @@ def load_module(checkout: Path | str | None):
 
 
 def hf_gpt2(gpt, device: torch.device):
-    """transformers' GPT2LMHeadModel with the weights of our `gpt` (training/gpt.py keeps HF's layout), fp32."""
+    """transformers' GPT2LMHeadModel with the weights of our `gpt` (training/model/gpt.py keeps HF's layout), fp32."""
     hf = copy.deepcopy(gpt).to("cpu", torch.float32).to_hf()
     hf.config.output_hidden_states = True  # as the example's train.py sets it for both models
     hf.config.use_cache = False

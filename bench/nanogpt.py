@@ -22,9 +22,9 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import common
 import torch
 
+from bench import common
 from training.data.dataset import SampleOrder, TokenWindows
 
 DEFAULT_CHECKOUT = common.ROOT / "bench" / ".peers" / "nanoGPT"

@@ -20,8 +20,8 @@ signal to its worker, which finishes its step, checkpoints it and exits. Measure
 Env of the agents: TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 (torch's shared TCPStore deadlocks the
 re-rendezvous, pytorch/pytorch#135712), OMP_NUM_THREADS=1 (two workers share the 2 cores).
 
-    .venv/bin/python bench/recovery.py --repeat 2  # every variant (VARIANTS), twice each; ~8 min on 2 cores
-    .venv/bin/python bench/recovery.py --quick     # the default variant once; ~40 s
+    .venv/bin/python -m bench.recovery --repeat 2  # every variant (VARIANTS), twice each
+    .venv/bin/python -m bench.recovery --quick     # the default variant once
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ import time
 import uuid
 from pathlib import Path
 
-import common
+from bench import common
+from testbed.processes import free_port, kill_tree
 
 STEP = re.compile(r"^step (\d+)/\d+ \|")
 RESUMED = re.compile(r"resumed from \S+ \(step (\d+),")
@@ -105,7 +106,7 @@ def wait_for(predicate, timeout: float, what: str, agents: list[Agent]):
 
 def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kill", extra_env=None) -> dict:
     run = work / "run"
-    port, rdzv_id = common.free_port(), f"bench-{uuid.uuid4().hex[:8]}"
+    port, rdzv_id = free_port(), f"bench-{uuid.uuid4().hex[:8]}"
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",
                PYTHONPATH=str(common.ROOT), **(extra_env or {}))
     train = ["-m", "training", "train", "--data", str(data_dir), "--out", str(run), "--preset", "tiny",
@@ -132,7 +133,7 @@ def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kil
         step_at_kill = max(s for a in agents for s in a.steps())
         # kill: SIGKILL, the kernel resets its connections. freeze: SIGSTOP, its sockets stay open and
         # nothing tells node 0 (a node that lost power or network): only heartbeats can notice.
-        killed = common.kill_tree(node1.proc.pid, signal.SIGKILL if mode == "kill" else signal.SIGSTOP)
+        killed = kill_tree(node1.proc.pid, signal.SIGKILL if mode == "kill" else signal.SIGSTOP)
         t_kill, wall_kill = time.monotonic(), time.time()
         if mode == "kill":
             node1.proc.wait()
@@ -177,7 +178,7 @@ def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kil
     finally:
         for a in agents:
             if a.proc.poll() is None:
-                common.kill_tree(a.proc.pid, signal.SIGKILL)
+                kill_tree(a.proc.pid, signal.SIGKILL)
                 a.proc.wait()
 
 

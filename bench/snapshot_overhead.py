@@ -15,8 +15,8 @@ Checkpoint time (perf/checkpoint_s) is the local save, which the upload must not
 The S3 server and the proxy run in this process, on the same 2 cores as the trainer, in all three
 configurations (idle for `local`).
 
-    .venv/bin/python bench/snapshot_overhead.py              # 3 rounds (~10 min on a loaded 2-core machine)
-    .venv/bin/python bench/snapshot_overhead.py --quick      # 1 round, fewer steps
+    .venv/bin/python -m bench.snapshot_overhead              # 3 rounds
+    .venv/bin/python -m bench.snapshot_overhead --quick      # 1 round, fewer steps
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import common
-
-from tests.training.object_stores import ThrottledProxy, moto_s3
+from bench import common
+from testbed.object_stores import ThrottledProxy, moto_s3
 from training.observability import run_log
 
 MODEL = ["--preset", "tiny"]

@@ -9,7 +9,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.training.helpers import free_port, kill_tree, wait_for
+from testbed.processes import free_port, kill_tree, wait_for
 
 BIN = Path(sys.executable).parent
 

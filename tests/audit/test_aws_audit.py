@@ -206,7 +206,7 @@ def test_a_json_list_is_not_an_export(tmp_path, capsys):
 
 
 def test_an_unreachable_cloud_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
-    from tests.training.helpers import free_port
+    from testbed.processes import free_port
 
     state = tmp_path / "state.json"
     state.write_text(json.dumps({"deployment": {"resources": []}}))

@@ -1,3 +1,3 @@
-"""The benchmarks' tests use the training tests' small prepared corpus."""
+"""The benchmarks' tests use the training tests' small prepared corpus (tests/support/fixtures.py)."""
 
-from tests.training.conftest import corpus_dir, data_dir  # noqa: F401 - fixtures
+from tests.support.fixtures import corpus_dir, data_dir  # noqa: F401 - fixtures

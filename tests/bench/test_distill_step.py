@@ -11,19 +11,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.training.helpers import env
+from bench import distill_step
+from tests.support.training_runs import env
 from training.contract.shapes import ModelShape, gpt2_params_without_positions
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "bench" / "distill_step.py"
 PEER = REPO / "bench" / ".peers" / "transformers-research-projects"
 HAS_PEER = (PEER / "distillation" / "distiller.py").is_file()
-sys.path.append(str(REPO / "bench"))  # the benchmarks import their helpers as top-level modules
-import distill_step  # noqa: E402
 
 
 def bench(*flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *flags], cwd=REPO, env=env(), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "bench.distill_step", *flags], cwd=REPO, env=env(), capture_output=True,
                           text=True, timeout=300)
 
 

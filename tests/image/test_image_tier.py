@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.test_wandb import history, wandb_records
+from tests.support.wandb_files import history, wandb_records
 from training.observability import wandb_logger
 
 from . import stand_in_base

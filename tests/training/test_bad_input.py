@@ -15,20 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.training.helpers import REPO, TINY, cli, env, train
+from tests.support.training_runs import REPO, TINY, cli, env, one_line_error, train
 from training.data.dataset import load_meta
-
-
-def one_line_error(result, *fragments: str) -> str:
-    code, _, err = result
-    progress_bar = ("it/s]", "examples/s]", "tok/s]")
-    lines = [line for line in err.splitlines() if line and not line.startswith("[trainstack] warning")
-             and not any(mark in line for mark in progress_bar)]
-    assert code == 2, err
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def tree_digest(root: Path) -> str:
@@ -274,7 +262,7 @@ def test_flags_are_refused_in_one_line_before_any_work(case, tmp_path, monkeypat
 
 def test_parse_time_refusals_do_not_even_import_torch():
     """Exit 1 is "retry" for the Job; these must be exit 2 in the time it takes to start Python."""
-    script = ("import sys\nfrom tests.training.helpers import cli\n"
+    script = ("import sys\nfrom tests.support.training_runs import cli\n"
               f"codes = [cli(argv)[0] for argv in {[PARSE_TIME_CASES[c][0] for c in ('lr nan', 'min-lr above lr', 'n-embd vs n-head', 'unknown encoding')]!r}]\n"
               "assert codes == [2, 2, 2, 2], codes\nassert 'torch' not in sys.modules\n")
     result = subprocess.run([sys.executable, "-c", script], env=env(), cwd=REPO, capture_output=True, text=True,
@@ -728,7 +716,7 @@ def test_a_hub_name_without_network_fails_in_seconds(offline, data_dir, tmp_path
     """Measured: about 4 minutes of retries per name before; now the time it takes to import transformers."""
     import time
 
-    from tests.training.helpers import free_port
+    from testbed.processes import free_port
 
     hub_env = {**env(), "HF_HOME": str(tmp_path / "hf-home")}  # an empty cache: the name was never downloaded
     hub_env.pop("HF_HUB_OFFLINE", None)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.helpers import checkpoint_steps, descendants, kill_tree, spawn, wait_for
-from tests.training.test_elastic import train_args
+from testbed.processes import descendants, kill_tree, wait_for
+from tests.support.training_runs import checkpoint_steps, spawn, train_args
 from training.launch import honour_shutdown_timeout
 
 pytestmark = pytest.mark.timeout(240)

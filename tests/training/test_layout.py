@@ -92,3 +92,9 @@ def test_long_modules_say_why_at_their_top():
         if text.count("\n") > LONG and LONG_REASON not in (ast.get_docstring(ast.parse(text)) or ""):
             unexplained.append(f"{path.relative_to(REPO)}: {text.count(chr(10))} lines")
     assert unexplained == []
+
+
+def test_every_folder_is_a_package_the_wheel_ships():
+    """setuptools' find_packages (pyproject.toml) leaves out a folder without __init__.py: no namespace packages."""
+    folders = {path.parent for path in TRAINING.rglob("*.py") if "__pycache__" not in path.parts}
+    assert sorted(str(f.relative_to(REPO)) for f in folders if not (f / "__init__.py").is_file()) == []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.helpers import free_port
+from testbed.processes import free_port
 
 from .chart import REPO_ROOT, deep_merge, load_values, render, trainer
 

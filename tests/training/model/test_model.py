@@ -1,4 +1,4 @@
-"""training/gpt.py is GPT2LMHeadModel's function with its weights; the compiled step trains like the eager one."""
+"""training/model/gpt.py is GPT2LMHeadModel's function with its weights; the compiled step trains like the eager one."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from tests.training.helpers import losses, train
+from tests.support.training_runs import losses, train
 from training.model.build import config_for, create_model, resolve_shape
 from training.model.gpt import GPT, causal_attention
 

@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from tests.training.helpers import REPO, checkpoint_steps, env, losses, train
+from tests.support.training_runs import REPO, checkpoint_steps, env, losses, train
 from training.checkpoints import checkpoint
 
 
@@ -127,7 +127,7 @@ def test_export_loads_with_transformers_pipeline(data_dir, tmp_path):
 
 
 def test_sample_from_checkpoint_and_export(data_dir, tmp_path):
-    from tests.training.helpers import cli
+    from tests.support.training_runs import cli
 
     run = tmp_path / "run"
     assert train(data_dir, run, "--max-steps", "2", "--no-export")[0] == 0
@@ -137,7 +137,7 @@ def test_sample_from_checkpoint_and_export(data_dir, tmp_path):
 
 
 def test_bench_prints_one_json_line_with_the_measurements():
-    from tests.training.helpers import cli
+    from tests.support.training_runs import cli
 
     code, out, err = cli(["bench", "--preset", "tiny", "--batch-size", "2", "--block-size", "16",
                           "--vocab-size", "256", "--steps", "2", "--warmup", "1"])

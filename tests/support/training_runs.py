@@ -1,15 +1,12 @@
-"""Helpers for running the training CLI (in-process or as real processes) and reading its results."""
+"""Running the training CLI (in-process or as real processes) and reading what it leaves behind."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from training.__main__ import main
@@ -58,44 +55,6 @@ def torchrun(*args: str) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", *args]
 
 
-def descendants(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            children = (task / "children").read_text().split()
-        except OSError:
-            continue
-        for child in map(int, children):
-            found += [child, *descendants(child)]
-    return found
-
-
-def kill_tree(pid: int, sig: int = signal.SIGKILL) -> list[int]:
-    """Signal a process and everything below it (torchrun puts workers in sessions of their own);
-    the pids signalled."""
-    pids = [pid, *descendants(pid)]
-    for p in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(p, sig)
-    return pids
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(predicate, timeout: float, what: str, poll: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 def losses(run_dir: Path, tag: str = "train/loss") -> dict[int, float]:
     """step -> scalar from the run's TensorBoard event files (the last write of a step wins)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -113,3 +72,20 @@ def losses(run_dir: Path, tag: str = "train/loss") -> dict[int, float]:
 def checkpoint_steps(run_dir: Path) -> list[int]:
     root = run_dir / "checkpoints"
     return sorted(int(p.name[5:]) for p in root.glob("step_*") if p.name[5:].isdigit()) if root.exists() else []
+
+
+def one_line_error(result, *fragments: str) -> str:
+    code, _, err = result
+    progress_bar = ("it/s]", "examples/s]", "tok/s]")
+    lines = [line for line in err.splitlines() if line and not line.startswith("[trainstack] warning")
+             and not any(mark in line for mark in progress_bar)]
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def train_args(data, run, *extra: str) -> list[str]:
+    return ["-m", "training", "train", "--data", str(data), "--out", str(run), *TINY, "--batch-size", "4",
+            "--global-batch-size", "8", "--dist-timeout", "30", *extra]

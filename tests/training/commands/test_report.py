@@ -8,8 +8,7 @@ import struct
 
 import pytest
 
-from tests.training.helpers import cli, losses, train
-from tests.training.test_bad_input import one_line_error
+from tests.support.training_runs import cli, losses, one_line_error, train
 from training.observability import plots, run_log
 
 

@@ -9,24 +9,10 @@ import time
 
 import pytest
 
-from tests.training.helpers import (
-    TINY,
-    checkpoint_steps,
-    free_port,
-    kill_tree,
-    losses,
-    spawn,
-    torchrun,
-    train,
-    wait_for,
-)
+from testbed.processes import free_port, kill_tree, wait_for
+from tests.support.training_runs import checkpoint_steps, losses, spawn, torchrun, train, train_args
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def train_args(data, run, *extra: str) -> list[str]:
-    return ["-m", "training", "train", "--data", str(data), "--out", str(run), *TINY, "--batch-size", "4",
-            "--global-batch-size", "8", "--dist-timeout", "30", *extra]
 
 
 def standalone(nproc: int) -> list[str]:

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from tests.training.helpers import REPO, TINY, env, kill_tree, train, wait_for
-from tests.training.object_stores import ThrottledProxy, gcs_emulator, moto_s3, s3_client
-from tests.training.test_bad_input import one_line_error
+from testbed.object_stores import ThrottledProxy, gcs_emulator, moto_s3, s3_client
+from testbed.processes import kill_tree, wait_for
+from tests.support.training_runs import REPO, TINY, env, one_line_error, train
 
 pytestmark = pytest.mark.timeout(300)
 CKPT = "checkpoints/step_{:08d}"

@@ -7,8 +7,7 @@ import json
 import pytest
 import torch
 
-from tests.training.helpers import TINY, cli, losses, train
-from tests.training.test_bad_input import one_line_error
+from tests.support.training_runs import TINY, cli, losses, one_line_error, train
 from training.contract.config import DistillConfig, ModelChoice
 from training.trainer import distill
 

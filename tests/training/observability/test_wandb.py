@@ -3,49 +3,12 @@
 from __future__ import annotations
 
 import json
-import struct
 
 import pytest
 
-from tests.training.helpers import losses, train
-from tests.training.test_bad_input import one_line_error
+from tests.support.training_runs import losses, one_line_error, train
+from tests.support.wandb_files import history, wandb_records
 from training.observability import wandb_logger
-
-BLOCK = 32 * 1024
-
-
-def wandb_records(path):
-    """The protobuf records of a .wandb file (W&B's LevelDB-style log: 32 KiB blocks of chunked records)."""
-    from wandb.proto import wandb_internal_pb2
-
-    data = path.read_bytes()
-    assert data[:4] == b":W&B"
-    pos, chunks = 7, []
-    while pos + 7 <= len(data):
-        left = BLOCK - pos % BLOCK
-        if left < 7:
-            pos += left
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos: pos + 7])
-        if kind == 0:  # block padding
-            pos += left
-            continue
-        chunks.append(data[pos + 7: pos + 7 + length])
-        pos += 7 + length
-        if kind in (1, 4):  # a full record, or the last chunk of one
-            record = wandb_internal_pb2.Record()
-            record.ParseFromString(b"".join(chunks))
-            chunks = []
-            yield record
-
-
-def history(records) -> dict[int, dict[str, float]]:
-    rows = {}
-    for r in records:
-        if r.WhichOneof("record_type") == "history":
-            row = {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in r.history.item}
-            rows.setdefault(int(row["step"]), {}).update(row)
-    return rows
 
 
 def test_offline_run_holds_the_metrics_and_config_and_a_resume_continues_it(data_dir, tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""training/worker.py, training/warm_imports.py and training/process_exit.py: how trainer processes start and end.
+"""training/worker.py, training/elastic/warm_imports.py and training/elastic/process_exit.py: how trainer processes start and end.
 
 The launcher tests (test_launch.py) and bench/recovery.py run them for real under torchrun; these
 check the pieces one at a time.
@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from tests.training.helpers import REPO
+from tests.support.training_runs import REPO
 from training.elastic.process_exit import exit_code
 from training.worker import run, warm_start
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.training.helpers import cli
+from tests.support.training_runs import cli
 from training.data.dataset import TokenWindows, load_meta
 
 TEXTS = [f"Document {i}: the quick brown fox jumps over the lazy dog. " * (3 + i % 5) for i in range(40)]
@@ -172,7 +172,8 @@ def test_killing_prepare_leaves_no_worker_processes(how, tmp_path, gpt2_style_to
     import signal
     import sys
 
-    from tests.training.helpers import descendants, kill_tree, spawn, wait_for
+    from testbed.processes import descendants, kill_tree, wait_for
+    from tests.support.training_runs import spawn
 
     big = "".join(f"{i}: {TEXTS[i % len(TEXTS)]}\n" for i in range(60_000))  # ~10 MB: seconds to tokenize
     for i in range(4):

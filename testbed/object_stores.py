@@ -17,7 +17,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 
-from tests.training.helpers import free_port
+from testbed.processes import free_port
 
 # gcsfs asks GCS's control-plane gRPC API for the bucket type; the emulator has no such API and
 # every call would wait 60 s for it. Real GCS answers it; the tests turn the lookup off.
