@@ -33,7 +33,7 @@ class KueueArgs:
     memory_quota: str = "256Gi"
     node_labels: Mapping[str, str] = field(default_factory=dict)  # ResourceFlavor nodeLabels
     tolerations: Sequence[Mapping[str, str]] = ()  # ResourceFlavor tolerations, added to admitted pods
-    # Beyond contracts.md:
+    # Optional, with defaults:
     queue_name: str = "training"  # names both the LocalQueue and the ClusterQueue
     flavor_name: str = "training-nodes"
     queueing_strategy: str = "BestEffortFIFO"  # StrictFIFO: a big job at the head blocks smaller ones

@@ -32,7 +32,7 @@ class NvidiaDevicePluginArgs:
     provider: k8s.Provider
     tolerations: Sequence[Mapping[str, str]] = ()  # added to the chart's defaults
     node_selector: Mapping[str, str] = field(default_factory=dict)  # labels of the GPU nodes
-    # Beyond contracts.md:
+    # Optional, with defaults:
     namespace: str = DEFAULT_NAMESPACE
 
     def validate(self, component: str) -> None:

@@ -28,7 +28,7 @@ class TrainingImageArgs:
     context: str = field(default_factory=lambda: project_relative(REPO_ROOT))
     dockerfile: str = field(default_factory=lambda: project_relative(DOCKERFILE))
     platform: str = "linux/amd64"
-    # Beyond contracts.md:
+    # Optional, with defaults:
     tags: Sequence[str] = (TRAINING_TAG,)  # pushed as <repository_url>:<tag>; the job uses the digest
     registry_cache: bool = True  # layer cache in the same repository, tag `cache_tag`
     cache_tag: str = "buildcache"

@@ -90,7 +90,7 @@ class TrainingJobArgs:
     namespace: pulumi.Input[str] = "default"
     nodes_min: int = 1
     nodes_max: int = 1
-    # Beyond contracts.md: one process per GPU when unset (1 on CPU nodes); the chart requires
+    # One process per GPU when unset (1 on CPU nodes); the chart requires
     # procsPerNode == gpusPerNode on GPU nodes.
     procs_per_node: int | None = None
     gpus_per_node: int = 0
@@ -103,7 +103,7 @@ class TrainingJobArgs:
     secret_env: Sequence[SecretEnv] = ()
     tensorboard: bool = False
     extra_values: Mapping[str, Any] = field(default_factory=dict)  # deep-merged last (escape hatch)
-    # Beyond contracts.md:
+    # Optional, with defaults:
     release_name: str | None = None  # default: the component's name; names the Job and run directory
     nodes_replicas: int | None = None  # pods running now, within [nodes_min, nodes_max]; default max
     env: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)  # plain, non-secret variables
@@ -246,7 +246,7 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 
 
 def chart_values(args: TrainingJobArgs, release_name: str) -> dict[str, Any]:
-    """Typed arguments -> the chart's values contract (contracts.md). Inputs may still be Outputs."""
+    """Typed arguments -> the chart's values (workloads/charts/training-job/values.schema.json). Inputs may still be Outputs."""
     procs = args.procs_per_node if args.procs_per_node is not None else max(args.gpus_per_node, 1)
     nodes: dict[str, Any] = {"min": args.nodes_min, "max": args.nodes_max}
     if args.nodes_replicas is not None:

@@ -2,8 +2,8 @@
 
 Bad input (UserError) is printed as one line and exits 2, and so is a write that failed because the
 storage is full or read-only (the code that wrote has already removed its half-written files). A
-retry cannot fix either (training/errors.py). Nothing else is caught. `train` and `distill` end
-without the interpreter's own shutdown (training/process_exit.py).
+retry cannot fix either (training/contract/errors.py). Nothing else is caught. `train` and `distill` end
+without the interpreter's own shutdown (training/elastic/process_exit.py).
 """
 
 from __future__ import annotations

@@ -13,12 +13,12 @@ Same flags as `torchrun` (it is torch's own launcher underneath). The difference
   running job waits forever in rendezvous (pytorch/pytorch#135712).
 - A lost node leaves the rendezvous sooner. The survivors can re-form only once the rendezvous has
   dropped it, after keep_alive_max_attempt missed keep-alives of keep_alive_interval seconds; torch's
-  5 s x 3 made that 15 of the 17 s from a killed node to the next step (bench/recovery.py). The
+  5 s x 3 made that wait most of the time from a killed node to the next step (docs/BENCHMARKS.md). The
   keep-alives come from the node's agent, a small process apart from the trainer, so a trainer busy
   compiling or checkpointing does not delay them; 1 s x 3 still tolerates a 3 s stall of the agent, and
   a node dropped by mistake only rejoins at the next round. Any value given in --rdzv-conf wins.
 - Workers of `-m training` are forked from a process that has imported torch and its compiler
-  once, instead of each starting a new interpreter: a restart skips about 4 s of imports
+  once, instead of each starting a new interpreter: a restart skips those imports
   (training/worker.py).
 """
 

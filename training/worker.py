@@ -1,10 +1,10 @@
 """Trainer workers forked from a warm process instead of started cold (`python -m training.launch`).
 
 torchrun starts `-m training ...` as a fresh interpreter for each worker and again at every restart,
-and a fresh interpreter spends about 4 s importing torch, its compiler and transformers before it can
-load a checkpoint: most of a restart after a lost node (bench/recovery.py). For the trainer, the
+and a fresh interpreter imports torch, its compiler and transformers before it can load a
+checkpoint: most of a restart after a lost node (docs/BENCHMARKS.md, bench/recovery.py). For the trainer, the
 launcher runs the same command as a function instead (`run`) in processes forked by a multiprocessing
-fork server that imported training/warm_imports.py once, when the first worker started.
+fork server that imported training/elastic/warm_imports.py once, when the first worker started.
 
 Exit codes are the command's: torch's function workers count as succeeded only by returning a value,
 so 0 is returned and anything else (2 bad input, 75 a peer was preempted) is the process's exit code.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from infra.aws.config import AwsStackConfig
 from infra.cost import CostEstimate, CostInputs, GpuNodes, LineItem, PriceTable, Rate, estimate, node_counts
 
-# The NVIDIA GPU of each family in config.GPU_INSTANCE_FAMILIES (names as training/shapes.py PEAK_FLOPS has them).
+# The NVIDIA GPU of each family in config.GPU_INSTANCE_FAMILIES (names as training/contract/shapes.py PEAK_FLOPS has them).
 GPU_OF_FAMILY = {"g4dn": "T4", "g5": "A10G", "g6": "L4", "g6e": "L40S", "gr6": "L4", "p3": "V100", "p3dn": "V100",
                  "p4d": "A100", "p4de": "A100", "p5": "H100", "p5e": "H200", "p5en": "H200", "p6-b200": "B200"}
 

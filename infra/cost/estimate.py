@@ -6,7 +6,7 @@ module adds it up the same way for every cloud:
     hourly at N GPU nodes = idle platform + N x (GPU node + its per-node platform share)
     run = steps x tokens per step / (tokens/s per GPU x GPUs) -> hours x hourly at the job's nodes
     tokens per step = global batch x block size; global batch = train.globalBatchSize, or
-                      train.batchSize x processes (what training/train.py uses)
+                      train.batchSize x processes (what training/trainer/train.py uses)
 
 Prices come from prices.yaml, throughputs from throughput.yaml. Anything without a figure is listed
 under `notIncluded` instead of being guessed.
@@ -200,7 +200,7 @@ def estimate(inputs: CostInputs) -> CostEstimate:
     throughput = expected_throughput(gpu.gpu, preset, shape) if gpu.gpu else None
     if throughput is None:
         return replace(base, run_unavailable=f"no throughput for {gpu.gpu or gpu.node_type} in "
-                                             "infra/cost/throughput.yaml or training/shapes.py PEAK_FLOPS")
+                                             "infra/cost/throughput.yaml or training/contract/shapes.py PEAK_FLOPS")
     node = gpu.usd_per_node()
     if node is None:
         return replace(base, run_unavailable=f"no price for {gpu.node_type} in infra/cost/prices.yaml")

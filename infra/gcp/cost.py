@@ -5,7 +5,7 @@ from __future__ import annotations
 from infra.cost import CostEstimate, CostInputs, GpuNodes, LineItem, PriceTable, Rate, estimate, node_counts
 from infra.gcp.config import GcpStackConfig, GpuPoolConfig
 
-# GKE accelerator types -> GPU names as training/shapes.py PEAK_FLOPS has them.
+# GKE accelerator types -> GPU names as training/contract/shapes.py PEAK_FLOPS has them.
 GPU_OF_ACCELERATOR = {"nvidia-tesla-t4": "T4", "nvidia-l4": "L4", "nvidia-tesla-a100": "A100",
                       "nvidia-a100-80gb": "A100", "nvidia-h100-80gb": "H100", "nvidia-h100-mega-80gb": "H100",
                       "nvidia-h200-141gb": "H200", "nvidia-b200": "B200"}

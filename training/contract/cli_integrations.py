@@ -1,6 +1,6 @@
 """Flags and commands of the integrations: report, evaluate, distillation, object storage, W&B.
 
-Kept apart from training/cli.py so each group reads in one place; `build_parser` calls `extend`.
+Kept apart from training/contract/cli.py so each group reads in one place; `build_parser` calls `extend`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Exit code 2 means "a retry cannot fix this": bad input, storage that is full or read-only, a loss
 that diverged. The training-job chart's podFailurePolicy fails the Job on it at once instead of
 restarting pods that would fail the same way (1 is a crash and is retried; 75 and 143 are
-preemption, see training/preemption.py and training/launch.py).
+preemption, see training/elastic/preemption.py and training/launch.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What every trainer process imports, imported once by the node agent's fork server (training/worker.py).
 
 A worker forked from that server starts with torch, its compiler and transformers already imported,
-about 4 s of a restart on 2 cores (bench/recovery.py). The server then forks every worker, so nothing
+most of a cold restart's start-up (docs/BENCHMARKS.md, bench/recovery.py). The server then forks every worker, so nothing
 here may start a thread or touch CUDA: a CUDA context, even one made only to count devices, is not
 usable in a forked child. While these imports run, the CUDA entry points raise; an import that needs
 them is left to the worker itself (`skipped`).

@@ -27,7 +27,7 @@ def create_model(config):
 
 
 def create_gpt(config):
-    """The model `train` trains (training/gpt.py): GPT2LMHeadModel's weights, a leaner step."""
+    """The model `train` trains (training/model/gpt.py): GPT2LMHeadModel's weights, a leaner step."""
     from training.model.gpt import GPT
 
     return GPT(config)

@@ -152,14 +152,14 @@ class GPT(nn.Module):
             x = block(x)
         hidden = self.transformer.ln_f(x)
         logits = self.lm_head(hidden)
-        if return_hidden:  # (logits, last hidden state): distillation's cosine loss (training/distill.py)
+        if return_hidden:  # (logits, last hidden state): distillation's cosine loss (training/trainer/distill.py)
             return logits, hidden
         if targets is None:
             return logits
         # the loss in at least fp32, whatever autocast computed the logits in
         flat = logits.view(-1, logits.size(-1)).to(torch.promote_types(logits.dtype, torch.float32))
         if torch.is_grad_enabled() and not torch.compiler.is_compiling():
-            # eager: the one-pass backward (training/loss.py); compiled: inductor fuses F.cross_entropy
+            # eager: the one-pass backward (training/model/loss.py); compiled: inductor fuses F.cross_entropy
             return cross_entropy(flat, targets.view(-1))
         return F.cross_entropy(flat, targets.view(-1))
 

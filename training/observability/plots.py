@@ -1,6 +1,6 @@
 """RUN_DIR/loss.png: training and validation loss against steps and tokens, the learning rate below.
 
-Drawn from RUN_DIR/metrics.jsonl (training/run_log.py) with matplotlib's Agg backend (no display),
+Drawn from RUN_DIR/metrics.jsonl (training/observability/run_log.py) with matplotlib's Agg backend (no display),
 through the object API only, so it can run on a background thread while the training loop goes on.
 """
 

@@ -6,7 +6,7 @@ Two kinds of line:
 
 A resumed run appends to the same file, so a step may appear twice (logged, then lost with the
 process, then trained again): readers keep the last value of each (tag, step). A line cut short by
-a killed process is skipped. The plot (training/plots.py) and `python -m training report` read it.
+a killed process is skipped. The plot (training/observability/plots.py) and `python -m training report` read it.
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def distillation_loss(s_logits, t_logits, targets, s_hidden, t_hidden, w: LossWe
     vocab = s_logits.size(-1)
     s = s_logits.float().view(-1, vocab)
     t = t_logits.float().view(-1, vocab)
-    # eager: the one-pass backward (training/loss.py); compiled (DistillStepper): inductor fuses F.cross_entropy
+    # eager: the one-pass backward (training/model/loss.py); compiled (DistillStepper): inductor fuses F.cross_entropy
     lm = (F.cross_entropy if torch.compiler.is_compiling() else cross_entropy)(s, targets.reshape(-1))
     temp = w.temperature
     kd = F.kl_div(F.log_softmax(s / temp, dim=-1), F.log_softmax(t / temp, dim=-1), log_target=True,
@@ -150,8 +150,8 @@ class DistillStepper(Stepper):
     """Stepper whose training loss is the distillation loss; evaluation stays the plain cross-entropy.
 
     With `compiled` (train's --compile), the teacher's forward and the loss are compiled like the
-    student: eager, the loss's passes over the (tokens x vocabulary) logits took 40% of a step on CPU
-    (bench/distill_step.py)."""
+    student: eager, the loss's passes over the (tokens x vocabulary) logits are a large share of a
+    step on CPU (docs/BENCHMARKS.md, bench/distill_step.py)."""
 
     def __init__(self, *args, teacher, weights: LossWeights, compiled: bool = False, **kwargs):
         super().__init__(*args, **kwargs)

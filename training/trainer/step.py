@@ -38,9 +38,9 @@ def resolve_precision(requested: str, device: torch.device) -> str:
 
 
 def resolve_compile(requested: str) -> bool:
-    """auto: on, on GPUs and CPUs alike; on 2 CPU cores a tiny GPT-2 step runs about 2x faster
-    compiled (bench/cpu_vs_hf_trainer.py), after 15-40 s of compilation that the compiler's
-    on-disk cache mostly saves on restarts."""
+    """auto: on, on GPUs and CPUs alike: the compiled step is the faster one on both (docs/BENCHMARKS.md,
+    bench/cpu_vs_hf_trainer.py), after a compilation that the compiler's on-disk cache mostly saves
+    on restarts."""
     return requested != "off"
 
 
@@ -59,7 +59,7 @@ class Stepper:
         self.scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
 
     def forward_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Mean next-token loss; the model (training/gpt.py) computes it, inside the compiled graph."""
+        """Mean next-token loss; the model (training/model/gpt.py) computes it, inside the compiled graph."""
         with self.autocast:
             return self.model(x, y)
 
