@@ -39,6 +39,9 @@ def main() -> int:
         name = argv[1]
         known = any(r["name"] == name for r in releases)
         if verb == "install":
+            if state.get("install_error"):  # e.g. the API server refusing the release's objects
+                print(state["install_error"], file=sys.stderr)
+                return 1
             if known:
                 print("Error: INSTALLATION FAILED: cannot re-use a name that is still in use", file=sys.stderr)
                 return 1

@@ -114,3 +114,12 @@ def test_the_workload_schema_is_strict(cluster, cli, outputs_file):
     workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["bogus"] = 1
     with pytest.raises(AssertionError, match="bogus"):
         validate_workload(workload)
+
+
+def test_a_cluster_that_refuses_exits_1_with_helms_line(cluster, cli, outputs_file):
+    cluster.set_state({"install_error": "Error: INSTALLATION FAILED: admission webhook denied the request"})
+    code, _, err = cli("submit", "s", "--outputs", outputs_file("aws"), "--sweep", "lr=3e-4,1e-3")
+    assert code == 1
+    assert err == ("trainstack submit: helm install failed: Error: INSTALLATION FAILED: admission webhook denied "
+                   "the request (submitted before it: none)\n")
+    assert len(_installs(cluster)) == 1  # the sweep stops at the first refusal

@@ -101,7 +101,7 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
                             stdin=json.dumps(values))
             except CommandFailed as error:
                 submitted = ", ".join(n for n, _ in planned[:done]) or "none"
-                print(f"trainstack: {error} (submitted before it: {submitted})", file=sys.stderr)
+                print(f"trainstack submit: {error} (submitted before it: {submitted})", file=sys.stderr)
                 return 1
             where = f"queue {outputs.queue_name}" if outputs.queue_name else f"namespace {outputs.namespace}"
             print(f"submitted {name} to {where}; results in {submission.run_prefix(outputs, name)}/")
