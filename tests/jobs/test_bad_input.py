@@ -103,3 +103,10 @@ def test_missing_tools(cluster, cli, outputs_file, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     code, _, err = cli("list", "--outputs", outputs_file("aws"))
     assert code == 2 and "helm is not on PATH" in _one_line(err)
+
+
+@pytest.mark.parametrize("argv", [[], ["exp", "--all"]])
+def test_cancel_takes_a_name_or_all(argv, cluster, cli, outputs_file):
+    code, _, err = cli("cancel", *argv, "--outputs", outputs_file("aws"))
+    assert code == 2 and "cancel takes a NAME or --all" in _one_line(err)
+    assert cluster.calls == []

@@ -124,3 +124,17 @@ def test_results_names_the_prefix_and_the_fetch_command(cluster, cli, outputs_fi
         assert f"checkpoints: {prefix}/checkpoints/" in out and f"export:      {prefix}/export/" in out
         assert f"fetch:       {fetch} {prefix}/ ./exp/" in out
     assert cluster.calls == []  # the bucket outlives the job: no cluster needed
+
+
+def test_cancel_all_leaves_the_stacks_own_job_to_pulumi(cluster, cli, outputs_file):
+    path = outputs_file("aws", lambda exports: exports["jobSubmission"].update(stackJob="train"))
+    for name in ("a", "b"):
+        assert cli("submit", name, "--outputs", path)[0] == 0
+    cluster.set_state({"releases": [*cluster.state["releases"],
+                                    {"name": "train", "chart": "training-job-0.1.0", "status": "deployed"},
+                                    {"name": "other", "chart": "something-else-1.0.0", "status": "deployed"}]})
+    code, out, _ = cli("cancel", "--all", "--outputs", path)
+    assert code == 0
+    assert [c["argv"][1] for c in cluster.calls if c["argv"][0] == "uninstall"] == ["a", "b"]
+    assert [r["name"] for r in cluster.state["releases"]] == ["train", "other"]
+    assert cli("cancel", "--all", "--outputs", path)[1] == "no jobs to cancel\n"

@@ -52,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("name", metavar="NAME")
     sub.add_argument("-f", "--follow", action="store_true")
     sub = command("cancel", "stop a job and remove it from the cluster (its bucket prefix stays)")
-    sub.add_argument("name", metavar="NAME")
+    sub.add_argument("name", metavar="NAME", nargs="?")
+    sub.add_argument("--all", action="store_true",
+                     help="every job the CLI submitted (before pulumi destroy: see docs/jobs.md)")
     sub = command("results", "where the job's checkpoints and export are, and how to fetch them")
     sub.add_argument("name", metavar="NAME")
     return parser
@@ -129,14 +131,24 @@ def logs(args: argparse.Namespace, outputs: StackOutputs) -> int:
 
 
 def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
-    if args.name == outputs.stack_job:
+    if (args.name is None) == (not args.all):
+        raise UsageError("cancel takes a NAME or --all", "trainstack cancel NAME, or trainstack cancel --all")
+    if args.name is not None and args.name == outputs.stack_job:
         raise UsageError(f"{args.name} is the stack's own job (trainstack:job): pulumi up would bring it back",
                          "pulumi config set --path trainstack:job.enabled false && pulumi up")
     with Cluster(outputs) as cluster:
-        _known(cluster, args.name)
-        # Uninstall deletes the Job, its pods and Service; the bucket prefix is never touched.
-        cluster.run("helm", ["uninstall", args.name])
-    print(f"cancelled {args.name}; its checkpoints stay in {submission.run_prefix(outputs, args.name)}/")
+        if args.all:
+            # The stack's own job is Pulumi's: pulumi destroy (or job.enabled=false) removes it.
+            names = [r["name"] for r in _releases(cluster) if r["name"] != outputs.stack_job]
+        else:
+            _known(cluster, args.name)
+            names = [args.name]
+        for name in names:
+            # Uninstall deletes the Job, its pods and Service; the bucket prefix is never touched.
+            cluster.run("helm", ["uninstall", name])
+            print(f"cancelled {name}; its checkpoints stay in {submission.run_prefix(outputs, name)}/")
+    if not names:
+        print("no jobs to cancel")
     return 0
 
 
