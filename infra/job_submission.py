@@ -55,5 +55,8 @@ def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: O
         # The stack's own job (a Helm release like any other), so `list` can show it and `submit` avoid it.
         "stackJob": job.name if job.enabled else None,
         "serviceAccountAnnotations": dict(identity.service_account_annotations),
+        # The one Kubernetes ServiceAccount the cloud identity trusts (IRSA's sub, GKE's Workload Identity
+        # member): the stacks bind it to the job's name, and the stack job's release creates it.
+        "identityServiceAccount": job.name,
         "values": dict(values),
     }

@@ -9,11 +9,10 @@ from tests.workloads.chart import one, render
 
 from .kueue_schema import validate_workload, workload_for
 
-NOW = datetime.now(timezone.utc)
-
 
 def _at(hours_ago: float) -> str:
-    return (NOW - timedelta(hours=hours_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Now, not at import: the cost column counts seconds.
+    return (datetime.now(timezone.utc) - timedelta(hours=hours_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _condition(kind: str, hours_ago: float, reason: str) -> dict:

@@ -123,3 +123,14 @@ def test_a_cluster_that_refuses_exits_1_with_helms_line(cluster, cli, outputs_fi
     assert err == ("trainstack submit: helm install failed: Error: INSTALLATION FAILED: admission webhook denied "
                    "the request (submitted before it: none)\n")
     assert len(_installs(cluster)) == 1  # the sweep stops at the first refusal
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_jobs_share_the_identity_the_stacks_job_holds(stack, cluster, cli, outputs_file):
+    def with_stack_job(exports):
+        exports["jobSubmission"]["stackJob"] = exports["jobSubmission"]["identityServiceAccount"]
+
+    assert cli("submit", "exp", "--outputs", outputs_file(stack, with_stack_job))[0] == 0
+    objects = render(json.loads(_installs(cluster)[0]["stdin"]), release="exp")
+    assert not [obj for obj in objects if obj["kind"] == "ServiceAccount"]  # the stack job's release owns it
+    assert one(objects, "Job")["spec"]["template"]["spec"]["serviceAccountName"] == "train"

@@ -131,15 +131,22 @@ def check_image(image: str | None) -> dict[str, str] | None:
         raise UsageError(f"--image: {error}", "give <repository>@sha256:<digest> or <repository>:<tag>") from None
 
 
+def service_account(outputs: StackOutputs, name: str) -> dict[str, Any]:
+    """The cloud identity trusts one ServiceAccount, which the stack job's release creates: share it while
+    that release exists; otherwise the job gets its own, annotated but not yet trusted (docs/jobs.md)."""
+    trusted = outputs.identity_service_account
+    if trusted is not None and trusted == outputs.stack_job:
+        return {"create": False, "name": trusted, "annotations": {}}
+    return {"create": True, "name": name, "annotations": dict(outputs.service_account_annotations)}
+
+
 def chart_values(outputs: StackOutputs, job: JobConfig, target: Target, *, image: Mapping[str, str] | None = None,
                  sweep: str | None = None) -> dict[str, Any]:
     """The stack's shared values plus this job's own: what `helm install` gets."""
     own: dict[str, Any] = {
         "job": {"nodes": {"min": job.nodes_min, "max": job.nodes_max}, "procsPerNode": job.procs_per_node},
         "resources": {"gpusPerNode": job.gpus_per_node},
-        # The chart's own ServiceAccount, with the stack's cloud identity (see docs/jobs.md on identity).
-        "serviceAccount": {"create": True, "name": job.name,
-                           "annotations": dict(outputs.service_account_annotations)},
+        "serviceAccount": service_account(outputs, job.name),
     }
     if target.is_trainer:
         train = dict(job.train)
