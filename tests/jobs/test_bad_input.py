@@ -29,6 +29,7 @@ def _one_line(err: str) -> str:
     (["--sweep", "lr"], "expected KEY=V1,V2"),
     (["--sweep", "lr=1e-3,1E-3"], "give the same job name"),
     (["--sweep", "lr=1e-3", "--", "--lr", "3e-4"], "--lr is set twice"),
+    (["--sweep", "lr=3e-4,abc"], "the trainer refuses it: argument --lr"),
     (["--sweep", "no-export=1,0"], "is a switch, not a value"),
     (["--module", "x", "--sweep", "lr=1,2"], "--sweep varies trainer flags"),
 ])
