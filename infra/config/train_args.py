@@ -1,9 +1,9 @@
 """`trainstack:job.train`: every flag of `python -m training train`, checked by the trainer's own parser.
 
 The keys are the trainer's flags in camelCase (`--warmup-steps` is `warmupSteps`), taken from
-`training.cli.train_flags()`, so a flag the trainer gains is a key here without touching this file.
+`training.contract.cli.train_flags()`, so a flag the trainer gains is a key here without touching this file.
 The chart has first-class values for a few of them (its `train:` block); the rest travel in its
-`extraArgs`. The whole command line is then parsed by `training.cli.check_train_args()`, exactly as
+`extraArgs`. The whole command line is then parsed by `training.contract.cli.check_train_args()`, exactly as
 the trainer parses it at start, so a value that would fail 20 minutes into `pulumi up` (a NaN
 learning rate, a typo in a flag) fails before any resource is registered.
 """

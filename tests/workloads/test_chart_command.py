@@ -1,4 +1,4 @@
-"""The trainer's command, read by the real parsers: torchrun's, then training.cli.build_parser()."""
+"""The trainer's command, read by the real parsers: torchrun's, then training.contract.cli.build_parser()."""
 
 from __future__ import annotations
 
