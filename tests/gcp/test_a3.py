@@ -9,6 +9,7 @@ import pytest
 from infra.gcp.config import parse_gcp_config
 from infra.gcp.gpu_direct import plugin_image
 from infra.gcp.machine_types import GPU_DIRECT
+from infra.pod_requests import parse_quantity, pod_requests
 from infra.training_job import chart_default_values
 from tests import stack_runs
 from tests.gcp.stack_runs import (
@@ -26,6 +27,7 @@ from tests.gcp.stack_runs import (
     provider_outputs,
 )
 from tests.golden import assert_matches_golden
+from tests.workloads.chart import render
 
 STACK_FILE = REPO / "Pulumi.gcp-a3.yaml"
 GOLDEN = REPO / "tests" / "gcp" / "golden" / "gcp-a3-stack.json"
@@ -149,7 +151,13 @@ def test_kueue_queue_is_a3_queue_with_the_pools_quota_after_its_release(up):
     assert queue.inputs["metadata"]["name"] == "a3-queue"
     assert up.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue").inputs["metadata"]["name"] == "a3-queue"
     quotas = {r["name"]: r["nominalQuota"] for r in queue.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
-    assert quotas == {"cpu": "360", "memory": "3000Gi", "nvidia.com/gpu": 16}
+    # Two pods of what the chart renders for this job, counted as Kueue counts them: the trainer
+    # plus the RxDM sidecar (181 CPUs, 1501Gi each), and the local disk for /tmp and the data cache.
+    assert quotas == {"cpu": "362", "memory": "3002Gi", "nvidia.com/gpu": 16, "ephemeral-storage": "264Gi"}
+    rendered = render(up.one(RELEASE, "train").inputs["values"])
+    pod = next(o for o in rendered if o["kind"] == "Job")["spec"]["template"]["spec"]
+    assert {name: parse_quantity(q) for name, q in quotas.items()} == {
+        name: 2 * value for name, value in pod_requests(pod).items()}
     for kind in ("ResourceFlavor", "ClusterQueue", "LocalQueue"):
         assert release.urn in up.one(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}").dependencies
     assert release.inputs["name"] == KUEUE_RELEASE

@@ -47,11 +47,9 @@ capabilities and a writable root filesystem (host keys, hostfiles), as upstream'
       value: {{ .Files.Get "files/nccl_busbw.awk" | quote }}
   resources:
     requests:
-      {{- toYaml .Values.resources.requests | nindent 6 }}
-      nvidia.com/gpu: {{ int .Values.resources.gpusPerNode }}
+      {{- include "training-job.gpuContainerRequests" . | nindent 6 }}
     limits:
-      {{- toYaml .Values.resources.limits | nindent 6 }}
-      nvidia.com/gpu: {{ int .Values.resources.gpusPerNode }}
+      {{- include "training-job.gpuContainerLimits" . | nindent 6 }}
   securityContext:
     allowPrivilegeEscalation: false
     privileged: false
