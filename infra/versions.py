@@ -103,3 +103,7 @@ PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b
 # TCPXO's pre-installation step (aperture devices, import-helper module) runs host tools through
 # nsenter; the upstream manifest uses an unpinned `ubuntu`.
 TCPXO_PREINSTALL_IMAGE = "ubuntu:24.04"
+# TCPX's optmem_max tuning (container-engine-accelerators gpudirect-tcpx/optmem-max-ds.yaml) writes a
+# sysctl from a shell; upstream's gke.gcr.io/gke-distroless/bash carries no tag, so the same pinned
+# Ubuntu serves.
+OPTMEM_MAX_IMAGE = TCPXO_PREINSTALL_IMAGE

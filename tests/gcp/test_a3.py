@@ -119,7 +119,14 @@ def test_networking_objects_and_daemonsets_are_on_the_cluster_after_it(up):
     networks = up.by_type(GKE_NETWORK)
     assert sorted(n.inputs["metadata"]["name"] for n in networks) == ["vpc1", "vpc2", "vpc3", "vpc4"]
     daemonsets = {d.inputs["metadata"]["name"]: d for d in up.by_type(DAEMON_SET)}
-    assert set(daemonsets) == {"nccl-tcpx-installer", "device-injector"}
+    assert set(daemonsets) == {"nccl-tcpx-installer", "device-injector", "optmem-max"}
+    # upstream's optmem_max tuning for TCPX (container-engine-accelerators gpudirect-tcpx/optmem-max-ds.yaml)
+    optmem = daemonsets["optmem-max"].inputs["spec"]["template"]["spec"]
+    assert optmem["hostNetwork"] is True
+    [tune] = optmem["initContainers"]
+    assert "echo 131072 > /proc/sys/net/core/optmem_max" in tune["command"][-1]
+    assert optmem["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["nvidia-h100-80gb"]
     installer = daemonsets["nccl-tcpx-installer"].inputs["spec"]["template"]["spec"]
     # The installer's plugin is the one the chart's RxDM sidecar is paired with.
     tcpx = chart_default_values()["gpuNetworking"]["tcpx"]["plugin"]
