@@ -55,8 +55,8 @@ class GcpStack(pulumi.ComponentResource):
         google = gcp.Provider(f"{name}-gcp", project=cfg.project, region=cfg.region,
                               default_labels=dict(cfg.labels), opts=pulumi.ResourceOptions(parent=self))
         # Nothing is created before the account confirms what only it knows (preflight.py).
-        child = pulumi.ResourceOptions(parent=self, providers={"gcp": google},
-                                       depends_on=preflight.gate(cfg, google, parent=self))
+        checks = preflight.gate(cfg, google, parent=self)
+        child = pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=checks.ready)
 
         services = ProjectServices(f"{name}-apis", ProjectServicesArgs(
             project=cfg.project, services=versions.GCP_SERVICES), opts=child)
@@ -65,7 +65,8 @@ class GcpStack(pulumi.ComponentResource):
 
         network = GkeNetwork(f"{name}-network", GkeNetworkArgs(region=cfg.region, config=cfg.network),
                              opts=after_apis)
-        cluster = GkeCluster(f"{name}-gke", GkeClusterArgs(config=cfg, network=network, services=services.enabled),
+        cluster = GkeCluster(f"{name}-gke", GkeClusterArgs(config=cfg, network=network, services=services.enabled,
+                                                            control_plane_version=checks.control_plane_version),
                              opts=child)
         node_account = NodeServiceAccount(f"{name}-nodes", NodeServiceAccountArgs(
             project=cfg.project, cluster_name=cfg.cluster_name), opts=after_apis)

@@ -234,7 +234,8 @@ def test_filestore_below_the_zonal_minimum_stops():
 def test_gke_patch_below_the_gpu_direct_minimum_fails_the_preview():
     def calls(token, args):
         if token == GET_ENGINE_VERSIONS:
-            return {"latestMasterVersion": "1.31.10-gke.1000", "validMasterVersions": ["1.31.10-gke.1000"]}
+            return {"latestMasterVersion": "1.31.10-gke.1000", "validMasterVersions": ["1.31.10-gke.1000"],
+                    "releaseChannelLatestVersion": {"REGULAR": "1.31.10-gke.1000"}}
         return provider_calls(token, args)
 
     config = a3_config({"trainstack:gpuPools": {"a3": {"machineType": "a3-megagpu-8g"}},
