@@ -138,10 +138,23 @@ def test_nodes_use_their_own_least_privilege_account_and_the_metadata_server(up)
         assert node["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
         assert node["metadata"] == {"disable-legacy-endpoints": "true"}
     roles = {m.inputs["role"] for m in up.by_type(PROJECT_IAM_MEMBER)}
-    assert roles == {"roles/container.defaultNodeServiceAccount"}
+    assert roles == {"roles/container.defaultNodeServiceAccount", "roles/serviceusage.serviceUsageConsumer"}
     reader = up.one(REPOSITORY_IAM_MEMBER).inputs
     assert reader["role"] == "roles/artifactregistry.reader"
     assert reader["member"] == f"serviceAccount:{node_email}"
+
+
+def test_image_streaming_has_its_api_and_the_node_accounts_role(up):
+    # gcfs_config without the Container File System API (and, for a custom node account, Service Usage
+    # Consumer in the images' project) leaves nodes pulling whole images, or failing to pull.
+    defaults = up.one(CLUSTER).inputs["nodePoolDefaults"]["nodeConfigDefaults"]
+    assert defaults["gcfsConfig"] == {"enabled": True}
+    assert "containerfilesystem.googleapis.com" in {s.inputs["service"] for s in up.by_type(SERVICE)}
+    node_member = up.one(SERVICE_ACCOUNT, "trainstack-nodes")
+    grants = {m.inputs["role"]: m for m in up.by_type(PROJECT_IAM_MEMBER)}
+    consumer = grants["roles/serviceusage.serviceUsageConsumer"]
+    assert consumer.inputs["project"] == PROJECT  # where the Artifact Registry repository is
+    assert consumer.inputs["member"].endswith(f"{node_member.inputs['accountId']}@{PROJECT}.iam.gserviceaccount.com")
 
 
 def test_system_pool_is_small_and_always_up(up):
