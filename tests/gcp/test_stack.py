@@ -162,6 +162,11 @@ def test_system_pool_is_small_and_always_up(up):
     assert pool["nodeConfig"]["machineType"] == "e2-standard-4"
     assert "guestAccelerators" not in pool["nodeConfig"]
     assert pool["autoscaling"]["totalMinNodeCount"] == 1
+    # Its nodes exist from the start (a pool without an initial count starts empty).
+    assert pool["initialNodeCount"] == 1
+    bigger = run_main(config_with({"trainstack:systemNodes": {"min": 2, "max": 4}}))
+    assert bigger.one(NODE_POOL, "trainstack-system").inputs["initialNodeCount"] == 2
+    assert "initialNodeCount" in up.one(NODE_POOL, "trainstack-system").ignore_changes  # the autoscaler's after
 
 
 def test_job_identity_is_workload_identity_with_the_bucket_only(up):
