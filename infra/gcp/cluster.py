@@ -1,5 +1,5 @@
 """The GKE cluster: zonal (regional as an option), private nodes, Workload Identity, Dataplane V2, shielded
-nodes, the Filestore and GCS FUSE CSI drivers, and a maintenance exclusion that keeps GKE from
+nodes, the Filestore CSI driver (GCS FUSE's off: nothing mounts a bucket), and a maintenance exclusion that keeps GKE from
 upgrading nodes under a running job. The default node pool is removed (node_pool.py makes ours).
 
 The control-plane version comes from preflight.py (the release channel's newest patch of the
@@ -109,7 +109,9 @@ class GkeCluster(pulumi.ComponentResource):
             addons_config=gcp.container.ClusterAddonsConfigArgs(
                 gcp_filestore_csi_driver_config=gcp.container.ClusterAddonsConfigGcpFilestoreCsiDriverConfigArgs(
                     enabled=True),
-                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
+                # Off: nothing mounts a bucket (the trainer reads and writes gs:// itself); a driver
+                # nobody uses is one more privileged DaemonSet on every node.
+                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=False),
                 gce_persistent_disk_csi_driver_config=(
                     gcp.container.ClusterAddonsConfigGcePersistentDiskCsiDriverConfigArgs(enabled=True)),
             ),

@@ -91,7 +91,10 @@ def test_cluster_is_zonal_private_shielded_with_workload_identity_and_dataplane_
     assert cluster["deletionProtection"] is False
     addons = cluster["addonsConfig"]
     assert addons["gcpFilestoreCsiDriverConfig"] == {"enabled": True}
-    assert addons["gcsFuseCsiDriverConfig"] == {"enabled": True}
+    # The GCS FUSE driver is on only if something mounts a bucket through it: nothing does.
+    fuse_volumes = [pv for pv in up.by_type(PV) if pv.inputs["spec"].get("csi", {}).get("driver")
+                    == "gcsfuse.csi.storage.gke.io"]
+    assert addons["gcsFuseCsiDriverConfig"] == {"enabled": bool(fuse_volumes)} == {"enabled": False}
     assert cluster["releaseChannel"] == {"channel": "REGULAR"}
     # The newest 1.34 patch GKE offers (the mocked API answers 1.34.4 first).
     assert cluster["minMasterVersion"] == "1.34.4-gke.1100000"
