@@ -7,6 +7,7 @@ validation, what pulumi-eks creates inside its components, AWS's answers) is lis
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import json
 
@@ -385,17 +386,22 @@ def test_node_role_has_the_worker_policies_before_nodes_use_it(up):
 # --- IRSA ----------------------------------------------------------------------------------------------
 
 
-def test_efs_csi_role_trusts_exactly_the_controller_service_account(up):
+def test_efs_csi_role_trusts_the_controller_and_the_node_plugin(up):
+    # As AWS's add-on page has it: StringLike efs-csi-*, so efs-csi-node-sa may assume the role too.
     statement = trust_statement(up, "trainstack-efs-csi-driver-role")
     assert statement == {
         "Effect": "Allow",
         "Principal": {"Federated": OIDC_PROVIDER_ARN},
         "Action": "sts:AssumeRoleWithWebIdentity",
-        "Condition": {"StringEquals": {
-            f"{OIDC_ISSUER}:sub": "system:serviceaccount:kube-system:efs-csi-controller-sa",
-            f"{OIDC_ISSUER}:aud": "sts.amazonaws.com",
-        }},
+        "Condition": {
+            "StringLike": {f"{OIDC_ISSUER}:sub": "system:serviceaccount:kube-system:efs-csi-*"},
+            "StringEquals": {f"{OIDC_ISSUER}:aud": "sts.amazonaws.com"},
+        },
     }
+    pattern = statement["Condition"]["StringLike"][f"{OIDC_ISSUER}:sub"]
+    for account in ("efs-csi-controller-sa", "efs-csi-node-sa"):
+        assert fnmatch.fnmatchcase(f"system:serviceaccount:kube-system:{account}", pattern)
+    assert not fnmatch.fnmatchcase("system:serviceaccount:default:efs-csi-node-sa", pattern)
     (attachment,) = [a for a in up.by_type(ROLE_POLICY_ATTACHMENT) if a.name.startswith("trainstack-efs-csi")]
     assert attachment.inputs["policyArn"] == EFS_CSI_POLICY_ARN
 
