@@ -12,7 +12,8 @@ reordering `trainstack:clusterAdmins` replaces nothing; the identity running Pul
 admins (EKS already made it admin), which only the account can tell, so preflight.py asks before any
 resource. The PR preview role gets read-only access (see `preview_access_policies`); in CI it is the
 identity running `pulumi preview`, and that is fine: its entry is the one the preview needs.
-Control-plane logs go to a log group this stack owns (bounded retention, removed by destroy).
+Control-plane logs go to a log group this stack owns (bounded retention, removed by destroy; adopted
+when EKS recreated it after a destroy).
 """
 
 from __future__ import annotations
@@ -80,6 +81,17 @@ class EksClusterArgs:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
+def control_plane_log_group(cluster_name: str) -> str:
+    """The log group EKS writes control-plane logs to; EKS chooses the name, not us."""
+    return f"/aws/eks/{cluster_name}/cluster"
+
+
+def log_group_exists(name: str, parent: pulumi.Resource) -> bool:
+    """Asked while the program runs (resource options cannot wait for an Output), in previews too."""
+    found = aws.cloudwatch.get_log_groups(log_group_name_prefix=name, opts=pulumi.InvokeOptions(parent=parent))
+    return name in (found.log_group_names or ())
+
+
 def preview_access_policies(namespaces: Sequence[str]) -> dict[str, eks.AccessPolicyAssociationArgs]:
     policies = {"view": eks.AccessPolicyAssociationArgs(
         policy_arn=VIEW_POLICY_ARN, access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))}
@@ -135,12 +147,20 @@ class EksCluster(pulumi.ComponentResource):
 
         depends_on: list[pulumi.Resource] = []
         if args.control_plane_logs:
+            log_group = control_plane_log_group(args.cluster_name)
             depends_on.append(aws.cloudwatch.LogGroup(
                 f"{name}-control-plane",
-                name=f"/aws/eks/{args.cluster_name}/cluster",  # the group EKS writes to
+                name=log_group,
                 retention_in_days=CONTROL_PLANE_LOG_RETENTION_DAYS,
                 tags=tags,
-                opts=child,
+                # After `pulumi destroy` EKS still flushes late log streams and recreates the group (never
+                # expiring); creating it again then fails with ResourceAlreadyExistsException
+                # (terraform-aws-modules/terraform-aws-eks#2486, #2763). A group that exists is adopted:
+                # Pulumi imports it, and applies our retention and tags as an update (the `import`
+                # option's behaviour since pulumi/pulumi#19339); one this stack already holds is
+                # simply itself (same ID: no second import).
+                opts=pulumi.ResourceOptions(parent=self,
+                                            import_=log_group if log_group_exists(log_group, self) else None),
             ))
 
         endpoint = args.api_endpoint

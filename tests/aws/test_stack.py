@@ -63,6 +63,8 @@ from tests.aws.stack_runs import (
     TRAINING_JOB,
     VPC,
     VPC_ENDPOINT,
+    CloudWatchAccount,
+    ResourceAlreadyExistsException,
     config_with,
     run_main,
     stack_file_config,
@@ -702,3 +704,29 @@ def test_the_shared_filesystem_is_protected_until_the_config_releases_it(up):
     assert released.one(FILE_SYSTEM).protect is False
     assert up.exports["saveResultsCommand"].endswith(
         f"aws s3 sync results/train s3://{up.exports['bucketName']}/results/train/")
+
+
+def test_a_second_up_after_destroy_adopts_the_log_group_eks_recreated(monkeypatch):
+    # After `pulumi destroy` EKS flushes late control-plane logs and recreates /aws/eks/<name>/cluster;
+    # a fresh `up` with the same cluster name must not try to create it again.
+    account = CloudWatchAccount()
+    account.watch(monkeypatch)
+    first = run_main(outputs=account.outputs, calls=account.calls)
+    assert account.groups == {"/aws/eks/trainstack-aws/cluster"} and account.imported == []
+    assert first.one(LOG_GROUP).inputs["retentionInDays"] == 90
+
+    account.destroy()
+    assert account.groups == {"/aws/eks/trainstack-aws/cluster"}  # EKS made it again, never expiring
+    second = run_main(outputs=account.outputs, calls=account.calls)
+    assert account.imported == ["/aws/eks/trainstack-aws/cluster"]  # adopted, not created
+    log_group = second.one(LOG_GROUP)
+    assert log_group.inputs["retentionInDays"] == 90  # the import then applies our retention
+    assert log_group.urn in second.one(EKS_CLUSTER).dependencies
+
+
+def test_the_account_model_refuses_a_second_create():
+    # Guards the test above: the modelled service refuses what CloudWatch Logs refuses.
+    account = CloudWatchAccount()
+    account.outputs(LOG_GROUP, "g", {"name": "/aws/eks/x/cluster"})
+    with pytest.raises(ResourceAlreadyExistsException):
+        account.outputs(LOG_GROUP, "g", {"name": "/aws/eks/x/cluster"})
