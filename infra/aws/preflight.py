@@ -1,5 +1,6 @@
 """Preflight: what only the AWS account can answer, asked during `pulumi preview` before anything is created.
 
+- Is every chosen availability zone one of the region's, available to this account? (ec2:DescribeAvailabilityZones)
 - Is every instance type (GPU and system) offered in every chosen availability zone?
   (ec2:DescribeInstanceTypeOfferings; an EKS node group whose subnets include a zone without the
   type fails only after the cluster has been created, 15 minutes in.)
@@ -42,6 +43,16 @@ def checked_offerings(result: aws.ec2.GetInstanceTypeOfferingsResult, wanted: di
                 f"{key}: {instance_type} is not offered in {', '.join(missing)} (offered in: "
                 f"{', '.join(where) or 'none of the chosen zones'}). Fix: drop {', '.join(missing)} from "
                 f"{NAMESPACE}:availabilityZones, or choose another instance type")
+    return True
+
+
+def checked_zones(result: aws.GetAvailabilityZonesResult, zones: Sequence[str], region: str) -> bool:
+    available = list(result.names or ())
+    missing = [zone for zone in zones if zone not in available]
+    if missing:
+        raise pulumi.RunError(f"{NAMESPACE}:availabilityZones: {', '.join(missing)} is not an available zone of {region} "
+                              f"for this account (available: {', '.join(available) or 'none'}). Fix: list zones of "
+                              f"those in {NAMESPACE}:availabilityZones")
     return True
 
 
@@ -113,6 +124,8 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource) -
             lambda caller: checked_admins(cfg.cluster_admin_arns, caller.arn)))
     zones = cfg.network.availability_zones
     if cfg.network.existing is None and zones:
+        checks.append(aws.get_availability_zones_output(state="available", opts=invoke).apply(
+            lambda result: checked_zones(result, zones, cfg.region)))
         wanted = {t: f"{NAMESPACE}:gpuNodes.instanceTypes" for t in cfg.gpu_nodes.instance_types}
         wanted.update({t: f"{NAMESPACE}:systemNodes.instanceType" for t in cfg.system_nodes.instance_types})
         checks.append(aws.ec2.get_instance_type_offerings_output(

@@ -89,6 +89,8 @@ def offer_everything(args: dict) -> dict:
             "locationTypes": ["availability-zone"] * len(pairs)}
 GET_SUBNET = "aws:ec2/getSubnet:getSubnet"
 GET_LOG_GROUPS = "aws:cloudwatch/getLogGroups:getLogGroups"
+GET_AVAILABILITY_ZONES = "aws:index/getAvailabilityZones:getAvailabilityZones"
+AVAILABLE_ZONES = ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d")  # what the mocked account has
 GET_CALLER_IDENTITY = "aws:index/getCallerIdentity:getCallerIdentity"
 # Who runs `pulumi up` in these tests: a role assumed through SSO, as most people do.
 DEPLOYER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/AWSReservedSSO_Deployer"
@@ -163,6 +165,9 @@ def provider_calls(token: str, args: dict) -> dict:
     if token == GET_SUBNET:
         return {"id": args["id"], **EXISTING_SUBNETS.get(args["id"], {"availabilityZone": "us-west-2a",
                                                                        "vpcId": "vpc-0abc"})}
+    if token == GET_AVAILABILITY_ZONES:
+        return {"id": "us-west-2", "names": list(AVAILABLE_ZONES), "zoneIds": [f"usw2-az{i}" for i in range(1, 5)],
+                "groupNames": ["us-west-2"] * 4, "state": args.get("state")}
     if token == GET_LOG_GROUPS:  # a fresh account: no log groups (CloudWatchAccount models one that has some)
         return {"id": ACCOUNT, "logGroupNamePrefix": args.get("logGroupNamePrefix"), "logGroupNames": [], "arns": []}
     if token == GET_CALLER_IDENTITY:
