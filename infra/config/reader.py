@@ -161,7 +161,7 @@ def check_stack_keys(raw: Mapping[str, str], allowed: tuple[str, ...], provider:
         namespace = key.split(":", 1)[0]
         for cloud, namespaces in CLOUD_NAMESPACES.items():
             if cloud != provider and namespace in namespaces:
-                raise ConfigError(key, f"is a {cloud.upper()} setting, and this stack builds on {provider.upper()} "
+                raise ConfigError(key, f"belongs to {cloud.upper()}, and this stack builds on {provider.upper()} "
                                   "(the key would be ignored)", f"pulumi config rm {key}, or select the {cloud} "
                                   f"stack (pulumi stack select {cloud})")
     ours = {key.split(":", 1)[1] for key in raw if key.startswith(NAMESPACE + ":")}

@@ -52,7 +52,7 @@ OUTSIDE_AWS_LIMITS = [
     ("region typo", {"aws:region": "us-wset-2"}, "aws:region", "(did you mean us-west-2?)"),
     # The other cloud's keys are refused, not ignored.
     ("GCP key on the AWS stack", {"gcp:project": "ml-research-123"}, "gcp:project",
-     "is a GCP setting, and this stack builds on AWS"),
+     "belongs to GCP, and this stack builds on AWS"),
 ]
 
 
