@@ -2,7 +2,7 @@
 
 Config: Pulumi.aws.yaml itself, with the job switched on (`trainstack:job.enabled true`, phase two of
 the documented flow) unless a test says otherwise. What cannot be checked here (the providers' own
-validation, what pulumi-eks creates inside its components, AWS's answers) is listed in README.md ("AWS" > "How this is tested").
+validation, what pulumi-eks creates inside its components, AWS's answers) is listed in docs/aws.md ("How this is tested").
 """
 
 from __future__ import annotations

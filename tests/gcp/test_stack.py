@@ -2,7 +2,7 @@
 
 Config: Pulumi.gcp.yaml plus gcp:project, with the job switched on unless a test says otherwise. What
 cannot be checked here (the provider's own validation, GCP's answers, quotas, spot capacity) is
-listed in README.md ("GCP" > "How this is tested").
+listed in docs/gcp.md ("How this is tested").
 """
 
 from __future__ import annotations
