@@ -156,9 +156,10 @@ class EksCluster(pulumi.ComponentResource):
                 # After `pulumi destroy` EKS still flushes late log streams and recreates the group (never
                 # expiring); creating it again then fails with ResourceAlreadyExistsException
                 # (terraform-aws-modules/terraform-aws-eks#2486, #2763). A group that exists is adopted:
-                # Pulumi imports it, and applies our retention and tags as an update (the `import`
-                # option's behaviour since pulumi/pulumi#19339); one this stack already holds is
-                # simply itself (same ID: no second import).
+                # Pulumi imports it, then applies our retention and tags as an update (the `import`
+                # option's behaviour since pulumi/pulumi#19339, documented in pulumi/docs#16580 and
+                # #18198); one this stack already holds is simply itself (same ID: no second import,
+                # pulumi developer-docs/architecture/import.md).
                 opts=pulumi.ResourceOptions(parent=self,
                                             import_=log_group if log_group_exists(log_group, self) else None),
             ))
