@@ -50,9 +50,10 @@ def checked_zones(result: aws.GetAvailabilityZonesResult, zones: Sequence[str], 
     available = list(result.names or ())
     missing = [zone for zone in zones if zone not in available]
     if missing:
-        raise pulumi.RunError(f"{NAMESPACE}:availabilityZones: {', '.join(missing)} is not an available zone of {region} "
-                              f"for this account (available: {', '.join(available) or 'none'}). Fix: list zones of "
-                              f"those in {NAMESPACE}:availabilityZones")
+        verb = "is not an available zone" if len(missing) == 1 else "are not available zones"
+        raise pulumi.RunError(f"{NAMESPACE}:availabilityZones: {', '.join(missing)} {verb} of {region} for this "
+                              f"account (available: {', '.join(available) or 'none'}). Fix: list only available zones "
+                              f"in {NAMESPACE}:availabilityZones")
     return True
 
 
