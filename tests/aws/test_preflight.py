@@ -125,3 +125,13 @@ def test_the_ci_preview_role_running_pulumi_gets_its_read_only_entry():
     entries = result.one(EKS_CLUSTER).inputs["accessEntries"]
     assert entries[f"preview-{ACCOUNT}-role-github-preview"]["principalArn"] == preview_role
     assert "ClusterAdmin" not in str(entries)
+
+
+def test_a_subnet_of_another_vpc_is_refused_before_any_cloud_resource(monkeypatch):
+    # The existing network's subnets are looked up while the program runs (blocking invokes), before
+    # anything but providers and components is registered.
+    existing = {"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a",
+                                                                                        "subnet-elsewhere"]}}
+    line, registered = _registered_when_refused(monkeypatch, config_with(existing))
+    assert line.startswith("trainstack:existingNetwork.privateSubnetIds: subnet-elsewhere is in vpc-0other")
+    assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered
