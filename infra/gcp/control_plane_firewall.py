@@ -22,14 +22,17 @@ from infra.versions import KUEUE_CHART
 
 # Every chart the GCP stack installs -> the container ports the API server calls on (webhooks, APIServices).
 # Kueue v0.19.2: the manager's webhook server on 9443 (charts/kueue/values.yaml managerConfig
-# `webhook.port: 9443`, webhookService targetPort 9443) and the visibility APIService's server on
-# 8082 (charts/kueue/templates/visibility/service.yaml targetPort 8082), kubernetes-sigs/kueue tag
-# v0.19.2. The training-job chart has no webhook and no APIService. A chart not listed here cannot
-# be installed (control_plane_ports refuses it): adding one means reading its manifests first.
+# `webhook.port: 9443`, webhookService targetPort 9443) and the visibility APIService (installed
+# unconditionally, templates/visibility/apiservice_v1beta2.yaml) served on 8082
+# (templates/visibility/service.yaml targetPort 8082), kubernetes-sigs/kueue tag v0.19.2. The
+# training-job chart has no webhook and no APIService. A chart not listed here cannot be installed
+# (control_plane_ports refuses it): adding one means reading its manifests first.
 CONTROL_PLANE_CALLED_PORTS: Mapping[str, tuple[int, ...]] = {
     KUEUE_CHART.chart: (9443, 8082),
     "training-job": (),
 }
+# The chart version each entry above was read at: a bump of the pin must re-read the ports (tested).
+PORTS_READ_AT_VERSION: Mapping[str, str] = {KUEUE_CHART.chart: "0.19.2"}
 
 
 def chart_key(chart: str) -> str:

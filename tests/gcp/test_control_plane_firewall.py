@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from infra.gcp.control_plane_firewall import CONTROL_PLANE_CALLED_PORTS, chart_key, control_plane_ports
+from infra.gcp.control_plane_firewall import (
+    CONTROL_PLANE_CALLED_PORTS,
+    PORTS_READ_AT_VERSION,
+    chart_key,
+    control_plane_ports,
+)
 from infra.versions import KUEUE_CHART
 from tests.gcp.stack_runs import RELEASE, REPO, provider_calls, provider_outputs, run_main
 from tests.stack_runs import config_with
@@ -60,3 +65,9 @@ def test_without_a_queue_nothing_is_opened():
 def test_a_chart_with_unknown_ports_is_refused():
     with pytest.raises(ValueError, match="not in CONTROL_PLANE_CALLED_PORTS"):
         control_plane_ports(["oci://example.com/charts/with-a-webhook"])
+
+
+def test_the_ports_were_read_at_the_pinned_kueue_version():
+    # Bumping infra/versions.py's Kueue pin must come with reading its chart's webhook and visibility
+    # ports again (charts/kueue/values.yaml, templates/visibility/service.yaml at the new tag).
+    assert PORTS_READ_AT_VERSION[KUEUE_CHART.chart] == KUEUE_CHART.version
