@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 from infra import validation
 from infra.config import JobConfig
 from infra.contracts import GPU_RESOURCE, GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
+from infra.job_submission import shared_job_values, submission_output
 from infra.kueue import Kueue, KueueArgs
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from infra.pod_requests import parse_quantity, queue_quota
@@ -140,6 +141,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 opts=child_options(self, None, opts, depends_on=args.gpu.ready)))
 
         train, cache_values = data_cache_values(job, args.bucket.uri)
+        extra_values = deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}), args.job_values)
         job_args = TrainingJobArgs(
             provider=args.provider,
             image_ref=args.image_ref,
@@ -155,8 +157,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             train=with_snapshots(train, job, args.bucket.uri),
             secret_env=job.secret_env,
             tensorboard=job.tensorboard,
-            extra_values=deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}),
-                                    args.job_values),
+            extra_values=extra_values,
         )
         if job.queue:
             kueue = Kueue(f"{name}-kueue", KueueArgs(
@@ -173,9 +174,14 @@ class TrainingPlatform(pulumi.ComponentResource):
 
         self.namespace = pulumi.Output.from_input(namespace)
         self.job = None
-        self.outputs = {}
+        # What `trainstack submit` needs to run more jobs like this one (infra/job_submission.py).
+        self.outputs = {"jobSubmission": submission_output(
+            job=job, namespace=self.namespace, bucket=args.bucket, gpu=args.gpu, identity=args.identity,
+            values=shared_job_values(image_ref=args.image_ref, gpu=args.gpu, claim_name=self.claim_name,
+                                     queue_name=job_args.queue_name, secret_env=job.secret_env,
+                                     tensorboard=job.tensorboard, extra_values=extra_values))}
         if job.enabled:
             self.job = TrainingJob(job.name, job_args, opts=child_options(self, None, opts, depends_on=job_ready))
-            self.outputs = {"jobName": self.job.job_name, "jobNamespace": self.job.namespace}
+            self.outputs.update({"jobName": self.job.job_name, "jobNamespace": self.job.namespace})
         self.register_outputs({"namespace": self.namespace, **self.outputs})
 
