@@ -1,0 +1,46 @@
+"""trainstack's hosted components: what `pulumi package add` offers every Pulumi language, and Python imports.
+
+Each is a typed façade over a component in infra/ (the one this repository's own stacks build): its
+Args are plain types, lists, dicts and nested Args dataclasses, so Pulumi's schema inference can read
+them (no `from __future__ import annotations` here: the analyzer reads annotations unevaluated), and
+handles between components are outputs (cluster name, kubeconfig, image ref), never Python objects.
+
+- TrainingPlatform: the training platform alone, on a cluster you already have (by kubeconfig).
+- GcpStack / AwsStack: the whole stack of Pulumi.gcp.yaml / Pulumi.aws.yaml, from the same settings.
+"""
+
+from trainstack.components.aws import (
+    AwsExistingNetworkArgs,
+    AwsStack,
+    AwsStackArgs,
+    EksGpuNodesArgs,
+    EksSystemNodesArgs,
+)
+from trainstack.components.gcp import (
+    FilestoreArgs,
+    GcpExistingNetworkArgs,
+    GcpStack,
+    GcpStackArgs,
+    GkeGpuPoolArgs,
+    GkeNetworkArgs,
+    GkeSystemNodesArgs,
+)
+from trainstack.components.job_args import JobArgs, SecretEnvArgs
+from trainstack.components.platform import (
+    BucketArgs,
+    GpuNodesArgs,
+    SharedStorageArgs,
+    TolerationArgs,
+    TrainingPlatform,
+    TrainingPlatformArgs,
+)
+
+# The components the provider hosts, in schema order.
+HOSTED = [TrainingPlatform, GcpStack, AwsStack]
+
+__all__ = [
+    "AwsExistingNetworkArgs", "AwsStack", "AwsStackArgs", "BucketArgs", "EksGpuNodesArgs", "EksSystemNodesArgs",
+    "FilestoreArgs", "GcpExistingNetworkArgs", "GcpStack", "GcpStackArgs", "GkeGpuPoolArgs", "GkeNetworkArgs",
+    "GkeSystemNodesArgs", "GpuNodesArgs", "HOSTED", "JobArgs", "SecretEnvArgs", "SharedStorageArgs",
+    "TolerationArgs", "TrainingPlatform", "TrainingPlatformArgs",
+]
