@@ -8,6 +8,7 @@ so nothing of the checkout is on its path.
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,18 @@ def test_installed_without_training_extras_composes_a_component_outside_the_repo
                               timeout=300)
     assert composed.returncode == 0, composed.stdout[-3000:] + composed.stderr[-3000:]
     assert composed.stdout.strip().splitlines()[-1] == "composed default train"
+
+
+def test_the_images_build_context_still_installs_the_trainer_alone(tmp_path):
+    """images/Dockerfile copies only pyproject.toml and training/, then installs `.` with --no-deps and no build
+    isolation: the package's new data-files and packages must not break that build."""
+    context = tmp_path / "context"
+    context.mkdir()
+    shutil.copy(REPO / "pyproject.toml", context)
+    shutil.copytree(REPO / "training", context / "training", ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "installed"
+    built = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                            "--no-build-isolation", "--target", str(target), "."], cwd=context, capture_output=True,
+                           text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert sorted(p.name for p in target.iterdir() if not p.name.endswith(".dist-info")) == ["bin", "training"]
