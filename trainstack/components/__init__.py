@@ -6,6 +6,7 @@ them (no `from __future__ import annotations` here: the analyzer reads annotatio
 handles between components are outputs (cluster name, kubeconfig, image ref), never Python objects.
 
 - TrainingPlatform: the training platform alone, on a cluster you already have (by kubeconfig).
+- NvidiaDevicePlugin, Kueue, TrainingJob: its parts, each on a cluster given by kubeconfig.
 - GcpStack / AwsStack: the whole stack of Pulumi.gcp.yaml / Pulumi.aws.yaml, from the same settings.
 """
 
@@ -16,6 +17,7 @@ from trainstack.components.aws import (
     EksGpuNodesArgs,
     EksSystemNodesArgs,
 )
+from trainstack.components.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from trainstack.components.gcp import (
     FilestoreArgs,
     GcpExistingNetworkArgs,
@@ -26,6 +28,7 @@ from trainstack.components.gcp import (
     GkeSystemNodesArgs,
 )
 from trainstack.components.job_args import JobArgs, SecretEnvArgs
+from trainstack.components.kueue import Kueue, KueueArgs
 from trainstack.components.platform import (
     BucketArgs,
     GpuNodesArgs,
@@ -34,13 +37,15 @@ from trainstack.components.platform import (
     TrainingPlatform,
     TrainingPlatformArgs,
 )
+from trainstack.components.training_job import TrainingJob, TrainingJobArgs
 
 # The components the provider hosts, in schema order.
-HOSTED = [TrainingPlatform, GcpStack, AwsStack]
+HOSTED = [TrainingPlatform, NvidiaDevicePlugin, Kueue, TrainingJob, GcpStack, AwsStack]
 
 __all__ = [
     "AwsExistingNetworkArgs", "AwsStack", "AwsStackArgs", "BucketArgs", "EksGpuNodesArgs", "EksSystemNodesArgs",
     "FilestoreArgs", "GcpExistingNetworkArgs", "GcpStack", "GcpStackArgs", "GkeGpuPoolArgs", "GkeNetworkArgs",
     "GkeSystemNodesArgs", "GpuNodesArgs", "HOSTED", "JobArgs", "SecretEnvArgs", "SharedStorageArgs",
-    "TolerationArgs", "TrainingPlatform", "TrainingPlatformArgs",
+    "TolerationArgs", "TrainingPlatform", "TrainingPlatformArgs", "NvidiaDevicePlugin", "NvidiaDevicePluginArgs",
+    "Kueue", "KueueArgs", "TrainingJob", "TrainingJobArgs",
 ]

@@ -7,19 +7,21 @@ kubeconfig and then the very same resources the stacks make (namespace, shared-v
 device plugin, Kueue, training job), as children of the infra component.
 """
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from infra import validation
 from infra.config.job import KEY as JOB_KEY
 from infra.config.job import parse_job
 from infra.contracts import GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
 from infra.platform import TrainingPlatform as InfraTrainingPlatform
 from infra.platform import TrainingPlatformArgs as InfraTrainingPlatformArgs
 from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.cluster_access import cluster_provider, stand_in_provider
 from trainstack.components.job_args import JobArgs
 from trainstack.components.stack_config import config_value
 
@@ -114,25 +116,27 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TrainingPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(TrainingPlatformArgs, args)
+        component = f"TrainingPlatform {name!r}"
         gpu = args.gpu
-        # The same rules as trainstack:job in a stack file, checked before anything is registered.
+        # Everything checked before anything is registered: the job by the same rules as trainstack:job in a
+        # stack file, the GPU nodes' labels and tolerations as the device plugin, Kueue and the job check them,
+        # the whole by the infra component's own validate().
         job_config = {JOB_KEY: json.dumps(config_value(args.job))} if args.job is not None else {}
         job = parse_job(job_config, gpu.gpus_per_node, "GPU node")
-        super().__init__("trainstack:index:TrainingPlatform", name, None, opts)
-
-        provider = k8s.Provider(f"{name}-k8s", kubeconfig=args.kubeconfig, cluster_identifier=args.cluster_name,
-                                opts=pulumi.ResourceOptions(parent=self))
+        placement = GpuPlacement(node_selector=dict(gpu.node_selector or {}),
+                                 tolerations=tuple(config_value(t) for t in gpu.tolerations or ()),
+                                 gpus_per_node=gpu.gpus_per_node, accelerator=gpu.accelerator or "",
+                                 pod_resources=dict(gpu.pod_resources or {}))
+        validation.check_string_map(component, "gpu.node_selector", placement.node_selector)
+        validation.check_tolerations(component, "gpu.tolerations", placement.tolerations)
         storage = None
         if args.shared_storage is not None:
             storage = SharedStorage(storage_class_name=args.shared_storage.storage_class_name or "",
                                     size=args.shared_storage.size, volume_name=args.shared_storage.volume_name)
-        platform = InfraTrainingPlatform(name, InfraTrainingPlatformArgs(
-            provider=provider,
+        platform_args = InfraTrainingPlatformArgs(
+            provider=stand_in_provider(),
             job=job,
-            gpu=GpuPlacement(node_selector=dict(gpu.node_selector or {}),
-                             tolerations=tuple(config_value(t) for t in gpu.tolerations or ()),
-                             gpus_per_node=gpu.gpus_per_node, accelerator=gpu.accelerator or "",
-                             pod_resources=dict(gpu.pod_resources or {})),
+            gpu=placement,
             storage=storage,
             bucket=ObjectStore(uri=args.bucket.uri,
                                name=args.bucket.name if args.bucket.name is not None else args.bucket.uri),
@@ -140,8 +144,13 @@ class TrainingPlatform(pulumi.ComponentResource):
             image_ref=args.image_ref,
             install_device_plugin=args.install_device_plugin is not False,
             job_values=dict(args.job_values or {}),
-        ), opts=pulumi.ResourceOptions(parent=self))
+        )
+        platform_args.validate(component)
+        super().__init__("trainstack:index:TrainingPlatform", name, None, opts)
 
+        provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
+        platform = InfraTrainingPlatform(name, dataclasses.replace(platform_args, provider=provider),
+                                         opts=pulumi.ResourceOptions(parent=self))
         self.namespace = platform.namespace
         self.claim_name = platform.claim_name
         self.job_name = platform.job.job_name if platform.job is not None else None

@@ -1,0 +1,121 @@
+"""The platform's parts hosted on their own (NvidiaDevicePlugin, Kueue, TrainingJob), through Construct.
+
+Each takes the cluster as a kubeconfig and builds what the infra component builds given an explicit provider:
+the graphs are compared. Bad input stops each one before anything at all is registered.
+"""
+
+import json
+import os
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+from pulumi.provider.experimental.component import ComponentProvider
+
+from infra.kueue import Kueue, KueueArgs
+from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from infra.training_job import SecretEnv, TrainingJob, TrainingJobArgs
+from tests.golden import snapshot
+from tests.library.test_facades import without_facade
+from tests.pulumi_harness import ProgramResult, run_program
+from tests.stack_runs import REPO
+from trainstack.components import HOSTED
+from trainstack.provider import NAME
+
+KUBECONFIG = "apiVersion: v1\nkind: Config\n"
+TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+IMAGE = "registry.example.com/trainstack@sha256:" + "ab" * 32
+
+
+def run(program) -> tuple[ProgramResult, list[BaseException]]:
+    stopped: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            program()
+        except Exception as error:  # noqa: BLE001 - the test inspects it
+            stopped.append(error)
+
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        result = run_program(guarded, config={}, stack="parts", project="trainstack",
+                             outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
+    finally:
+        os.chdir(cwd)
+    return result, stopped
+
+
+def construct(component: str, inputs: dict):
+    return lambda: ComponentProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}", inputs, None)
+
+
+def direct(component_type, args_type, **fields):
+    def program() -> None:
+        provider = k8s.Provider("part-k8s", kubeconfig=KUBECONFIG, cluster_identifier="research")
+        component_type("part", args_type(provider=provider, **fields))
+    return program
+
+
+CASES = {
+    "NvidiaDevicePlugin": (
+        {"kubeconfig": KUBECONFIG, "clusterName": "research", "nodeSelector": {"gpu": "true"},
+         "tolerations": [TOLERATION]},
+        direct(NvidiaDevicePlugin, NvidiaDevicePluginArgs, node_selector={"gpu": "true"}, tolerations=(TOLERATION,)),
+    ),
+    "Kueue": (
+        {"kubeconfig": KUBECONFIG, "clusterName": "research", "gpuQuota": 8, "namespace": "research",
+         "nodeLabels": {"gpu": "true"}, "tolerations": [TOLERATION], "queueingStrategy": "StrictFIFO"},
+        direct(Kueue, KueueArgs, gpu_quota=8, namespace="research", node_labels={"gpu": "true"},
+               tolerations=(TOLERATION,), queueing_strategy="StrictFIFO"),
+    ),
+    "TrainingJob": (
+        {"kubeconfig": KUBECONFIG, "clusterName": "research", "imageRef": IMAGE, "nodesMax": 2, "gpusPerNode": 4,
+         "pvcName": "shared", "tolerations": [TOLERATION], "train": {"maxSteps": 10},
+         "secretEnv": [{"name": "WANDB_API_KEY", "secretName": "wandb", "key": "api-key"}], "tensorboard": True},
+        direct(TrainingJob, TrainingJobArgs, image_ref=IMAGE, nodes_max=2, gpus_per_node=4, pvc_name="shared",
+               tolerations=(TOLERATION,), train={"maxSteps": 10},
+               secret_env=(SecretEnv(name="WANDB_API_KEY", secret_name="wandb", key="api-key"),), tensorboard=True),
+    ),
+}
+
+
+@pytest.mark.parametrize("component", sorted(CASES))
+def test_hosted_part_builds_what_the_infra_component_builds(component):
+    inputs, infra_program = CASES[component]
+    hosted, stopped = run(construct(component, inputs))
+    assert not stopped, stopped
+    expected, _ = run(infra_program)
+    assert sorted(map(json.dumps, without_facade(hosted, "parts"))) == \
+        sorted(map(json.dumps, snapshot(expected)))
+    provider = hosted.one("pulumi:providers:kubernetes")
+    assert provider.inputs["clusterIdentifier"] == "research"
+    assert all(r.provider == provider.urn for r in hosted.registrations if r.type.startswith("kubernetes:"))
+
+
+@pytest.mark.parametrize(("component", "inputs", "problem"), [
+    ("TrainingJob", {"kubeconfig": KUBECONFIG, "imageRef": IMAGE, "nodesMin": 3, "nodesMax": 1},
+     "nodes_min (3) must not exceed nodes_max (1)"),
+    ("Kueue", {"kubeconfig": KUBECONFIG, "queueingStrategy": "LIFO"}, "queueing_strategy must be one of"),
+    ("NvidiaDevicePlugin", {"kubeconfig": KUBECONFIG, "namespace": "default"}, "namespace must not be 'default'"),
+    ("TrainingPlatform", {"kubeconfig": KUBECONFIG, "gpu": {"gpusPerNode": 1, "tolerations": [{"operator": "Maybe"}]},
+                          "bucket": {"uri": "s3://b"}, "imageRef": IMAGE}, "gpu.tolerations"),
+    ("TrainingPlatform", {"kubeconfig": KUBECONFIG, "gpu": {"gpusPerNode": 1}, "bucket": {"uri": "s3://b"},
+                          "imageRef": IMAGE, "job": {"enabled": True}}, "the job needs a shared filesystem"),
+])
+def test_bad_input_stops_before_anything_is_registered(component, inputs, problem):
+    result, stopped = run(construct(component, inputs))
+    assert len(stopped) == 1 and problem in str(stopped[0]), stopped
+    assert result.registrations == []
+
+
+def test_python_callers_get_the_same_component():
+    from trainstack.components import Kueue as HostedKueue
+    from trainstack.components import KueueArgs as HostedKueueArgs
+
+    result, stopped = run(lambda: HostedKueue("part", HostedKueueArgs(kubeconfig=pulumi.Output.secret(KUBECONFIG),
+                                                                       gpu_quota=2)))
+    assert not stopped
+    facade, wrapped = result.by_type("trainstack:index:Kueue")  # the façade, then the infra component in it
+    assert wrapped.parent == facade.urn
+    assert result.one("pulumi:providers:kubernetes").is_secret("kubeconfig")
