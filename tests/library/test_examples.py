@@ -113,3 +113,11 @@ def test_the_yaml_check_catches_a_wrong_property():
     program["resources"]["training"]["properties"]["job"]["nodesMax"] = "two"
     assert sorted(e.split(":")[0] for e in yaml_example_errors(program)) == [
         "training.gpuPools.t4.acceleratorCnt", "training.job.nodesMax", "training.project"]
+
+
+def test_bring_your_own_cluster_snippet_in_the_docs_matches_the_schema():
+    text = (REPO / "docs" / "library.md").read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.S)]
+    (program,) = [b for b in blocks if "resources" in b]
+    assert [r["type"] for r in program["resources"].values()] == ["trainstack:index:TrainingPlatform"]
+    assert yaml_example_errors(program) == []
