@@ -102,6 +102,10 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
                           "bucket": {"uri": "s3://b"}, "imageRef": IMAGE}, "gpu.tolerations"),
     ("TrainingPlatform", {"kubeconfig": KUBECONFIG, "gpu": {"gpusPerNode": 1}, "bucket": {"uri": "s3://b"},
                           "imageRef": IMAGE, "job": {"enabled": True}}, "the job needs a shared filesystem"),
+    ("GcpStack", {"project": "My Project"}, "gcp:project: 'My Project' is not a project ID"),
+    ("AwsStack", {"region": "us-west-2"}, "trainstack:apiPublicAccessCidrs: not set"),
+    ("GcpStack", {"project": "ml-research-123", "job": {"enabled": True, "nodesMax": 3},
+                  "gpuPools": {"t4": {"max": 1}}}, "trainstack:job.nodesMax: 3 pods need 3 GPU nodes"),
 ])
 def test_bad_input_stops_before_anything_is_registered(component, inputs, problem):
     result, stopped = run(construct(component, inputs))
