@@ -52,7 +52,7 @@ def construct(component: str, inputs: dict):
 
 def direct(component_type, args_type, **fields):
     def program() -> None:
-        provider = k8s.Provider("part-k8s", kubeconfig=KUBECONFIG, cluster_identifier="research")
+        provider = k8s.Provider("part-k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG), cluster_identifier="research")
         component_type("part", args_type(provider=provider, **fields))
     return program
 
@@ -90,6 +90,7 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
         sorted(map(json.dumps, snapshot(expected)))
     provider = hosted.one("pulumi:providers:kubernetes")
     assert provider.inputs["clusterIdentifier"] == "research"
+    assert provider.is_secret("kubeconfig")  # given as plain text, kept as a secret
     assert all(r.provider == provider.urn for r in hosted.registrations if r.type.startswith("kubernetes:"))
 
 

@@ -28,12 +28,12 @@ from trainstack.components.gcp import (
     GkeSystemNodesArgs,
 )
 from trainstack.components.job_args import JobArgs, SecretEnvArgs
+from trainstack.components.kubernetes_args import TolerationArgs
 from trainstack.components.kueue import Kueue, KueueArgs
 from trainstack.components.platform import (
     BucketArgs,
     GpuNodesArgs,
     SharedStorageArgs,
-    TolerationArgs,
     TrainingPlatform,
     TrainingPlatformArgs,
 )

@@ -7,8 +7,9 @@ import pulumi_kubernetes as k8s
 def cluster_provider(name: str, kubeconfig: pulumi.Input[str], cluster_name: str | None,
                      parent: pulumi.Resource) -> k8s.Provider:
     """A Kubernetes provider for `kubeconfig`; with `cluster_name`, replaced only when the cluster changes (not
-    when the kubeconfig's text does). Never the ambient kubeconfig: every object names this provider."""
-    return k8s.Provider(f"{name}-k8s", kubeconfig=kubeconfig, cluster_identifier=cluster_name,
+    when the kubeconfig's text does). Never the ambient kubeconfig: every object names this provider. The
+    kubeconfig is kept as a secret in the state whether or not the caller marked it (it may hold a token)."""
+    return k8s.Provider(f"{name}-k8s", kubeconfig=pulumi.Output.secret(kubeconfig), cluster_identifier=cluster_name,
                         opts=pulumi.ResourceOptions(parent=parent))
 
 

@@ -9,7 +9,7 @@ from infra.nvidia_device_plugin import NvidiaDevicePlugin as InfraNvidiaDevicePl
 from infra.nvidia_device_plugin import NvidiaDevicePluginArgs as InfraNvidiaDevicePluginArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
-from trainstack.components.platform import TolerationArgs
+from trainstack.components.kubernetes_args import TolerationArgs
 from trainstack.components.stack_config import config_value
 
 

@@ -10,7 +10,7 @@ from infra.kueue import Kueue as InfraKueue
 from infra.kueue import KueueArgs as InfraKueueArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
-from trainstack.components.platform import TolerationArgs
+from trainstack.components.kubernetes_args import TolerationArgs
 from trainstack.components.stack_config import config_value
 
 

@@ -23,21 +23,8 @@ from infra.platform import TrainingPlatformArgs as InfraTrainingPlatformArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, stand_in_provider
 from trainstack.components.job_args import JobArgs
+from trainstack.components.kubernetes_args import TolerationArgs
 from trainstack.components.stack_config import config_value
-
-
-@dataclass(kw_only=True)
-class TolerationArgs:
-    """A Kubernetes toleration for the GPU nodes' taint."""
-
-    key: str | None = None
-    """The taint's key, e.g. nvidia.com/gpu."""
-    operator: str | None = None
-    """Exists or Equal (Kubernetes' default: Equal)."""
-    value: str | None = None
-    """The taint's value, with operator Equal."""
-    effect: str | None = None
-    """NoSchedule, PreferNoSchedule or NoExecute; unset tolerates every effect."""
 
 
 @dataclass(kw_only=True)
