@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 from infra import validation
 from infra.config import JobConfig
 from infra.contracts import GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
+from infra.job_submission import shared_job_values, submission_output
 from infra.kueue import Kueue, KueueArgs
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from infra.resource_options import child_options
@@ -146,9 +147,15 @@ class TrainingPlatform(pulumi.ComponentResource):
 
         self.namespace = pulumi.Output.from_input(namespace)
         self.job = None
-        self.outputs = {}
+        train, cache_values = data_cache_values(job, args.bucket.uri)
+        extra_values = deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}), args.job_values)
+        # What `trainstack submit` needs to run more jobs like this one (infra/job_submission.py).
+        self.outputs = {"jobSubmission": submission_output(
+            job=job, namespace=self.namespace, bucket=args.bucket, gpu=args.gpu, identity=args.identity,
+            values=shared_job_values(image_ref=args.image_ref, gpu=args.gpu, claim_name=self.claim_name,
+                                     queue_name=queue_name, secret_env=job.secret_env, tensorboard=job.tensorboard,
+                                     extra_values=extra_values))}
         if job.enabled:
-            train, cache_values = data_cache_values(job, args.bucket.uri)
             train = with_snapshots(train, job, args.bucket.uri)
             self.job = TrainingJob(job.name, TrainingJobArgs(
                 provider=args.provider,
@@ -166,9 +173,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                 train=train,
                 secret_env=job.secret_env,
                 tensorboard=job.tensorboard,
-                extra_values=deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}),
-                                        args.job_values),
+                extra_values=extra_values,
             ), opts=child_options(self, None, opts, depends_on=job_ready))
-            self.outputs = {"jobName": self.job.job_name, "jobNamespace": self.job.namespace}
+            self.outputs.update({"jobName": self.job.job_name, "jobNamespace": self.job.namespace})
         self.register_outputs({"namespace": self.namespace, **self.outputs})
 
