@@ -1,11 +1,8 @@
-"""The component provider `pulumi package add` runs (PulumiPlugin.yaml at the repository root points here).
+"""The component provider that `pulumi package add` runs (provider/PulumiPlugin.yaml, provider/__main__.py).
 
-Pulumi's Python language host starts this file as a script with the engine's address in argv;
-component_provider_host infers the schema from the components' annotations and serves Construct.
+component_provider_host infers the schema from the components' annotations and serves Construct; the engine's
+address arrives in argv.
 """
-
-import sys
-from pathlib import Path
 
 NAME = "trainstack"
 VERSION = "0.1.0"
@@ -17,9 +14,3 @@ def main() -> None:
     from trainstack.components import HOSTED
 
     component_provider_host(HOSTED, name=NAME, version=VERSION)
-
-
-if __name__ == "__main__":
-    # Started as a script, Python puts trainstack/ on sys.path, not the checkout that holds the packages.
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    main()

@@ -1,4 +1,4 @@
-"""The package schema `pulumi package add` would get from trainstack/provider.py, as committed JSON.
+"""The package schema `pulumi package add` gets from the provider (trainstack/provider.py), as committed JSON.
 
 `make schema` (python -m trainstack.schema) writes it to schema.json; tests/library/test_schema.py runs the
 same inference offline and compares, so a change to an Args class shows up in review as a schema diff.

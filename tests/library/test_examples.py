@@ -101,7 +101,8 @@ def yaml_example_errors(program: dict) -> list[str]:
 
 def test_yaml_example_declares_the_gke_stack_as_the_schema_says():
     program = yaml.safe_load((EXAMPLES / "yaml-gke" / "Pulumi.yaml").read_text())
-    assert program["runtime"] == "yaml" and "trainstack" in program["packages"]
+    assert program["runtime"] == "yaml"
+    assert (EXAMPLES / "yaml-gke" / program["packages"]["trainstack"] / "PulumiPlugin.yaml").is_file()
     assert [r["type"] for r in program["resources"].values()] == ["trainstack:index:GcpStack"]
     assert yaml_example_errors(program) == []
 

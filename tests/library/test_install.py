@@ -22,7 +22,11 @@ REPO = Path(__file__).resolve().parents[2]
 def test_installed_without_training_extras_composes_a_component_outside_the_repo(request, tmp_path):
     python = venv_from(REPO / "requirements.txt", request.config.cache, "library")
     pip = [str(python), "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "install", "--no-deps", "--force-reinstall", str(REPO)], check=True, cwd=tmp_path)
+    # From a copy without build output: pip builds in the source tree, and a stale build/ there would leak
+    # removed modules into the wheel (and litter the checkout).
+    source = shutil.copytree(REPO, tmp_path / "source", symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "venv", ".pytest_cache", ".ruff_cache", "build", "*.egg-info", "__pycache__"))
+    subprocess.run([*pip, "install", "--no-deps", "--force-reinstall", str(source)], check=True, cwd=tmp_path)
     checked = subprocess.run([*pip, "check"], capture_output=True, text=True, cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert subprocess.run([str(python), "-c", "import torch"], capture_output=True).returncode != 0

@@ -1,4 +1,4 @@
-"""trainstack/provider.py as Pulumi's language host starts it: a script, argv = the engine's address.
+"""provider/ as Pulumi's language host starts the package: `python provider <engine address>`.
 
 The process prints its gRPC port; GetSchema over that port returns the committed schema.json. Started from
 another folder, without the checkout on PYTHONPATH, as it is for `pulumi package add`.
@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_plugin_entry_point_serves_the_committed_schema(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    process = subprocess.Popen([sys.executable, str(REPO / "trainstack" / "provider.py"), "127.0.0.1:1"],
+    process = subprocess.Popen([sys.executable, str(REPO / "provider"), "127.0.0.1:1"],
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         port = process.stdout.readline().strip()

@@ -66,9 +66,13 @@ def test_every_component_type_and_property_has_a_description():
     assert not missing, f"add a docstring under each of: {missing}"
 
 
-def test_pulumi_plugin_manifest_runs_the_provider():
-    manifest = yaml.safe_load((REPO / "PulumiPlugin.yaml").read_text())
-    assert manifest["runtime"]["name"] == "python"
-    entry = REPO / manifest["main"]
-    assert entry == REPO / "trainstack" / "provider.py"
-    assert "component_provider_host(HOSTED, name=NAME" in entry.read_text()
+def test_the_package_folder_is_what_the_python_host_runs():
+    # pulumi-language-python's RunPlugin runs `python <plugin folder>` when the folder has a __main__.py; the
+    # repository root's __main__.py is the Pulumi program, so the package lives in provider/.
+    folder = REPO / "provider"
+    manifest = yaml.safe_load((folder / "PulumiPlugin.yaml").read_text())
+    assert manifest == {"runtime": "python"}
+    assert "from trainstack.provider import main" in (folder / "__main__.py").read_text()
+    assert "component_provider_host(HOSTED, name=NAME" in (REPO / "trainstack" / "provider.py").read_text()
+    assert (folder / "requirements.txt").read_text().splitlines()[-1] == "-r ../requirements.txt"
+    assert not (REPO / "PulumiPlugin.yaml").exists()
