@@ -9,7 +9,7 @@ from tests.infra.test_layering import CLOUD_MODULES, imported_modules
 
 COMPONENTS = Path(__file__).resolve().parents[2] / "trainstack" / "components"
 # The one module each cloud's façade lives in; every other module is cloud-neutral.
-CLOUD_FACADES = {"aws.py": "aws", "gcp.py": "gcp"}
+CLOUD_FACADES = {"aws.py": "aws", "gcp.py": "gcp", "gpu_direct.py": "gcp"}
 
 
 @pytest.mark.parametrize("path", sorted(COMPONENTS.glob("*.py")), ids=lambda p: p.name)

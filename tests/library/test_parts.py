@@ -8,10 +8,14 @@ import json
 import os
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 
+from infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
+from infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
+from infra.gcp.machine_types import GPU_DIRECT
 from infra.kueue import Kueue, KueueArgs
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from infra.training_job import SecretEnv, TrainingJob, TrainingJobArgs
@@ -57,7 +61,28 @@ def direct(component_type, args_type, **fields):
     return program
 
 
+VPCS = [f"research-tcpx-gpunet-{i}" for i in range(4)]
+SUBNETS = [f"{vpc}-subnet" for vpc in VPCS]
+
+
+def direct_gpu_networks() -> None:
+    google = gcp.Provider("part-gcp", project="ml-research-123", region="us-central1", default_labels={})
+    GpuNetworks("part", GpuNetworksArgs(region="us-central1", name_prefix="research-tcpx", count=4),
+                opts=pulumi.ResourceOptions(providers={"gcp": google}))
+
+
 CASES = {
+    "GpuDirectNetworks": (
+        {"project": "ml-research-123", "region": "us-central1", "machineType": "a3-highgpu-8g",
+         "namePrefix": "research-tcpx"},
+        direct_gpu_networks,
+    ),
+    "GpuDirect": (
+        {"kubeconfig": KUBECONFIG, "clusterName": "research", "machineType": "a3-highgpu-8g", "vpcNames": VPCS,
+         "subnetNames": SUBNETS},
+        direct(GpuDirect, GpuDirectArgs, profile=GPU_DIRECT["a3-highgpu-8g"], accelerator="nvidia-h100-80gb",
+               vpc_names=VPCS, subnet_names=SUBNETS),
+    ),
     "NvidiaDevicePlugin": (
         {"kubeconfig": KUBECONFIG, "clusterName": "research", "nodeSelector": {"gpu": "true"},
          "tolerations": [TOLERATION]},
@@ -88,10 +113,15 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
     expected, _ = run(infra_program)
     assert sorted(map(json.dumps, without_facade(hosted, "parts"))) == \
         sorted(map(json.dumps, snapshot(expected)))
-    provider = hosted.one("pulumi:providers:kubernetes")
-    assert provider.inputs["clusterIdentifier"] == "research"
-    assert provider.is_secret("kubeconfig")  # given as plain text, kept as a secret
-    assert all(r.provider == provider.urn for r in hosted.registrations if r.type.startswith("kubernetes:"))
+    for package in ("kubernetes", "gcp"):  # each cloud object on the component's one explicit provider
+        objects = [r for r in hosted.registrations if r.type.startswith(f"{package}:")]
+        if objects:
+            provider = hosted.one(f"pulumi:providers:{package}")
+            assert all(r.provider == provider.urn for r in objects)
+    if component != "GpuDirectNetworks":
+        provider = hosted.one("pulumi:providers:kubernetes")
+        assert provider.inputs["clusterIdentifier"] == "research"
+        assert provider.is_secret("kubeconfig")  # given as plain text, kept as a secret
 
 
 @pytest.mark.parametrize(("component", "inputs", "problem"), [
@@ -104,6 +134,10 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
     ("TrainingPlatform", {"kubeconfig": KUBECONFIG, "gpu": {"gpusPerNode": 1}, "bucket": {"uri": "s3://b"},
                           "imageRef": IMAGE, "job": {"enabled": True}}, "the job needs a shared filesystem"),
     ("GcpStack", {"project": "My Project"}, "gcp:project: 'My Project' is not a project ID"),
+    ("GpuDirectNetworks", {"project": "p", "region": "us-central1", "machineType": "a2-highgpu-8g",
+                           "namePrefix": "x"}, "'a2-highgpu-8g' has no GPUDirect NICs"),
+    ("GpuDirect", {"kubeconfig": KUBECONFIG, "machineType": "a3-megagpu-8g", "vpcNames": VPCS,
+                   "subnetNames": SUBNETS}, "vpc_names must list the 8 GPU networks of a3-megagpu-8g, got 4"),
     ("AwsStack", {"region": "us-west-2"}, "trainstack:apiPublicAccessCidrs: not set"),
     ("GcpStack", {"project": "ml-research-123", "job": {"enabled": True, "nodesMax": 3},
                   "gpuPools": {"t4": {"max": 1}}}, "trainstack:job.nodesMax: 3 pods need 3 GPU nodes"),
@@ -112,6 +146,26 @@ def test_bad_input_stops_before_anything_is_registered(component, inputs, proble
     result, stopped = run(construct(component, inputs))
     assert len(stopped) == 1 and problem in str(stopped[0]), stopped
     assert result.registrations == []
+
+
+def test_gpu_direct_takes_the_networks_output_of_gpu_direct_networks():
+    from trainstack.components import GpuDirect as HostedGpuDirect
+    from trainstack.components import GpuDirectArgs as HostedGpuDirectArgs
+    from trainstack.components import GpuDirectNetworks as HostedGpuDirectNetworks
+    from trainstack.components import GpuDirectNetworksArgs as HostedGpuDirectNetworksArgs
+
+    def program() -> None:
+        networks = HostedGpuDirectNetworks("nets", HostedGpuDirectNetworksArgs(
+            project="ml-research-123", region="us-central1", machine_type="a3-highgpu-8g", name_prefix="research-tcpx"))
+        HostedGpuDirect("direct", HostedGpuDirectArgs(
+            kubeconfig=KUBECONFIG, machine_type="a3-highgpu-8g", vpc_names=networks.network_names,
+            subnet_names=networks.subnetwork_names))
+
+    result, stopped = run(program)
+    assert not stopped, stopped
+    params = [r for r in result.registrations if r.inputs.get("kind") == "GKENetworkParamSet"]
+    assert [r.inputs["spec"]["vpc"] for r in params] == VPCS
+    assert [r.inputs["spec"]["vpcSubnet"] for r in params] == SUBNETS
 
 
 def test_python_callers_get_the_same_component():

@@ -7,6 +7,7 @@ handles between components are outputs (cluster name, kubeconfig, image ref), ne
 
 - TrainingPlatform: the training platform alone, on a cluster you already have (by kubeconfig).
 - NvidiaDevicePlugin, Kueue, TrainingJob: its parts, each on a cluster given by kubeconfig.
+- GpuDirectNetworks, GpuDirect: GPUDirect networking on GKE A3 (the VPCs; the in-cluster half).
 - GcpStack / AwsStack: the whole stack of Pulumi.gcp.yaml / Pulumi.aws.yaml, from the same settings.
 """
 
@@ -27,6 +28,12 @@ from trainstack.components.gcp import (
     GkeNetworkArgs,
     GkeSystemNodesArgs,
 )
+from trainstack.components.gpu_direct import (
+    GpuDirect,
+    GpuDirectArgs,
+    GpuDirectNetworks,
+    GpuDirectNetworksArgs,
+)
 from trainstack.components.job_args import JobArgs, SecretEnvArgs
 from trainstack.components.kubernetes_args import TolerationArgs
 from trainstack.components.kueue import Kueue, KueueArgs
@@ -40,12 +47,13 @@ from trainstack.components.platform import (
 from trainstack.components.training_job import TrainingJob, TrainingJobArgs
 
 # The components the provider hosts, in schema order.
-HOSTED = [TrainingPlatform, NvidiaDevicePlugin, Kueue, TrainingJob, GcpStack, AwsStack]
+HOSTED = [TrainingPlatform, NvidiaDevicePlugin, Kueue, TrainingJob, GpuDirectNetworks, GpuDirect, GcpStack, AwsStack]
 
 __all__ = [
     "AwsExistingNetworkArgs", "AwsStack", "AwsStackArgs", "BucketArgs", "EksGpuNodesArgs", "EksSystemNodesArgs",
     "FilestoreArgs", "GcpExistingNetworkArgs", "GcpStack", "GcpStackArgs", "GkeGpuPoolArgs", "GkeNetworkArgs",
     "GkeSystemNodesArgs", "GpuNodesArgs", "HOSTED", "JobArgs", "SecretEnvArgs", "SharedStorageArgs",
     "TolerationArgs", "TrainingPlatform", "TrainingPlatformArgs", "NvidiaDevicePlugin", "NvidiaDevicePluginArgs",
-    "Kueue", "KueueArgs", "TrainingJob", "TrainingJobArgs",
+    "Kueue", "KueueArgs", "TrainingJob", "TrainingJobArgs", "GpuDirect", "GpuDirectArgs", "GpuDirectNetworks",
+    "GpuDirectNetworksArgs",
 ]
