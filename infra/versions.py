@@ -91,6 +91,9 @@ GCP_SERVICES = (
     "storage.googleapis.com",
     "iam.googleapis.com",
     "iamcredentials.googleapis.com",
+    # Image streaming (the cluster's gcfs_config) needs the Container File System API
+    # (cloud.google.com/kubernetes-engine/docs/how-to/image-streaming, "Requirements").
+    "containerfilesystem.googleapis.com",
 )
 # GPUDirect on A3 (TCPX / TCPXO): the NCCL plugin installer's version is the chart's
 # gpuNetworking.<mode>.plugin pin (workloads/charts/training-job/values.yaml), paired there with its

@@ -60,7 +60,8 @@ def test_four_gpu_vpcs_with_one_subnet_each_reach_the_pool(up):
     subnets = [s for s in up.by_type(SUBNETWORK) if "gpunet" in s.inputs.get("name", "")]
     assert len(subnets) == 4
     cidrs = {s.inputs["name"]: s.inputs["ipCidrRange"] for s in subnets}
-    firewalls = up.by_type(FIREWALL)
+    # The GPU VPCs' own rules (the control plane's rule to Kueue lives in the cluster's network).
+    firewalls = [f for f in up.by_type(FIREWALL) if f.name != "trainstack-control-plane-calls"]
     assert len(firewalls) == 4
     for firewall in firewalls:
         (source,) = firewall.inputs["sourceRanges"]
@@ -234,7 +235,8 @@ def test_filestore_below_the_zonal_minimum_stops():
 def test_gke_patch_below_the_gpu_direct_minimum_fails_the_preview():
     def calls(token, args):
         if token == GET_ENGINE_VERSIONS:
-            return {"latestMasterVersion": "1.31.10-gke.1000", "validMasterVersions": ["1.31.10-gke.1000"]}
+            return {"latestMasterVersion": "1.31.10-gke.1000", "validMasterVersions": ["1.31.10-gke.1000"],
+                    "releaseChannelLatestVersion": {"REGULAR": "1.31.10-gke.1000"}}
         return provider_calls(token, args)
 
     config = a3_config({"trainstack:gpuPools": {"a3": {"machineType": "a3-megagpu-8g"}},
