@@ -7,13 +7,18 @@ the component receives its Args class (nested Args included), and the GcpStack/A
 exactly the graph this repository's `__main__.py` builds from the same settings in a stack file.
 """
 
+import dataclasses
 import json
 import os
 from typing import Any
 
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.experimental.util import camel_case
 
+from infra.aws import config as aws_config
+from infra.config import job as job_config
+from infra.gcp import config as gcp_config
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.golden import snapshot
@@ -21,7 +26,9 @@ from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack.components import (
     HOSTED,
+    AwsStackArgs,
     GcpStackArgs,
+    GkeGpuPoolArgs,
     JobArgs,
     SecretEnvArgs,
     TolerationArgs,
@@ -151,3 +158,15 @@ def test_bad_input_stops_before_anything_is_registered():
 def test_python_callers_pass_the_args_class():
     args = GcpStackArgs(project="p", job=JobArgs(enabled=False))
     assert args_from_inputs(GcpStackArgs, args) is args
+
+
+def schema_names(args_type) -> set[str]:
+    return {camel_case(f.name) for f in dataclasses.fields(args_type)}
+
+
+def test_hosted_stacks_take_exactly_the_stack_files_keys():
+    # A key the stack file gains (or loses) must show up here, not silently be missing from the package.
+    assert schema_names(GcpStackArgs) == set(gcp_config.TOP_LEVEL_KEYS) - {"cloud"} | {"project", "region"}
+    assert schema_names(AwsStackArgs) == set(aws_config.TOP_LEVEL_KEYS) - {"cloud"} | {"region", "profile"}
+    assert schema_names(GkeGpuPoolArgs) == set(gcp_config.GPU_POOL_KEYS)
+    assert schema_names(JobArgs) == set(job_config.JOB_KEYS)
