@@ -37,7 +37,7 @@ import time
 
 SIGTERM_EXIT = 143
 # The store host (pod 0) went away after this node had joined: "restart me", like a peer's
-# preemption (training/preemption.py PEER_PREEMPTED); the chart's podFailurePolicy ignores it.
+# preemption (training/elastic/preemption.py PEER_PREEMPTED); the chart's podFailurePolicy ignores it.
 HOST_LOST = 75
 TORCH_JOIN_TIMEOUT_DEFAULT = 600  # DynamicRendezvousHandler's join_timeout when --rdzv-conf has none
 RDZV_CONF_DEFAULTS = {"keep_alive_interval": "1", "keep_alive_max_attempt": "3"}
