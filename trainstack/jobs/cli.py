@@ -60,9 +60,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _releases(cluster: Cluster) -> list[dict]:
+# The Helm release label every CLI submission carries (`helm install --labels`, helm v3.21.4
+# cmd/helm/install.go:201), so `cancel --all` selects the CLI's releases by label and never the stack's
+# own (Pulumi's) release, whatever a stale --outputs file says its name is.
+SUBMITTED_BY_CLI = ("trainstack.dev/submitted-by", "cli")
+
+
+def _releases(cluster: Cluster, *, submitted_by_cli: bool = False) -> list[dict]:
     # --all: a failed or pending release still holds its name (helm list's default shows deployed and failed).
-    return [r for r in cluster.json("helm", ["list", "--all", "--output", "json"]) or []
+    # --max 0: helm list returns at most 256 releases by default, cut after sorting by name (helm v3.21.4
+    # cmd/helm/list.go:126, pkg/action/list.go:206-214); 0 returns all of them.
+    args = ["list", "--all", "--max", "0", "--output", "json"]
+    if submitted_by_cli:
+        args += ["--selector", "=".join(SUBMITTED_BY_CLI)]  # helm list -l (cmd/helm/list.go:129)
+    return [r for r in cluster.json("helm", args) or []
             if str(r.get("chart", "")).startswith(f"{status.CHART_NAME}-")]
 
 
@@ -99,8 +110,8 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
         for done, (name, values) in enumerate(planned):
             try:
                 # install, never upgrade: a name in use fails here too, whatever raced us.
-                cluster.run("helm", ["install", name, str(TRAINING_JOB_CHART_DIR), "--values", "-"],
-                            stdin=json.dumps(values))
+                cluster.run("helm", ["install", name, str(TRAINING_JOB_CHART_DIR), "--values", "-",
+                                     "--labels", "=".join(SUBMITTED_BY_CLI)], stdin=json.dumps(values))
             except CommandFailed as error:
                 submitted = ", ".join(n for n, _ in planned[:done]) or "none"
                 print(f"trainstack submit: {error} (submitted before it: {submitted})", file=sys.stderr)
@@ -124,10 +135,15 @@ def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
 def logs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
         _known(cluster, args.name)
-        # Every pod of the Job (the label the Job controller sets), each line prefixed with its pod.
+        # The Job's pods that exist now (the label the Job controller sets), each line prefixed with its pod.
+        # --tail=-1: with a selector kubectl prints only the last 10 lines of each pod unless --tail is given
+        # (kubernetes/kubectl v0.34.0 pkg/cmd/logs/logs.go:112,240-241).
         command = ["logs", "--selector", f"batch.kubernetes.io/job-name={args.name}", "--container", "trainer",
-                   "--prefix", "--max-log-requests", "64"]
-        return cluster.stream("kubectl", [*command, *(["--follow"] if args.follow else [])])
+                   "--prefix", "--max-log-requests", "64", "--tail=-1"]
+        # -f: one pod's stream failing (a pod deleted, a node gone) would end every stream unless
+        # --ignore-errors (logs.go:396-404, parallelConsumeRequest).
+        follow = ["--follow", "--ignore-errors"] if args.follow else []
+        return cluster.stream("kubectl", [*command, *follow])
 
 
 def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
@@ -138,14 +154,19 @@ def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
                          "pulumi config set --path trainstack:job.enabled false && pulumi up")
     with Cluster(outputs) as cluster:
         if args.all:
-            # The stack's own job is Pulumi's: pulumi destroy (or job.enabled=false) removes it.
-            names = [r["name"] for r in _releases(cluster) if r["name"] != outputs.stack_job]
+            # Only the releases the CLI installed (their label): the stack's own job is Pulumi's, and
+            # pulumi destroy (or job.enabled=false) removes it.
+            names = [r["name"] for r in _releases(cluster, submitted_by_cli=True) if r["name"] != outputs.stack_job]
+            # Before pulumi destroy: return only once the pods are gone (they hold the shared claim), not
+            # helm uninstall's default of no --wait and --cascade background (cmd/helm/uninstall.go:79-80).
+            how = ["--wait", "--cascade", "foreground"]
         else:
             _known(cluster, args.name)
             names = [args.name]
+            how = []
         for name in names:
             # Uninstall deletes the Job, its pods and Service; the bucket prefix is never touched.
-            cluster.run("helm", ["uninstall", name])
+            cluster.run("helm", ["uninstall", name, *how])
             print(f"cancelled {name}; its checkpoints stay in {submission.run_prefix(outputs, name)}/")
     if not names:
         print("no jobs to cancel")
@@ -165,6 +186,8 @@ def results(args: argparse.Namespace, outputs: StackOutputs) -> int:
     return 0
 
 
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+
 COMMANDS = {"submit": submit, "list": list_jobs, "logs": logs, "cancel": cancel, "results": results}
 
 
@@ -177,6 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         outputs = load(args.stack, args.outputs)
         return COMMANDS[args.command](args, outputs)
+    except KeyboardInterrupt:
+        # Ctrl-C (logs -f, mostly): the shell's code for an interrupt, not a traceback.
+        print(file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
     except UsageError as error:
         print(f"trainstack {args.command}: {error}", file=sys.stderr)
         return USAGE_EXIT_CODE
