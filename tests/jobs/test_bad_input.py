@@ -19,6 +19,10 @@ def _one_line(err: str) -> str:
     (["--", "--no-such-flag"], "the trainer refuses it"),
     (["--", "--out", "/tmp/elsewhere"], "--out would move the run off the shared volume"),
     (["--", "--data", "/tmp/data"], "--data would move the run"),
+    # argparse's abbreviations reach the same flags: checked on what the trainer parses.
+    (["--", "--ou", "/tmp/elsewhere"], "--out (or an abbreviation of it) would move the run"),
+    (["--", "--dat", "/tmp/x"], "--data (or an abbreviation of it) would move the run"),
+    (["--", "--o=/tmp/y"], "the trainer flags after --: "),
     (["--", "--snapshot-uri", "s3://other/x"], "--snapshot-uri is set by trainstack"),
     (["--nodes", "1:3"], "3 pods need 3 GPU nodes (g4dn.xlarge), but the stack's GPU pool has at most 2"),
     (["--nodes", "3:1"], "--nodes: nodesMin (3) is greater than nodesMax (1)"),
