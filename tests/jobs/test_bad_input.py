@@ -115,3 +115,41 @@ def test_cancel_takes_a_name_or_all(argv, cluster, cli, outputs_file):
     code, _, err = cli("cancel", *argv, "--outputs", outputs_file("aws"))
     assert code == 2 and "cancel takes a NAME or --all" in _one_line(err)
     assert cluster.calls == []
+
+
+def _set(*path_and_value):
+    *path, value = path_and_value
+
+    def edit(exports):
+        node = exports
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    (_set("jobSubmission", "gpusPerNode", "abc"), "jobSubmission.gpusPerNode is 'abc'"),
+    (_set("jobSubmission", "gpusPerNode", 0), "jobSubmission.gpusPerNode is 0"),
+    (_set("jobSubmission", "namespace", None), "jobSubmission.namespace is None"),
+    (_set("jobSubmission", "namespace", ["a"]), "jobSubmission.namespace is ['a']"),
+    (_set("jobSubmission", "values", []), "jobSubmission.values is []"),
+    (_set("jobSubmission", "bucketUri", None), "jobSubmission.bucketUri is None"),
+    (_set("jobSubmission", "serviceAccountAnnotations", ["x"]), "jobSubmission.serviceAccountAnnotations is"),
+    (_set("estimatedHourlyUsd", "gpuNode", "usdPerNode", "x"), "estimatedHourlyUsd.gpuNode.usdPerNode is 'x'"),
+])
+@pytest.mark.parametrize("command", [["submit", "exp"], ["list"]])
+def test_malformed_outputs(command, edit, says, cluster, cli, outputs_file):
+    code, out, err = cli(*command, "--outputs", outputs_file("aws", edit))
+    assert code == 2 and out == "" and says in _one_line(err)
+    assert cluster.calls == []
+
+
+def test_an_outputs_file_in_utf16(cluster, cli, outputs_file, tmp_path):
+    # PowerShell 5's `>` writes UTF-16 with a byte-order mark.
+    path = tmp_path / "utf16.json"
+    path.write_bytes(open(outputs_file("aws"), encoding="utf-8").read().encode("utf-16"))
+    code, _, err = cli("list", "--outputs", str(path))
+    assert code == 2 and "not UTF-8 text" in _one_line(err)
+    assert cluster.calls == []

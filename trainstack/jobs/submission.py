@@ -150,6 +150,13 @@ def chart_values(outputs: StackOutputs, job: JobConfig, target: Target, *, image
     }
     if target.is_trainer:
         train = dict(job.train)
+        # Where fetch-data puts the data set (jobSubmission.trainData); a stack from before that output
+        # still has the cache's values.
+        cache = (outputs.values.get("storage") or {}).get("cache") or {}
+        data = outputs.train_data or (cache.get("mountPath") or chart_default_values()["storage"]["cache"]["mountPath"]
+                                      if cache.get("enabled") else None)
+        if data is not None:
+            train["data"] = data
         train["extraArgs"] = [*train.get("extraArgs", []), SNAPSHOT_FLAG, run_prefix(outputs, job.name)]
         own["train"] = train
     else:
