@@ -3,6 +3,8 @@ or only the read-only `helm list` that finds out a name is unknown or taken)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 READ_ONLY = ["helm list"]
@@ -149,7 +151,7 @@ def test_malformed_outputs(command, edit, says, cluster, cli, outputs_file):
 def test_an_outputs_file_in_utf16(cluster, cli, outputs_file, tmp_path):
     # PowerShell 5's `>` writes UTF-16 with a byte-order mark.
     path = tmp_path / "utf16.json"
-    path.write_bytes(open(outputs_file("aws"), encoding="utf-8").read().encode("utf-16"))
+    path.write_bytes(Path(outputs_file("aws")).read_text(encoding="utf-8").encode("utf-16"))
     code, _, err = cli("list", "--outputs", str(path))
     assert code == 2 and "not UTF-8 text" in _one_line(err)
     assert cluster.calls == []
