@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime, timedelta, timezone
 
 from tests.workloads.chart import one, render
@@ -36,6 +37,7 @@ def _cluster_with_jobs(cluster, cli, outputs_path) -> None:
         name = call["argv"][1]
         job = one(render(json.loads(call["stdin"]), release=name, namespace="default"), "Job")
         job["metadata"]["creationTimestamp"] = _at(3)
+        job["metadata"]["uid"] = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))  # the API server gives each Job one
         job["spec"]["suspend"] = False  # the chart creates it suspended; Kueue unsuspends it on admission
         conditions: list[dict] = []
         status: dict = {}
@@ -204,3 +206,41 @@ def test_ctrl_c_during_logs_is_not_a_traceback(cluster, cli, outputs_file, monke
     monkeypatch.setattr("trainstack.jobs.cluster.Cluster.stream", interrupted)
     code, out, err = cli("logs", "exp", "-f", "--outputs", path)
     assert code == 130 and "Traceback" not in err
+
+
+def _helm_updated(hours_ago: float) -> str:
+    # helm list's `updated`: Go's time.String() (helm v3.21.4 cmd/helm/list.go:164-171).
+    return (datetime.now(timezone.utc) - timedelta(hours=hours_ago)).strftime("%Y-%m-%d %H:%M:%S.%f000 +0000 UTC")
+
+
+def test_list_tells_a_job_that_is_gone_from_one_that_waits(cluster, cli, outputs_file):
+    # No Job for any of them: the release's status and age say why.
+    release = {"chart": "training-job-0.1.0", "labels": {"trainstack.dev/submitted-by": "cli"}}
+    cluster.set_state({"releases": [
+        {**release, "name": "refused", "status": "failed", "updated": _helm_updated(1)},
+        {**release, "name": "installing", "status": "pending-install", "updated": _helm_updated(0)},
+        {**release, "name": "old", "status": "deployed", "updated": _helm_updated(25)},  # past the 24 h TTL
+        {**release, "name": "removed", "status": "deployed", "updated": _helm_updated(2)},
+    ]})
+    code, out, err = cli("list", "--outputs", outputs_file("aws"))
+    assert code == 0, err
+    states = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:-1]}
+    assert states == {"refused": "failed", "installing": "submitting", "old": "expired", "removed": "deleted"}
+
+
+def test_list_matches_a_workload_to_its_job_by_uid(cluster, cli, outputs_file):
+    path = outputs_file("aws")
+    assert cli("submit", "exp", "--outputs", path)[0] == 0
+    [install] = [c for c in cluster.calls if c["argv"][0] == "install"]
+    job = one(render(json.loads(install["stdin"]), release="exp", namespace="default"), "Job")
+    job["metadata"].update(uid="11111111-1111-1111-1111-111111111111", creationTimestamp=_at(0.1))
+    job["status"] = {}
+    current = workload_for(job, conditions=[])
+    # A Workload left by an earlier job named exp (cancelled and submitted again): admitted, another owner.
+    earlier = workload_for({**job, "metadata": {**job["metadata"], "uid": "22222222-2222-2222-2222-222222222222"}},
+                           conditions=[_condition("Admitted", 5, "Admitted")])
+    earlier["metadata"]["name"] = "job-exp-22222"
+    cluster.set_state({**cluster.state, "jobs": [job], "workloads": [current, earlier]})
+    code, out, err = cli("list", "--outputs", path)
+    assert code == 0, err
+    assert out.splitlines()[1].split()[:2] == ["exp", "queued"]

@@ -128,7 +128,8 @@ def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
         workloads = (cluster.json("kubectl", ["get", "workloads.kueue.x-k8s.io", "--output", "json"])
                      if outputs.queue_name else {})
     print(status.table(status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None,
-                                   gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node)))
+                                   gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
+                                   ttl=status.ttl_seconds(outputs.values))))
     return 0
 
 
