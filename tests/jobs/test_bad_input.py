@@ -155,3 +155,49 @@ def test_an_outputs_file_in_utf16(cluster, cli, outputs_file, tmp_path):
     code, _, err = cli("list", "--outputs", str(path))
     assert code == 2 and "not UTF-8 text" in _one_line(err)
     assert cluster.calls == []
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    # Image references the kubelet refuses (InvalidImageName) or helm's schema does.
+    (["--image", "x:y z"], "--image: 'x:y z' is not an image reference"),
+    (["--image", "@sha256:abc"], "is not an image reference"),
+    (["--image", ":tag"], "is not an image reference"),
+    (["--image", "repo@"], "is not an image reference"),
+    (["--image", "repo:"], "is not an image reference"),
+    (["--image", "Repo:UPPER"], "is not an image reference"),
+    (["--image", "repo@sha256:abc"], "is not an image reference"),
+    # What the chart's schema refuses, found by rendering it here: a digest that is not sha256 and 64 hex.
+    (["--image", "repo@sha512:" + "a" * 64], "the chart refuses job exp: at '/image/digest'"),
+    (["--module", ""], "--module is empty"),
+    (["--script", " "], "--script is empty"),
+    (["--module", "training"], "--module training is the trainer"),
+])
+def test_submit_refuses_what_the_cluster_would(argv, says, cluster, cli, outputs_file):
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("aws"), *argv)
+    assert code == 2 and out == ""
+    assert says in _one_line(err)
+    assert cluster.calls == []
+
+
+@pytest.mark.parametrize("name", ["default", "kubernetes", "exp-tensorboard", "exp-etcd", "exp-nccl-check"])
+def test_submit_refuses_a_name_another_object_has(name, cluster, cli, outputs_file):
+    code, _, err = cli("submit", name, "--outputs", outputs_file("aws"))
+    assert code == 2 and _one_line(err).startswith("trainstack submit: NAME: ")
+    assert cluster.calls == []
+
+
+def test_tensorboard_without_the_shared_volume_is_refused_by_the_chart_here(cluster, cli, outputs_file):
+    # A GCP stack with sharedFilesystem off: no claim for TensorBoard to read the run from.
+    def no_claim(exports):
+        exports["jobSubmission"]["values"]["storage"].pop("pvc", None)
+
+    code, _, err = cli("submit", "exp", "--tensorboard", "--outputs", outputs_file("gcp", no_claim))
+    assert code == 2 and "the chart refuses job exp: " in _one_line(err)
+    assert cluster.calls == []
+
+
+def test_a_multi_node_sweep_needs_a_queue(cluster, cli, outputs_file):
+    code, _, err = cli("submit", "lrs", "--outputs", outputs_file("gcp"), "--nodes", "2",
+                       "--sweep", "lr=3e-4,1e-3")
+    assert code == 2 and "on a stack without a queue" in _one_line(err)
+    assert cluster.calls == []

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from infra.paths import TRAINING_JOB_CHART_DIR
-from trainstack.jobs import status, submission, sweep
+from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
 from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError
 from trainstack.jobs.stack_outputs import StackOutputs, load
@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--sweep", action="append", default=[], metavar="FLAG=V1,V2",
                      help="one job per value (repeat for a grid)")
     sub.add_argument("--image", help="another image (<repository>@sha256:... or :tag) than the stack's")
+    sub.add_argument("--tensorboard", action="store_true",
+                     help="also run TensorBoard for this job (a Deployment that stays until cancel)")
     target = sub.add_mutually_exclusive_group()
     target.add_argument("--module", help="run this module with torchrun instead of the trainer")
     target.add_argument("--script", help="run this script with torchrun instead of the trainer")
@@ -84,12 +86,42 @@ def _known(cluster: Cluster, name: str) -> None:
         raise UsageError(f"no job {name!r} on this stack (jobs: {listed})", "trainstack list shows them")
 
 
+# The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix.
+TRAINER_MODULES = ("training", "training.__main__", "training.cli")
+
+
+def _check_custom_target(module: str | None, script: str | None) -> None:
+    if module is not None and not module.strip() or script is not None and not script.strip():
+        option = "--module" if module is not None else "--script"
+        raise UsageError(f"{option} is empty (the chart would run its default trainer, unchecked)",
+                         f"give {option} a name, or drop it to submit the trainer")
+    if module in TRAINER_MODULES:
+        raise UsageError(f"--module {module} is the trainer: run that way its flags go unchecked and it gets "
+                         "no --snapshot-uri", "drop --module and pass the trainer's flags after --")
+
+
+def _check_gang(outputs: StackOutputs, job: submission.JobConfig, jobs: int) -> None:
+    """Without Kueue, pods of several multi-node jobs start wherever a node frees up: each job may get
+    part of its nodes and hold them for job.joinTimeoutSeconds waiting for the rest."""
+    if outputs.queue_name is not None or job.nodes_min <= 1:
+        return
+    if jobs > 1:
+        raise UsageError(f"a sweep of {jobs} jobs of at least {job.nodes_min} nodes each on a stack without a "
+                         "queue: they would split the GPU nodes between them and wait", "give --nodes 1 (or 1:N), "
+                         "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
+    print(f"trainstack submit: warning: no queue on this stack, so {job.nodes_min} nodes are not reserved together: "
+          "another multi-node job may take some of them (trainstack:job.queue true admits all or nothing)",
+          file=sys.stderr)
+
+
 def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
     rest = list(args.rest)
     custom = args.module is not None or args.script is not None
     if custom and args.sweep:
         raise UsageError("--sweep varies trainer flags, and --module/--script runs something else",
                          "drop --sweep, or submit the trainer")
+    if custom:
+        _check_custom_target(args.module, args.script)
     nodes = _nodes(args.nodes) if args.nodes else None
     image = submission.check_image(args.image)
     points = sweep.expand(args.name, args.sweep, [] if custom else rest)
@@ -99,8 +131,11 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
                   else submission.Target(trainer_flags=(*rest, *point.flags)))
         job = submission.check(outputs, point.name, nodes, target)
         values = submission.chart_values(outputs, job, target, image=image,
-                                         sweep=args.name if args.sweep else None)
+                                         sweep=args.name if args.sweep else None, tensorboard=args.tensorboard)
+        # The chart's own schema and checks, offline: what it refuses is bad input, not a cluster error.
+        render.check_renders(values, release=point.name, namespace=outputs.namespace)
         planned.append((point.name, values))
+    _check_gang(outputs, job, len(points))
     with Cluster(outputs) as cluster:
         existing = {r["name"] for r in _releases(cluster)}
         taken = [name for name, _ in planned if name in existing or name == outputs.stack_job]
@@ -117,7 +152,12 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
                 print(f"trainstack submit: {error} (submitted before it: {submitted})", file=sys.stderr)
                 return 1
             where = f"queue {outputs.queue_name}" if outputs.queue_name else f"namespace {outputs.namespace}"
-            print(f"submitted {name} to {where}; results in {submission.run_prefix(outputs, name)}/")
+            if custom:
+                # --snapshot-uri is the trainer's flag: a module or script writes where its own arguments say.
+                print(f"submitted {name} to {where}; it writes where its arguments say (no --snapshot-uri: "
+                      "trainstack places only the trainer's results)")
+            else:
+                print(f"submitted {name} to {where}; results in {submission.run_prefix(outputs, name)}/")
     return 0
 
 
