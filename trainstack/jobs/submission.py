@@ -124,14 +124,15 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
     return job
 
 
-# An image reference as the container runtime parses it (github.com/distribution/reference, the
-# grammar in reference.go): lowercase path components, a tag of word characters, an algorithm:hex digest.
+# An image reference as the container runtime parses it (distribution/reference v0.6.0, the grammar
+# in reference.go, the patterns in regexp.go; Go's \w is ASCII, hence re.ASCII): lowercase path
+# components, a tag of word characters, an algorithm:hex digest.
 # A reference outside it is InvalidImageName in the kubelet: the pod would hold its GPU node forever.
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE_REFERENCE = re.compile(
     rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
-    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?", re.ASCII)
 
 # Objects the chart names <release>-<suffix> (templates/tensorboard.yaml, etcd.yaml, nccl-check-configmap.yaml):
 # a job named like one would collide with another job's object.
