@@ -155,3 +155,12 @@ def test_a_multi_node_job_without_a_queue_is_warned(cluster, cli, outputs_file):
     code, _, err = cli("submit", "big", "--outputs", outputs_file("gcp"), "--nodes", "2")
     assert code == 0 and "warning: no queue on this stack" in err
     assert [c["argv"][0] for c in _installs(cluster)] == ["install"]
+
+
+def test_two_submits_that_race_fail_with_helms_own_line(cluster, cli, outputs_file):
+    # The name was free when submit listed the releases, taken when helm stored the release.
+    cluster.set_state({"install_race": "exp"})
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("aws"))
+    assert code == 1 and out == ""
+    assert err == ("trainstack submit: helm install failed: Error: INSTALLATION FAILED: release: already exists "
+                   "(submitted before it: none)\n")

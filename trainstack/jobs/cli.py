@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--script", help="run this script with torchrun instead of the trainer")
     sub.epilog = "After --: the trainer's flags (or the module's or script's arguments)."
     command("list", "the stack's jobs: state, GPUs, age, cost so far")
-    sub = command("logs", "the job's trainer logs (every pod, prefixed)")
+    sub = command("logs", "the trainer logs of the job's current pods, each line prefixed with its pod")
     sub.add_argument("name", metavar="NAME")
     sub.add_argument("-f", "--follow", action="store_true")
     sub = command("cancel", "stop a job and remove it from the cluster (its bucket prefix stays)")
