@@ -14,6 +14,7 @@ Answers follow the tools' source (helm/helm at v3.21.4, kubernetes/kubectl at v0
   (pkg/action/install.go:554 availableName), exit 1; a name taken between that check and the release's
   creation (a race, state "install_race"): "release: already exists" (pkg/storage/driver/driver.go:31,
   returned by secrets.go:165 from pkg/action/install.go:404).
+- `helm template` renders offline; a refusal is helm's "Error: ..." on stderr, exit 1.
 - `helm uninstall` takes `--wait` and `--cascade background|orphan|foreground` (default background,
   cmd/helm/uninstall.go:79-89); of an unknown release: "Error: uninstall: Release not loaded: NAME:
   release: not found".
@@ -86,6 +87,12 @@ def main() -> int:
             return 0
         name = argv[1]
         known = any(r["name"] == name for r in releases)
+        if verb == "template":  # offline: renders the chart, reaches no cluster (state "template_error": refuse)
+            if state.get("template_error"):
+                print(state["template_error"], file=sys.stderr)
+                return 1
+            print("---")
+            return 0
         if verb == "install":
             if state.get("install_error"):  # e.g. the API server refusing the release's objects
                 print(state["install_error"], file=sys.stderr)

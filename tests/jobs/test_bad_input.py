@@ -3,6 +3,7 @@ or only the read-only `helm list` that finds out a name is unknown or taken)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,14 @@ def test_a_multi_node_sweep_needs_a_queue(cluster, cli, outputs_file):
                        "--sweep", "lr=3e-4,1e-3")
     assert code == 2 and "on a stack without a queue" in _one_line(err)
     assert cluster.calls == []
+
+
+def test_without_the_sdk_the_chart_is_rendered_by_helm_template(cluster, cli, outputs_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "helm_python", None)  # not installed: `import helm_python` fails
+    cluster.set_state({"template_error": "Error: execution error at (training-job/templates/_validate.tpl:34:4): "
+                                         "image.digest or image.tag is required (a digest pins the exact image)"})
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("aws"))
+    assert code == 2
+    assert "the chart refuses job exp: image.digest or image.tag is required" in _one_line(err)
+    [call] = cluster.calls  # helm template alone: offline, no kubeconfig, no install
+    assert call["argv"][:2] == ["template", "exp"] and "--kubeconfig" not in call["argv"]
