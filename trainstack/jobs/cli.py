@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from infra.config import JobConfig
 from infra.paths import TRAINING_JOB_CHART_DIR
 from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
@@ -100,18 +101,17 @@ def _check_custom_target(module: str | None, script: str | None) -> None:
                          "no --snapshot-uri", "drop --module and pass the trainer's flags after --")
 
 
-def _check_gang(outputs: StackOutputs, job: submission.JobConfig, jobs: int) -> None:
+def _without_gang(outputs: StackOutputs, job: JobConfig) -> bool:
     """Without Kueue, pods of several multi-node jobs start wherever a node frees up: each job may get
     part of its nodes and hold them for job.joinTimeoutSeconds waiting for the rest."""
-    if outputs.queue_name is not None or job.nodes_min <= 1:
-        return
-    if jobs > 1:
+    return outputs.queue_name is None and job.nodes_min > 1
+
+
+def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
+    if _without_gang(outputs, job) and jobs > 1:
         raise UsageError(f"a sweep of {jobs} jobs of at least {job.nodes_min} nodes each on a stack without a "
                          "queue: they would split the GPU nodes between them and wait", "give --nodes 1 (or 1:N), "
                          "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
-    print(f"trainstack submit: warning: no queue on this stack, so {job.nodes_min} nodes are not reserved together: "
-          "another multi-node job may take some of them (trainstack:job.queue true admits all or nothing)",
-          file=sys.stderr)
 
 
 def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
@@ -142,6 +142,10 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
         if taken:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
                              f"pick another NAME (e.g. {args.name}-2), or trainstack cancel {taken[0]} first")
+        if _without_gang(outputs, job):
+            print(f"trainstack submit: warning: no queue on this stack, so the {job.nodes_min} nodes are not reserved "
+                  "together: another multi-node job may take some of them (trainstack:job.queue true admits all or "
+                  "nothing)", file=sys.stderr)
         for done, (name, values) in enumerate(planned):
             try:
                 # install, never upgrade: a name in use fails here too, whatever raced us.
