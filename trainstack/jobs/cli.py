@@ -88,7 +88,7 @@ def _known(cluster: Cluster, name: str) -> None:
 
 
 # The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix.
-TRAINER_MODULES = ("training", "training.__main__", "training.cli")
+TRAINER_MODULES = ("training", "training.__main__", "training.contract.cli")
 
 
 def _check_custom_target(module: str | None, script: str | None) -> None:
