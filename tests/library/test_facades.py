@@ -22,6 +22,7 @@ from infra.gcp import config as gcp_config
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.golden import snapshot
+from tests.library.wire import over_the_wire
 from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack.components import (
@@ -60,7 +61,8 @@ def construct(token: str, inputs: dict[str, Any], *, stack: str, outputs, calls)
 
     def program() -> None:
         provider = ComponentProvider(HOSTED, NAME)
-        constructed.append(provider.construct("trainstack", token, inputs, None))
+        # As a program in another language reaches it: the inputs cross the wire (numbers as doubles) first.
+        constructed.append(provider.construct("trainstack", token, over_the_wire(inputs), None))
 
     cwd = os.getcwd()
     os.chdir(REPO)  # as `pulumi up` runs: the chart's path is relative to the project

@@ -21,6 +21,7 @@ from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArg
 from infra.training_job import SecretEnv, TrainingJob, TrainingJobArgs
 from tests.golden import snapshot
 from tests.library.test_facades import without_facade
+from tests.library.wire import over_the_wire
 from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack.components import HOSTED
@@ -51,7 +52,9 @@ def run(program) -> tuple[ProgramResult, list[BaseException]]:
 
 
 def construct(component: str, inputs: dict):
-    return lambda: ComponentProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}", inputs, None)
+    """Construct as a program in another language reaches it: the inputs cross the wire first."""
+    return lambda: ComponentProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}",
+                                                             over_the_wire(inputs), None)
 
 
 def direct(component_type, args_type, **fields):
@@ -178,3 +181,15 @@ def test_python_callers_get_the_same_component():
     facade, wrapped = result.by_type("trainstack:index:Kueue")  # the façade, then the infra component in it
     assert wrapped.parent == facade.urn
     assert result.one("pulumi:providers:kubernetes").is_secret("kubeconfig")
+
+
+def test_an_output_where_the_schema_says_plain_is_refused_by_its_property_path():
+    # YAML does not enforce `plain`: an output (or a secret) reaching a plain field is named, not json.dumps'd.
+    def program() -> None:
+        inputs = {"kubeconfig": KUBECONFIG, "imageRef": IMAGE, "gpusPerNode": 1,
+                  "train": {"maxSteps": pulumi.Output.secret(10)}}
+        ComponentProvider(HOSTED, NAME).construct("part", "trainstack:index:TrainingJob", inputs, None)
+
+    result, stopped = run(program)
+    assert len(stopped) == 1 and str(stopped[0]).startswith("train.maxSteps takes a plain value, not an output")
+    assert result.registrations == []
