@@ -29,10 +29,10 @@ from trainstack.components import (
     HOSTED,
     AwsStackArgs,
     GcpStackArgs,
-    GkeGpuPoolArgs,
-    JobArgs,
-    SecretEnvArgs,
-    TolerationArgs,
+    GkeGpuPool,
+    Job,
+    SecretEnv,
+    Toleration,
     TrainingPlatformArgs,
 )
 from trainstack.components import platform as platform_module
@@ -133,9 +133,9 @@ def test_construct_hands_the_component_its_args_class_not_a_dict(monkeypatch):
 
     assert isinstance(handed[0], dict)  # what the SDK's Construct passes (pulumi/pulumi#18526) ...
     args = made[0]  # ... and what the component's body works with
-    assert isinstance(args, TrainingPlatformArgs) and isinstance(args.job, JobArgs)
-    assert isinstance(args.job.secret_env[0], SecretEnvArgs) and args.job.secret_env[0].secret_name == "wandb"
-    assert isinstance(args.gpu.tolerations[0], TolerationArgs) and args.gpu.tolerations[0].operator == "Exists"
+    assert isinstance(args, TrainingPlatformArgs) and isinstance(args.job, Job)
+    assert isinstance(args.job.secret_env[0], SecretEnv) and args.job.secret_env[0].secret_name == "wandb"
+    assert isinstance(args.gpu.tolerations[0], Toleration) and args.gpu.tolerations[0].operator == "Exists"
     provider = result.one("pulumi:providers:kubernetes")
     assert provider.inputs["clusterIdentifier"] == "research"
     releases = result.by_type("kubernetes:helm.sh/v3:Release")
@@ -158,7 +158,7 @@ def test_bad_input_stops_before_anything_is_registered():
 
 
 def test_python_callers_pass_the_args_class():
-    args = GcpStackArgs(project="p", job=JobArgs(enabled=False))
+    args = GcpStackArgs(project="p", job=Job(enabled=False))
     assert args_from_inputs(GcpStackArgs, args) is args
 
 
@@ -170,5 +170,5 @@ def test_hosted_stacks_take_exactly_the_stack_files_keys():
     # A key the stack file gains (or loses) must show up here, not silently be missing from the package.
     assert schema_names(GcpStackArgs) == set(gcp_config.TOP_LEVEL_KEYS) - {"cloud"} | {"project", "region"}
     assert schema_names(AwsStackArgs) == set(aws_config.TOP_LEVEL_KEYS) - {"cloud"} | {"region", "profile"}
-    assert schema_names(GkeGpuPoolArgs) == set(gcp_config.GPU_POOL_KEYS)
-    assert schema_names(JobArgs) == set(job_config.JOB_KEYS)
+    assert schema_names(GkeGpuPool) == set(gcp_config.GPU_POOL_KEYS)
+    assert schema_names(Job) == set(job_config.JOB_KEYS)

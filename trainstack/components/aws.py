@@ -17,7 +17,7 @@ from infra.aws import parse_aws_config
 from infra.aws.cost import estimate_aws_cost
 from infra.cost import check_budget
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.job_args import JobArgs
+from trainstack.components.job_args import Job
 from trainstack.components.stack_config import stack_config
 
 # Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
@@ -25,7 +25,7 @@ PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 
 
 @dataclass(kw_only=True)
-class AwsExistingNetworkArgs:
+class AwsExistingNetwork:
     """A VPC and its subnets to use instead of creating them."""
 
     vpc_id: str
@@ -37,7 +37,7 @@ class AwsExistingNetworkArgs:
 
 
 @dataclass(kw_only=True)
-class EksSystemNodesArgs:
+class EksSystemNodes:
     """The CPU node group for system pods (Kueue, TensorBoard, the autoscaler)."""
 
     instance_type: str | None = None
@@ -53,7 +53,7 @@ class EksSystemNodesArgs:
 
 
 @dataclass(kw_only=True)
-class EksGpuNodesArgs:
+class EksGpuNodes:
     """The GPU node group: spot or on-demand, scaling to zero."""
 
     instance_types: list[str] | None = None
@@ -92,13 +92,13 @@ class AwsStackArgs:
     """The VPC the stack creates (default 10.0.0.0/16)."""
     nat_gateway_per_zone: bool | None = None
     """One NAT gateway per zone instead of one in all (default false)."""
-    existing_network: AwsExistingNetworkArgs | None = None
+    existing_network: AwsExistingNetwork | None = None
     """A VPC and subnets to use instead of creating them."""
-    system_nodes: EksSystemNodesArgs | None = None
+    system_nodes: EksSystemNodes | None = None
     """The CPU node group."""
-    gpu_nodes: EksGpuNodesArgs | None = None
+    gpu_nodes: EksGpuNodes | None = None
     """The GPU node group."""
-    job: JobArgs | None = None
+    job: Job | None = None
     """The training job."""
     max_hourly_usd: float | None = None
     """Refuse to deploy when the estimate at the groups' maximum exceeds this many USD an hour."""

@@ -17,7 +17,7 @@ from infra.gcp import GcpStackArgs as InfraGcpStackArgs
 from infra.gcp import parse_gcp_config
 from infra.gcp.cost import estimate_gcp_cost
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.job_args import JobArgs
+from trainstack.components.job_args import Job
 from trainstack.components.stack_config import stack_config
 
 # Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
@@ -25,7 +25,7 @@ PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
 
 
 @dataclass(kw_only=True)
-class GkeNetworkArgs:
+class GkeNetwork:
     """The VPC the stack creates: the subnet and its secondary ranges."""
 
     subnet_cidr: str | None = None
@@ -39,7 +39,7 @@ class GkeNetworkArgs:
 
 
 @dataclass(kw_only=True)
-class GcpExistingNetworkArgs:
+class GcpExistingNetwork:
     """A VPC and subnet to use instead of creating them; the subnet must have both secondary ranges."""
 
     network: str
@@ -53,7 +53,7 @@ class GcpExistingNetworkArgs:
 
 
 @dataclass(kw_only=True)
-class GkeSystemNodesArgs:
+class GkeSystemNodes:
     """The CPU node pool for system pods (Kueue, TensorBoard, DNS)."""
 
     machine_type: str | None = None
@@ -67,7 +67,7 @@ class GkeSystemNodesArgs:
 
 
 @dataclass(kw_only=True)
-class GkeGpuPoolArgs:
+class GkeGpuPool:
     """A GPU node pool: spot or on-demand, scaling to zero, GKE-managed driver."""
 
     machine_type: str | None = None
@@ -99,7 +99,7 @@ class GkeGpuPoolArgs:
 
 
 @dataclass(kw_only=True)
-class FilestoreArgs:
+class Filestore:
     """The Filestore share the job's pods share."""
 
     enabled: bool | None = None
@@ -128,21 +128,21 @@ class GcpStackArgs:
     """REGULAR, STABLE or RAPID (default REGULAR)."""
     kubernetes_version: str | None = None
     """The minimum minor version, e.g. 1.34; the newest patch GKE offers is used."""
-    network: GkeNetworkArgs | None = None
+    network: GkeNetwork | None = None
     """The VPC the stack creates."""
-    existing_network: GcpExistingNetworkArgs | None = None
+    existing_network: GcpExistingNetwork | None = None
     """A VPC and subnet to use instead of creating one."""
     api_authorized_networks: list[str] | None = None
     """CIDR blocks that may reach the cluster's endpoint (default: any, still authenticated by IAM)."""
-    system_nodes: GkeSystemNodesArgs | None = None
+    system_nodes: GkeSystemNodes | None = None
     """The CPU node pool."""
-    gpu_pools: dict[str, GkeGpuPoolArgs] | None = None
+    gpu_pools: dict[str, GkeGpuPool] | None = None
     """GPU node pools by name (default one pool t4)."""
     job_pool: str | None = None
     """The GPU pool the job runs on (default: the only pool)."""
-    job: JobArgs | None = None
+    job: Job | None = None
     """The training job."""
-    shared_filesystem: FilestoreArgs | None = None
+    shared_filesystem: Filestore | None = None
     """The Filestore share."""
     max_hourly_usd: float | None = None
     """Refuse to deploy when the estimate at the pools' maximum exceeds this many USD an hour."""
