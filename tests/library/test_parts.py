@@ -136,18 +136,20 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
                           "bucket": {"uri": "s3://b"}, "imageRef": IMAGE}, "gpu.tolerations"),
     ("TrainingPlatform", {"kubeconfig": KUBECONFIG, "gpu": {"gpusPerNode": 1}, "bucket": {"uri": "s3://b"},
                           "imageRef": IMAGE, "job": {"enabled": True}}, "the job needs a shared filesystem"),
-    ("GcpStack", {"project": "My Project"}, "gcp:project: 'My Project' is not a project ID"),
+    ("GcpStack", {"project": "My Project"}, "project: 'My Project' is not a project ID"),
     ("GpuDirectNetworks", {"project": "p", "region": "us-central1", "machineType": "a2-highgpu-8g",
                            "namePrefix": "x"}, "'a2-highgpu-8g' has no GPUDirect NICs"),
     ("GpuDirect", {"kubeconfig": KUBECONFIG, "machineType": "a3-megagpu-8g", "vpcNames": VPCS,
                    "subnetNames": SUBNETS}, "vpc_names must list the 8 GPU networks of a3-megagpu-8g, got 4"),
-    ("AwsStack", {"region": "us-west-2"}, "trainstack:apiPublicAccessCidrs: not set"),
+    ("AwsStack", {"region": "us-west-2"}, "apiPublicAccessCidrs: not set"),
     ("GcpStack", {"project": "ml-research-123", "job": {"enabled": True, "nodesMax": 3},
-                  "gpuPools": {"t4": {"max": 1}}}, "trainstack:job.nodesMax: 3 pods need 3 GPU nodes"),
+                  "gpuPools": {"t4": {"max": 1}}}, "job.nodesMax: 3 pods need 3 GPU nodes"),
 ])
 def test_bad_input_stops_before_anything_is_registered(component, inputs, problem):
     result, stopped = run(construct(component, inputs))
     assert len(stopped) == 1 and problem in str(stopped[0]), stopped
+    # In the caller's terms: property paths, never a stack file's keys or a `pulumi config` command.
+    assert "pulumi config" not in str(stopped[0]) and "trainstack:" not in str(stopped[0])
     assert result.registrations == []
 
 

@@ -18,7 +18,7 @@ from infra.aws.cost import estimate_aws_cost
 from infra.cost import check_budget
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.job_args import Job
-from trainstack.components.stack_config import stack_config
+from trainstack.components.stack_config import stack_config, stack_errors_as_inputs
 
 # Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
 PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
@@ -141,8 +141,9 @@ class AwsStack(pulumi.ComponentResource):
     def __init__(self, name: str, args: AwsStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(AwsStackArgs, args)
         # The stack file's parser and budget check, before anything is registered.
-        config = parse_aws_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
-        check_budget(estimate_aws_cost(config), config.budget, config.job.enabled)
+        with stack_errors_as_inputs(PROVIDER_KEYS):
+            config = parse_aws_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
+            check_budget(estimate_aws_cost(config), config.budget, config.job.enabled)
         super().__init__("trainstack:index:AwsStack", name, None, opts)
 
         stack = InfraAwsStack(name, InfraAwsStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))

@@ -18,7 +18,7 @@ from infra.gcp import parse_gcp_config
 from infra.gcp.cost import estimate_gcp_cost
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.job_args import Job
-from trainstack.components.stack_config import stack_config
+from trainstack.components.stack_config import stack_config, stack_errors_as_inputs
 
 # Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
 PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
@@ -173,8 +173,9 @@ class GcpStack(pulumi.ComponentResource):
     def __init__(self, name: str, args: GcpStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GcpStackArgs, args)
         # The stack file's parser and budget check, before anything is registered.
-        config = parse_gcp_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
-        check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
+        with stack_errors_as_inputs(PROVIDER_KEYS):
+            config = parse_gcp_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
+            check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
         super().__init__("trainstack:index:GcpStack", name, None, opts)
 
         stack = InfraGcpStack(name, InfraGcpStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))

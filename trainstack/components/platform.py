@@ -25,7 +25,7 @@ from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, stand_in_provider
 from trainstack.components.job_args import Job
 from trainstack.components.kubernetes_args import Toleration
-from trainstack.components.stack_config import config_value
+from trainstack.components.stack_config import config_value, stack_errors_as_inputs
 
 
 @dataclass(kw_only=True)
@@ -110,7 +110,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         # stack file, the GPU nodes' labels and tolerations as the device plugin, Kueue and the job check them,
         # the whole by the infra component's own validate().
         job_config = {JOB_KEY: json.dumps(config_value(args.job))} if args.job is not None else {}
-        job = parse_job(job_config, gpu.gpus_per_node, "GPU node")
+        with stack_errors_as_inputs({}):
+            job = parse_job(job_config, gpu.gpus_per_node, "GPU node")
         placement = GpuPlacement(node_selector=dict(gpu.node_selector or {}),
                                  tolerations=tuple(config_value(t) for t in gpu.tolerations or ()),
                                  gpus_per_node=gpu.gpus_per_node, accelerator=gpu.accelerator or "",
