@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any
 
+import pulumi
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case
@@ -57,12 +58,15 @@ def construct_inputs(cli_config: dict[str, str]) -> dict[str, Any]:
 
 
 def construct(token: str, inputs: dict[str, Any], *, stack: str, outputs, calls) -> tuple[ProgramResult, list]:
+    """Construct `token` from `inputs` under mocks; the component's outputs are the program's exports."""
     constructed: list = []
 
     def program() -> None:
         provider = ComponentProvider(HOSTED, NAME)
         # As a program in another language reaches it: the inputs cross the wire (numbers as doubles) first.
         constructed.append(provider.construct("trainstack", token, over_the_wire(inputs), None))
+        for key, value in constructed[-1].state.items():
+            pulumi.export(key, value)
 
     cwd = os.getcwd()
     os.chdir(REPO)  # as `pulumi up` runs: the chart's path is relative to the project
@@ -105,6 +109,9 @@ def test_hosted_stack_builds_the_same_graph_as_the_program(cloud):
     assert sorted(map(json.dumps, without_facade(hosted, cloud))) == sorted(map(json.dumps, program))
     assert constructed[0].urn  # Construct returned the component's URN and state
     assert {"clusterName", "kubeconfig", "imageRef", "bucketName", "stackOutputs"} <= set(constructed[0].state)
+    # The kubeconfig is its own (secret) output; in stackOutputs it would make every other output secret too.
+    assert "kubeconfig" in hosted.secret_exports and "stackOutputs" not in hosted.secret_exports
+    assert "kubeconfig" not in hosted.exports["stackOutputs"] and "clusterName" in hosted.exports["stackOutputs"]
 
 
 def test_construct_hands_the_component_its_args_class_not_a_dict(monkeypatch):

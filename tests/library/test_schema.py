@@ -5,9 +5,9 @@ fails here, and the committed diff of schema.json is what review sees of the cha
 """
 
 import json
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 from pulumi.provider.experimental.component import ComponentProvider
 

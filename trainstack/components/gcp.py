@@ -168,7 +168,7 @@ class GcpStack(pulumi.ComponentResource):
     bucket_name: pulumi.Output[str]
     """The snapshot bucket: data set, checkpoints and exports."""
     stack_outputs: pulumi.Output[dict[str, Any]]
-    """Every output this repository's gcp stack exports, by the same camelCase names."""
+    """Every output this repository's gcp stack exports, by the same camelCase names, except the kubeconfig (its own output)."""
 
     def __init__(self, name: str, args: GcpStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GcpStackArgs, args)
@@ -184,7 +184,9 @@ class GcpStack(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(outputs["kubeconfig"])
         self.image_ref = pulumi.Output.from_input(outputs["imageRef"])
         self.bucket_name = pulumi.Output.from_input(outputs["bucketName"])
-        self.stack_outputs = pulumi.Output.from_input(outputs)
+        # Without the kubeconfig, which is its own secret output: in here it would make the whole map secret.
+        self.stack_outputs = pulumi.Output.from_input({key: value for key, value in outputs.items()
+                                                       if key != "kubeconfig"})
         self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,
                                "imageRef": self.image_ref, "bucketName": self.bucket_name,
                                "stackOutputs": self.stack_outputs})
