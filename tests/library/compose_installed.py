@@ -1,7 +1,7 @@
 """Run by tests/library/test_install.py with an installed trainstack, outside the checkout (python -I).
 
 Composes the hosted TrainingPlatform on a cluster given by kubeconfig, under Pulumi's mocks, with the chart
-the wheel installed under <prefix>/share and no torch anywhere.
+the wheel installed as package data (trainstack/charts) and no torch anywhere.
 """
 
 import importlib.util

@@ -16,9 +16,10 @@ from infra.gcp import GcpStack as InfraGcpStack
 from infra.gcp import GcpStackArgs as InfraGcpStackArgs
 from infra.gcp import parse_gcp_config
 from infra.gcp.cost import estimate_gcp_cost
+from infra.training_image import missing_build_context
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.job_args import Job
-from trainstack.components.stack_config import stack_config, stack_errors_as_inputs
+from trainstack.components.stack_config import InputError, stack_config, stack_errors_as_inputs
 
 # Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
 PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
@@ -176,6 +177,9 @@ class GcpStack(pulumi.ComponentResource):
         with stack_errors_as_inputs(PROVIDER_KEYS):
             config = parse_gcp_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
             check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
+        missing = missing_build_context()  # the stack builds the training image from the checkout
+        if missing:
+            raise InputError(f"GcpStack {name!r}: {missing}")
         super().__init__("trainstack:index:GcpStack", name, None, opts)
 
         stack = InfraGcpStack(name, InfraGcpStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))
