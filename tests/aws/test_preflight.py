@@ -180,3 +180,22 @@ def test_the_preview_role_creating_the_cluster_in_a_real_up_is_refused_before_an
     assert "\n" not in line and ". Fix: " in line
     registered = {r.type for r in monitors[0].recorded}
     assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered
+
+
+def test_a_pulumi_cli_older_than_the_log_group_adoption_needs_is_refused_before_anything(monkeypatch):
+    # Importing a log group with a diff (infra/aws/cluster.py) needs the engine of pulumi/pulumi#19339; the
+    # program asks the CLI (RequirePulumiVersion), which refuses itself when older.
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    monkeypatch.setattr(pulumi_harness, "CLI_VERSION", "3.173.0")
+    with pytest.raises(Exception, match="Pulumi CLI version 3.173.0 does not satisfy the version range '>=3.174.0'"):
+        run_main(config_with(), preview=True)
+    assert not [r for r in monitors[0].recorded if r.type.startswith(("aws:", "eks:"))]
+    monkeypatch.setattr(pulumi_harness, "CLI_VERSION", "3.174.0")
+    assert run_main(config_with(), preview=True).registrations
