@@ -132,7 +132,8 @@ class GcpStack(pulumi.ComponentResource):
         job_ready: list[pulumi.Resource] = [system_pool.pool]
         if control_plane_ports(installed_charts):
             job_ready.append(ControlPlaneFirewall(f"{name}-control-plane-calls", ControlPlaneFirewallArgs(
-                network_name=network.network_name, master_cidr=cfg.network.master_cidr, charts=installed_charts),
+                network_name=network.network_name, master_cidr=cfg.network.master_cidr, charts=installed_charts,
+                node_service_account=node_account.email),
                 opts=after_apis))
 
         job_pool = cfg.job_pool

@@ -724,6 +724,19 @@ def test_a_second_up_after_destroy_adopts_the_log_group_eks_recreated(monkeypatc
     assert log_group.urn in second.one(EKS_CLUSTER).dependencies
 
 
+def test_a_live_cluster_of_the_same_name_keeps_its_log_group(monkeypatch):
+    # Another stack's cluster `trainstack-aws` runs in this account and region: its control-plane group
+    # exists, but it is not an orphan. Importing it would rewrite its retention and tags, and our destroy
+    # would delete its audit logs; the create must fail as before, with the cluster's own create.
+    account = CloudWatchAccount()
+    account.watch(monkeypatch)
+    account.clusters.add("trainstack-aws")
+    account.groups.add("/aws/eks/trainstack-aws/cluster")
+    with pytest.raises(Exception, match="already exists"):
+        run_main(outputs=account.outputs, calls=account.calls)
+    assert account.imported == []
+
+
 def test_the_account_model_refuses_a_second_create():
     # Guards the test above: the modelled service refuses what CloudWatch Logs refuses.
     account = CloudWatchAccount()
