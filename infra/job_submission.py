@@ -44,7 +44,8 @@ def shared_job_values(*, image_ref: pulumi.Input[str], gpu: GpuPlacement, claim_
 
 
 def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: ObjectStore, gpu: GpuPlacement,
-                      identity: WorkloadIdentity, values: Mapping[str, Any]) -> dict[str, Any]:
+                      identity: WorkloadIdentity, service_account: pulumi.Input[str],
+                      values: Mapping[str, Any]) -> dict[str, Any]:
     """The `jobSubmission` stack output (read by trainstack/jobs/stack_outputs.py)."""
     return {
         "namespace": namespace,
@@ -55,8 +56,9 @@ def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: O
         # The stack's own job (a Helm release like any other), so `list` can show it and `submit` avoid it.
         "stackJob": job.name if job.enabled else None,
         "serviceAccountAnnotations": dict(identity.service_account_annotations),
-        # The one Kubernetes ServiceAccount the cloud identity trusts (IRSA's sub, GKE's Workload Identity
-        # member): the stacks bind it to the job's name, and the stack job's release creates it.
-        "identityServiceAccount": job.name,
+        # The Pulumi-owned ServiceAccount every job runs as (serviceAccount.create false), the one the cloud
+        # identity trusts (IRSA's sub, GKE's Workload Identity member): infra/job_service_account.py.
+        "serviceAccount": service_account,
+        "identityServiceAccount": service_account,
         "values": dict(values),
     }

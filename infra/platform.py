@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 from infra import validation
 from infra.config import JobConfig
 from infra.contracts import GPU_RESOURCE, GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
+from infra.job_service_account import JOB_SERVICE_ACCOUNT
 from infra.job_submission import shared_job_values, submission_output
 from infra.kueue import Kueue, KueueArgs
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
@@ -101,6 +102,7 @@ def with_snapshots(train: dict[str, Any], job: JobConfig, bucket_uri: pulumi.Inp
 class TrainingPlatform(pulumi.ComponentResource):
     namespace: pulumi.Output[str]
     claim_name: pulumi.Output[str] | None
+    service_account_name: pulumi.Output[str]  # every job's (infra/job_service_account.py)
     job: TrainingJob | None
     outputs: dict[str, pulumi.Input[Any]]  # for the stack's exports (camelCase)
 
@@ -134,6 +136,14 @@ class TrainingPlatform(pulumi.ComponentResource):
             )
             self.claim_name = claim.metadata.name
 
+        # The identity every job runs as, Pulumi's and not any release's (infra/job_service_account.py).
+        service_account = k8s.core.v1.ServiceAccount(
+            f"{name}-job-service-account",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=JOB_SERVICE_ACCOUNT, namespace=namespace,
+                                                annotations=dict(args.identity.service_account_annotations)),
+            opts=child_options(self, args.provider, opts, depends_on=namespace_objects))
+        self.service_account_name = service_account.metadata.name
+
         job_ready: list[pulumi.Resource] = list(args.gpu.ready)
         if args.install_device_plugin:
             job_ready.append(NvidiaDevicePlugin(f"{name}-nvidia-device-plugin", NvidiaDevicePluginArgs(
@@ -151,7 +161,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             procs_per_node=job.procs_per_node,
             gpus_per_node=job.gpus_per_node,
             pvc_name=self.claim_name,
-            service_account_annotations=args.identity.service_account_annotations,
+            service_account_name=self.service_account_name,
             node_selector=args.gpu.node_selector,
             tolerations=args.gpu.tolerations,
             train=with_snapshots(train, job, args.bucket.uri),
@@ -177,6 +187,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         # What `trainstack submit` needs to run more jobs like this one (infra/job_submission.py).
         self.outputs = {"jobSubmission": submission_output(
             job=job, namespace=self.namespace, bucket=args.bucket, gpu=args.gpu, identity=args.identity,
+            service_account=self.service_account_name,
             values=shared_job_values(image_ref=args.image_ref, gpu=args.gpu, claim_name=self.claim_name,
                                      queue_name=job_args.queue_name, secret_env=job.secret_env,
                                      tensorboard=job.tensorboard, extra_values=extra_values))}

@@ -41,6 +41,7 @@ from infra.gcp.network import GkeNetwork, GkeNetworkArgs
 from infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs, NodePoolArgs, SystemNodePool
 from infra.gcp.project_services import ProjectServices, ProjectServicesArgs
 from infra.gcp.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
+from infra.job_service_account import JOB_SERVICE_ACCOUNT
 from infra.paths import TRAINING_JOB_CHART_DIR, project_relative
 from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
 from infra.training_job import image_values
@@ -114,10 +115,10 @@ class GcpStack(pulumi.ComponentResource):
 
         bucket = SnapshotBucket(f"{name}-snapshots", SnapshotBucketArgs(
             project=cfg.project, region=cfg.region, delete_on_destroy=cfg.delete_bucket_on_destroy), opts=after_apis)
-        # The chart names the job's Kubernetes service account after the job.
+        # Trusts the one Kubernetes ServiceAccount every job runs as, the stack's own and the CLI's alike.
         job_identity = JobIdentity(f"{name}-job", JobIdentityArgs(
             project=cfg.project, cluster_name=cfg.cluster_name, namespace=cfg.job.namespace,
-            service_account=cfg.job.name, bucket_name=bucket.bucket_name, cluster=cluster.cluster), opts=child)
+            service_account=JOB_SERVICE_ACCOUNT, bucket_name=bucket.bucket_name, cluster=cluster.cluster), opts=child)
 
         storage = None
         if cfg.filestore is not None:

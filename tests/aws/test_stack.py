@@ -579,8 +579,10 @@ def test_job_gets_the_image_digest_the_claim_and_the_service_account_role(up):
     values = release.inputs["values"]
     assert values["image"] == {"repository": up.exports["registryUrl"], "digest": DIGEST, "tag": ""}
     assert values["storage"]["pvc"] == up.one(PVC).inputs["metadata"]["name"]
-    assert values["serviceAccount"]["annotations"] == {
-        "eks.amazonaws.com/role-arn": role_arn(up, "trainstack-job-role")}
+    # The job runs as the stack's own ServiceAccount, the one the job role trusts (tests/jobs/test_identity.py).
+    assert values["serviceAccount"] == {"create": False, "name": "trainstack-jobs", "annotations": {}}
+    account = up.one("kubernetes:core/v1:ServiceAccount").inputs["metadata"]
+    assert account["annotations"] == {"eks.amazonaws.com/role-arn": role_arn(up, "trainstack-job-role")}
     job = stack_file_config()["trainstack:job"]
     assert values["job"]["nodes"] == {"min": job["nodesMin"], "max": job["nodesMax"]}
     assert values["job"]["procsPerNode"] == job["procsPerNode"]
@@ -645,8 +647,8 @@ def test_every_kubernetes_object_uses_the_clusters_provider(up):
     assert provider.inputs["kubeconfig"] == KUBECONFIG and provider.is_secret("kubeconfig")
     assert provider.inputs["clusterIdentifier"] == "trainstack-aws"
     kubernetes_objects = [r for r in up.registrations if r.type.startswith("kubernetes:")]
-    # PV, PVC, and the device plugin, autoscaler and job releases
-    assert len(kubernetes_objects) == 5
+    # PV, PVC, the jobs' ServiceAccount, and the device plugin, autoscaler and job releases
+    assert len(kubernetes_objects) == 6
     assert {r.provider for r in kubernetes_objects} == {provider.urn}
 
 

@@ -177,7 +177,7 @@ def test_job_identity_is_workload_identity_with_the_bucket_only(up):
     email = f"{job_account.inputs['accountId']}@{PROJECT}.iam.gserviceaccount.com"
     binding = up.one(SA_IAM_MEMBER).inputs
     assert binding["role"] == "roles/iam.workloadIdentityUser"
-    assert binding["member"] == f"serviceAccount:{PROJECT}.svc.id.goog[default/train]"
+    assert binding["member"] == f"serviceAccount:{PROJECT}.svc.id.goog[default/trainstack-jobs]"
     assert binding["serviceAccountId"] == f"projects/{PROJECT}/serviceAccounts/{email}"
     # The binding needs the identity pool, which exists once the cluster does.
     assert up.one(CLUSTER).urn in up.one(SA_IAM_MEMBER).dependencies
@@ -188,7 +188,9 @@ def test_job_identity_is_workload_identity_with_the_bucket_only(up):
     assert all(m.inputs["member"] != f"serviceAccount:{email}" for m in up.by_type(PROJECT_IAM_MEMBER))
     assert up.by_type(SERVICE_ACCOUNT_KEY) == []
     values = up.one(RELEASE, "train").inputs["values"]
-    assert values["serviceAccount"]["annotations"] == {GKE_SERVICE_ACCOUNT_ANNOTATION: email}
+    assert values["serviceAccount"] == {"create": False, "name": "trainstack-jobs", "annotations": {}}
+    account = up.one("kubernetes:core/v1:ServiceAccount").inputs["metadata"]
+    assert account["annotations"] == {GKE_SERVICE_ACCOUNT_ANNOTATION: email}
 
 
 def test_bucket_is_private_versioned_and_kept_on_destroy(up):

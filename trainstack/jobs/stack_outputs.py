@@ -35,6 +35,7 @@ class StackOutputs:
     stack_job: str | None  # the release `pulumi up` owns (trainstack:job), when enabled
     service_account_annotations: Mapping[str, str]
     identity_service_account: str | None  # the ServiceAccount the cloud identity trusts
+    service_account: str | None  # the stack's own ServiceAccount every job runs as (None: an older stack)
     values: Mapping[str, Any]  # chart values every job on this stack shares
     usd_per_node: float | None  # per GPU node-hour; None where prices.yaml has no figure
 
@@ -107,6 +108,7 @@ def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
         stack_job=submission.get("stackJob"),
         service_account_annotations=dict(submission.get("serviceAccountAnnotations") or {}),
         identity_service_account=submission.get("identityServiceAccount"),
+        service_account=submission.get("serviceAccount"),
         values=submission["values"],
         usd_per_node=float(usd) if usd is not None else None,
     )

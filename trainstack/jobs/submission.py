@@ -132,8 +132,11 @@ def check_image(image: str | None) -> dict[str, str] | None:
 
 
 def service_account(outputs: StackOutputs, name: str) -> dict[str, Any]:
-    """The cloud identity trusts one ServiceAccount, which the stack job's release creates: share it while
-    that release exists; otherwise the job gets its own, annotated but not yet trusted (docs/jobs.md)."""
+    """The stack's own ServiceAccount, the one its cloud identity trusts (infra/job_service_account.py): never
+    created or deleted by a job's release. Outputs of a stack from before it existed: the stack job's, while
+    that release exists; otherwise the job gets its own, annotated but not trusted (docs/jobs.md)."""
+    if outputs.service_account is not None:
+        return {"create": False, "name": outputs.service_account, "annotations": {}}
     trusted = outputs.identity_service_account
     if trusted is not None and trusted == outputs.stack_job:
         return {"create": False, "name": trusted, "annotations": {}}
