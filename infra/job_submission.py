@@ -45,7 +45,7 @@ def shared_job_values(*, image_ref: pulumi.Input[str], gpu: GpuPlacement, claim_
 
 def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: ObjectStore, gpu: GpuPlacement,
                       identity: WorkloadIdentity, service_account: pulumi.Input[str],
-                      values: Mapping[str, Any]) -> dict[str, Any]:
+                      values: Mapping[str, Any], queues: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The `jobSubmission` stack output (read by trainstack/jobs/stack_outputs.py)."""
     return {
         "namespace": namespace,
@@ -53,6 +53,9 @@ def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: O
         "gpusPerNode": gpu.gpus_per_node,
         "nodeType": gpu.accelerator,
         "queueName": values.get("kueue", {}).get("queueName"),
+        # Every GPU pool's queue: {name: {nodeType, gpusPerNode, maxNodes, quota}}; `submit` refuses a job
+        # whose pods exceed its queue's quota (Kueue would leave it pending for ever).
+        "queues": dict(queues or {}),
         # The stack's own job (a Helm release like any other), so `list` can show it and `submit` avoid it.
         "stackJob": job.name if job.enabled else None,
         "serviceAccountAnnotations": dict(identity.service_account_annotations),

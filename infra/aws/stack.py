@@ -135,7 +135,8 @@ class AwsStack(pulumi.ComponentResource):
             image_ref=image.ref,
             install_device_plugin=True,
             job_values=job_values,
-        ), opts=pulumi.ResourceOptions(parent=self))
+        # Kueue's controller (and its webhook) runs on the system nodes: the platform waits for them, as on GKE.
+        ), opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.system_node_group]))
 
         self.outputs = {
             "clusterName": cluster.cluster_name,

@@ -156,6 +156,7 @@ class GcpStack(pulumi.ComponentResource):
             image_ref=image.ref,
             install_device_plugin=False,  # GKE's own runs on every GPU node
             job_values=job_values,
+            other_gpu_pools={pool: gpu_pools[pool].placement for pool in gpu_pools if pool != cfg.job_pool.name},
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
 
         self.outputs = {

@@ -211,7 +211,7 @@ def test_preview_role_reads_the_cluster_and_only_release_namespaces_secrets():
             "type": "namespace", "namespaces": sorted(r.inputs["namespace"] for r in result.by_type(RELEASE))}},
     }}}
     assert sorted(entries["preview-123456789012-role-github-preview"]["accessPolicies"]["release-state"][
-        "accessScope"]["namespaces"]) == ["cluster-autoscaler", "default", "nvidia-device-plugin"]
+        "accessScope"]["namespaces"]) == ["cluster-autoscaler", "default", "kueue-system", "nvidia-device-plugin"]
     assert "ClusterAdmin" not in json.dumps(entries) and "EditPolicy" not in json.dumps(entries)
 
 
@@ -647,8 +647,9 @@ def test_every_kubernetes_object_uses_the_clusters_provider(up):
     assert provider.inputs["kubeconfig"] == KUBECONFIG and provider.is_secret("kubeconfig")
     assert provider.inputs["clusterIdentifier"] == "trainstack-aws"
     kubernetes_objects = [r for r in up.registrations if r.type.startswith("kubernetes:")]
-    # PV, PVC, the jobs' ServiceAccount, and the device plugin, autoscaler and job releases
-    assert len(kubernetes_objects) == 6
+    # PV, PVC, the jobs' ServiceAccount, the device plugin, autoscaler, Kueue and job releases, and the
+    # GPU pool's ResourceFlavor, ClusterQueue and LocalQueue
+    assert len(kubernetes_objects) == 10
     assert {r.provider for r in kubernetes_objects} == {provider.urn}
 
 

@@ -247,7 +247,7 @@ def test_job_runs_the_image_by_digest_on_the_gpu_pool(up):
     # The job waits for its GPU pool; GKE runs the device plugin itself, so none is installed.
     job = up.one("trainstack:index:TrainingJob")
     assert _gpu_pool(up).urn in job.dependencies
-    assert [r for r in up.by_type(RELEASE) if r.name != "train"] == []
+    assert [r.name for r in up.by_type(RELEASE) if r.name != "train"] == ["trainstack-kueue"]  # the queue only
 
 
 def test_image_is_pushed_to_artifact_registry_with_a_secret_token(up):
@@ -330,7 +330,7 @@ def test_several_gpu_pools_and_the_job_on_the_named_one():
 
 def test_job_off_leaves_no_release_and_says_how_to_start_it():
     result = run_main(config_with())
-    assert result.by_type(RELEASE) == []
+    assert [r.name for r in result.by_type(RELEASE)] == ["trainstack-kueue"]  # the queue waits for submissions
     assert result.exports["enableJobCommand"].startswith("pulumi config set --path trainstack:job.enabled true")
     assert result.one(PVC)  # the volume is there to upload into and to keep results
 

@@ -85,7 +85,10 @@ def test_list_shows_state_gpus_age_cost_and_groups_sweeps(cluster, cli, outputs_
 
 
 def test_list_without_a_queue_asks_no_workloads(cluster, cli, outputs_file):
-    code, out, _ = cli("list", "--outputs", outputs_file("gcp"))
+    def without_queue(exports):
+        exports["jobSubmission"]["queueName"] = None
+
+    code, out, _ = cli("list", "--outputs", outputs_file("gcp", without_queue))
     assert code == 0 and out.startswith("NAME")
     assert [c["argv"][:2] for c in cluster.calls] == [["list", "--all"], ["get", "jobs"]]
 
