@@ -111,3 +111,17 @@ def test_cancel_takes_a_name_or_all(argv, cluster, cli, outputs_file):
     code, _, err = cli("cancel", *argv, "--outputs", outputs_file("aws"))
     assert code == 2 and "cancel takes a NAME or --all" in _one_line(err)
     assert cluster.calls == []
+
+
+@pytest.mark.parametrize("stack", ["aws", "gcp", "gcp-a3"])
+def test_submit_refuses_a_job_its_queue_could_never_admit(stack, cluster, cli, outputs_file):
+    # The pool's node count allows the job, but the queue holds less memory than its pods ask (a quota
+    # from a stack whose pods grew since): Kueue would leave the Workload pending for ever.
+    def smaller_quota(exports):
+        submission = exports["jobSubmission"]
+        submission["queues"][submission["queueName"]]["quota"]["memory"] = "1Gi"
+
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file(stack, smaller_quota))
+    assert code == 2 and out == ""
+    assert "memory, but queue" in _one_line(err) and "holds at most 1Gi (its pool at its maximum)" in err
+    assert cluster.calls == []

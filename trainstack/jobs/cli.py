@@ -89,6 +89,7 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
         job = submission.check(outputs, point.name, nodes, target)
         values = submission.chart_values(outputs, job, target, image=image,
                                          sweep=args.name if args.sweep else None)
+        submission.check_queue(outputs, job, values)
         planned.append((point.name, values))
     with Cluster(outputs) as cluster:
         existing = {r["name"] for r in _releases(cluster)}

@@ -36,6 +36,7 @@ class StackOutputs:
     service_account_annotations: Mapping[str, str]
     identity_service_account: str | None  # the ServiceAccount the cloud identity trusts
     service_account: str | None  # the stack's own ServiceAccount every job runs as (None: an older stack)
+    queues: Mapping[str, Any]  # queue name -> {nodeType, gpusPerNode, maxNodes, quota}; {} from an older stack
     values: Mapping[str, Any]  # chart values every job on this stack shares
     usd_per_node: float | None  # per GPU node-hour; None where prices.yaml has no figure
 
@@ -109,6 +110,7 @@ def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
         service_account_annotations=dict(submission.get("serviceAccountAnnotations") or {}),
         identity_service_account=submission.get("identityServiceAccount"),
         service_account=submission.get("serviceAccount"),
+        queues=dict(submission.get("queues") or {}),
         values=submission["values"],
         usd_per_node=float(usd) if usd is not None else None,
     )

@@ -16,7 +16,8 @@ from infra.config import ConfigError, nodes_for_job, parse_job
 from infra.config.job import KEY as KEY_JOB
 from infra.config.job import JobConfig
 from infra.config.train_args import train_keys
-from infra.training_job import chart_default_values, deep_merge, image_values
+from infra.pod_requests import format_quantity, parse_quantity, pod_requests
+from infra.training_job import chart_default_values, deep_merge, image_values, pod_resources
 from trainstack.jobs.errors import UsageError
 from trainstack.jobs.stack_outputs import StackOutputs
 
@@ -120,6 +121,22 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
                          f"give --nodes {min(job.nodes_min, outputs.pool_max_nodes)}:{outputs.pool_max_nodes} or "
                          "raise the pool's maximum in the stack config and pulumi up")
     return job
+
+
+def check_queue(outputs: StackOutputs, job: JobConfig, values: Mapping[str, Any]) -> None:
+    """Refuse a job whose pods, counted as Kueue counts them, exceed its queue's quota: Kueue would leave it
+    pending for ever (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, "> maximum capacity")."""
+    queue = outputs.queues.get(outputs.queue_name or "")
+    if not queue:
+        return
+    quota = {name: parse_quantity(q) for name, q in queue["quota"].items()}
+    for resource, per_pod in sorted(pod_requests(pod_resources(values)).items()):
+        needed = per_pod * job.nodes_max
+        if needed > quota.get(resource, 0):
+            raise UsageError(f"--nodes: {job.nodes_max} pods ask {format_quantity(needed)} {resource}, but queue "
+                             f"{outputs.queue_name} holds at most {format_quantity(quota.get(resource, 0))} (its "
+                             "pool at its maximum)", "give a smaller --nodes MAX, or raise the pool's maximum in "
+                             "the stack config and pulumi up")
 
 
 def check_image(image: str | None) -> dict[str, str] | None:
