@@ -174,9 +174,13 @@ class GcpStack(pulumi.ComponentResource):
         if storage is not None:
             self.outputs["filestoreInstance"] = storage.instance_name
         if job_pool.gpu_direct is not None:
-            self.outputs["ncclCheckCommand"] = nccl_check_command(
-                profile=job_pool.gpu_direct, namespace=cfg.job.namespace,
-                min_bus_bandwidth_gbps=job_pool.gpu_direct.nccl_min_bus_bandwidth_gbps, job=cfg.job)
+            check = {"profile": job_pool.gpu_direct, "namespace": cfg.job.namespace, "job": cfg.job,
+                     "min_bus_bandwidth_gbps": job_pool.gpu_direct.nccl_min_bus_bandwidth_gbps,
+                     "image_ref": image.ref, "claim_name": platform.claim_name,
+                     "service_account": platform.service_account_name}
+            # The all-reduce in the training image; nccl-tests' all_gather_perf stays available.
+            self.outputs["ncclCheckCommand"] = nccl_check_command(**check)
+            self.outputs["ncclTestsCommand"] = nccl_check_command(**check, runner="nccl-tests")
         if not cfg.job.enabled:
             self.outputs["enableJobCommand"] = f"pulumi config set --path {NAMESPACE}:job.enabled true && pulumi up"
         self.register_outputs(self.outputs)
