@@ -157,6 +157,8 @@ def _set(*path_and_value):
     (_set("jobSubmission", "bucketUri", None), "jobSubmission.bucketUri is None"),
     (_set("jobSubmission", "serviceAccountAnnotations", ["x"]), "jobSubmission.serviceAccountAnnotations is"),
     (_set("estimatedHourlyUsd", "gpuNode", "usdPerNode", "x"), "estimatedHourlyUsd.gpuNode.usdPerNode is 'x'"),
+    (_set("jobSubmission", "queues", ["training"]), "jobSubmission.queues is ['training']"),
+    (_set("jobSubmission", "serviceAccount", 7), "jobSubmission.serviceAccount is 7"),
 ])
 @pytest.mark.parametrize("command", [["submit", "exp"], ["list"]])
 def test_malformed_outputs(command, edit, says, cluster, cli, outputs_file):
