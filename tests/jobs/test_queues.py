@@ -74,3 +74,11 @@ def test_each_gpu_pool_gets_its_own_queue_and_flavor():
 def test_queue_false_still_turns_kueue_off():
     result = gcp_runs.run_main(gcp_runs.config_with({"trainstack:job": {"queue": False}}))
     assert result.by_type(CLUSTER_QUEUE) == [] and result.exports["jobSubmission"]["queueName"] is None
+
+
+def test_the_quota_follows_the_pools_maximum_not_the_stacks_job():
+    # A pool of up to 5 nodes, a stack job of up to 2: CLI jobs may use the whole pool.
+    result = aws_runs.run_main(aws_runs.config_with({"trainstack:gpuNodes": {"max": 5}, "trainstack:maxHourlyUsd": 3, **JOB}))
+    [cluster_queue] = result.by_type(CLUSTER_QUEUE)
+    assert result.one(RELEASE, "train").inputs["values"]["job"]["nodes"]["max"] == 2
+    assert _quotas(cluster_queue)["nvidia.com/gpu"] == 5  # 5 g4dn.xlarge, 1 GPU each
