@@ -3,10 +3,12 @@
 A cloud builds the cluster, its GPU nodes, a shared filesystem, a bucket and an identity, and hands
 them over as handles (infra.contracts). From those this component makes, on the cluster's provider:
 
-    namespace -> shared-volume claim -> [NVIDIA device plugin] -> [Kueue + queue] -> training job
+    namespace -> shared-volume claim, jobs' ServiceAccount -> [NVIDIA device plugin]
+              -> [Kueue + a queue per GPU pool] -> [training job]
 
-The device plugin is optional because GKE installs its own on GPU nodes; the queue and the job follow
-`trainstack:job`. The job's data set is copied from the bucket to the node-local cache before
+The device plugin is optional because GKE installs its own on GPU nodes; the queues follow
+`trainstack:job.queue` (on by default), the job `trainstack:job.enabled`. The ServiceAccount and the
+queues exist either way: `trainstack submit` jobs use them too. The job's data set is copied from the bucket to the node-local cache before
 torchrun starts, unless `job.train.data` points elsewhere.
 """
 
