@@ -14,7 +14,7 @@ CITED_PATH = re.compile(r"(?<![\w./-])((?:training|infra|bench|tests|testbed|ima
                         r"\.(?:py|md|yaml|yml|json|tpl|txt|lock|toml))(?![\w/])")
 CITED_DOC = re.compile(r"(?<![\w./-])([\w-]+\.md)\b")  # a bare document name, e.g. contracts.md
 OUTPUTS = ("bench/results/",)
-UPSTREAM = re.compile(r"[\w.-]+/[\w.-]+#\d+|github\.com/")  # a line citing another repository  # where a command is told to write: need not exist yet
+UPSTREAM = re.compile(r"[\w.-]+/[\w.-]+#\d+|github\.com/|\bv\d+\.\d+")  # a line citing another project  # where a command is told to write: need not exist yet
 
 
 def source_files() -> list[Path]:
@@ -36,7 +36,7 @@ def missing_references(files, root: Path) -> list[str]:
         # Tests name made-up documents as their data (a.md, b.md); the check of bare names skips them.
         for line in text.splitlines() if path.relative_to(root).parts[0] != "tests" else ():
             if UPSTREAM.search(line):
-                continue  # an upstream project's document (pytorch/pytorch#123 ... RELEASE.md)
+                continue  # an upstream project's document (pytorch/pytorch#123 ... RELEASE.md; kueue's X.md at v0.19.2)
             for cited in CITED_DOC.findall(line):
                 if cited not in documents and not any(cited in p for p in CITED_PATH.findall(line)):
                     missing.append(f"{path.relative_to(root)}: {cited}")
