@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 import pulumi
@@ -28,7 +29,7 @@ from infra.job_service_account import JOB_SERVICE_ACCOUNT
 from infra.job_submission import shared_job_values, submission_output
 from infra.kueue import Kueue, KueueArgs, PoolQueue
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from infra.pod_requests import parse_quantity, queue_quota
+from infra.pod_requests import format_quantity, parse_quantity, pod_requests, queue_quota
 from infra.resource_options import child_options
 from infra.training_job import (
     TrainingJob,
@@ -54,6 +55,9 @@ class TrainingPlatformArgs:
     job_values: Mapping[str, Any] = field(default_factory=dict)
     # The cluster's other GPU pools, by name: each gets its own queue (`<job.queue_name>-<name>`) too.
     other_gpu_pools: Mapping[str, GpuPlacement] = field(default_factory=dict)
+    # One node of the job's pool: its allocatable ephemeral-storage (the cloud's estimate), when known.
+    # The job's pods must fit it, or the scheduler never places them and the queue holds their quota.
+    gpu_local_disk: str | None = None
 
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):
@@ -114,6 +118,19 @@ def with_snapshots(train: dict[str, Any], job: JobConfig, bucket_uri: pulumi.Inp
     if any(str(word).split("=", 1)[0] == "--snapshot-uri" for word in extra):
         return train
     return {**train, "extraArgs": [*extra, "--snapshot-uri", pulumi.Output.concat(bucket_uri, f"/runs/{job.name}")]}
+
+
+def check_local_disk(component: str, job_values: Mapping[str, Any], args: TrainingPlatformArgs) -> None:
+    """Refuse a job whose pods on one node request more local disk than that node offers."""
+    if args.gpu_local_disk is None or not (args.job.enabled or args.job.queue):
+        return
+    per_pod = pod_requests(pod_resources(job_values)).get("ephemeral-storage", Fraction(0))
+    pods_per_node = max(args.gpu.gpus_per_node // args.job.gpus_per_node, 1) if args.job.gpus_per_node else 1
+    if per_pod * pods_per_node > parse_quantity(args.gpu_local_disk):
+        validation.fail(component, f"the job's pods request {format_quantity(per_pod * pods_per_node)} of local "
+                        f"disk per node (resources.tmpSize + the data cache request), a GPU node offers about "
+                        f"{args.gpu_local_disk}: lower resources.tmpSize or storage.cache.request, or give the GPU nodes "
+                        "a larger disk (diskSizeGb, or local SSDs on GKE)")
 
 
 class TrainingPlatform(pulumi.ComponentResource):
@@ -186,6 +203,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             tensorboard=job.tensorboard,
             extra_values=extra_values,
         )
+        check_local_disk(f"TrainingPlatform {name!r}", chart_values(job_args, job.name), args)
         queues: dict[str, Any] = {}
         if job.queue:
             # One queue per GPU pool, each as large as its pool at its maximum and no larger: the pods

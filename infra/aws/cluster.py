@@ -29,6 +29,7 @@ import pulumi_kubernetes as k8s
 
 from infra import versions
 from infra.aws.config import ApiEndpointConfig, GpuNodeGroupConfig, NodeGroupConfig, access_entry_key
+from infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
 from infra.contracts import GPU_RESOURCE, GpuPlacement
 from infra.ordering import available_after
 
@@ -141,6 +142,7 @@ class EksCluster(pulumi.ComponentResource):
     system_node_group: eks.ManagedNodeGroup
     gpu_node_group: eks.ManagedNodeGroup
     gpu_placement: GpuPlacement
+    gpu_local_disk: str  # one GPU node's allocatable ephemeral-storage (estimate, infra/aws/node_disk.py)
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:aws:EksCluster", name, None, opts)
@@ -244,9 +246,12 @@ class EksCluster(pulumi.ComponentResource):
             opts=child,
         )
         gpu = args.gpu_nodes
+        # What a node offers pods, for the autoscaler's template node while the group is at 0
+        # (infra/aws/node_disk.py): without it a pod requesting local disk never triggers a scale-up.
+        self.gpu_local_disk = eks_allocatable_ephemeral_storage(gpu.disk_size_gb)
         self.gpu_node_group = eks.ManagedNodeGroup(
             f"{name}-gpu",
-            **common,
+            **{**common, "tags": {**tags, f"{NODE_TEMPLATE_RESOURCE_TAG}ephemeral-storage": self.gpu_local_disk}},
             ami_type=versions.EKS_GPU_AMI_TYPE,
             capacity_type=gpu.capacity_type,
             # Several types widen the spot pools EKS can draw from (capacity-optimized allocation).

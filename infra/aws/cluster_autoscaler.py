@@ -3,10 +3,11 @@ when a job's pods are pending and returns to 0 once they are gone.
 
 Why cluster-autoscaler and not Karpenter: the GPU group is an EKS managed node group, which the
 autoscaler drives as it is (its Auto Scaling group carries the auto-discovery tags EKS adds,
-`k8s.io/cluster-autoscaler/enabled` and `k8s.io/cluster-autoscaler/<cluster>`). Scaling from 0 needs
-no node-template tags on that group: for a managed node group the autoscaler reads the labels and
-taints with eks:DescribeNodegroup and the GPU count from the instance type (cloudprovider/aws
-aws_manager.go buildNodeFromTemplate). Karpenter would replace the node group with its own
+`k8s.io/cluster-autoscaler/enabled` and `k8s.io/cluster-autoscaler/<cluster>`). Scaling from 0: for a
+managed node group the autoscaler reads the labels and taints with eks:DescribeNodegroup and cpu,
+memory and GPUs from the instance type (cloudprovider/aws aws_manager.go buildNodeFromTemplate,
+cluster-autoscaler-1.35.2); ephemeral-storage only from a node-template tag, which the GPU group
+carries (infra/aws/cluster.py, infra/aws/node_disk.py): the trainer requests local disk. Karpenter would replace the node group with its own
 NodePool/EC2NodeClass, an interruption queue and a wider IAM policy: more moving parts for one group.
 
 Least privilege (IRSA, this one service account): it may change the size only of Auto Scaling groups

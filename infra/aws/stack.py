@@ -135,6 +135,7 @@ class AwsStack(pulumi.ComponentResource):
             image_ref=image.ref,
             install_device_plugin=True,
             job_values=job_values,
+            gpu_local_disk=cluster.gpu_local_disk,
         # Kueue's controller (and its webhook) runs on the system nodes: the platform waits for them, as on GKE.
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.system_node_group]))
 

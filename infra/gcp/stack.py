@@ -38,6 +38,7 @@ from infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
 from infra.gcp.identity import JobIdentity, JobIdentityArgs, NodeServiceAccount, NodeServiceAccountArgs
 from infra.gcp.job_commands import job_commands, nccl_check_command
 from infra.gcp.network import GkeNetwork, GkeNetworkArgs
+from infra.gcp.node_disk import gke_allocatable_ephemeral_storage
 from infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs, NodePoolArgs, SystemNodePool
 from infra.gcp.project_services import ProjectServices, ProjectServicesArgs
 from infra.gcp.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
@@ -158,6 +159,7 @@ class GcpStack(pulumi.ComponentResource):
             install_device_plugin=False,  # GKE's own runs on every GPU node
             job_values=job_values,
             other_gpu_pools={pool: gpu_pools[pool].placement for pool in gpu_pools if pool != cfg.job_pool.name},
+            gpu_local_disk=gke_allocatable_ephemeral_storage(cfg.job_pool.disk_size_gb, cfg.job_pool.local_ssd_count),
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
 
         self.outputs = {

@@ -1,0 +1,43 @@
+"""Local disk on the EKS GPU group: the autoscaler's template node must offer what the job's pod
+requests, and a pool too small for the pod is refused (review finding 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
+from infra.pod_requests import parse_quantity, pod_requests
+from infra.training_job import chart_default_values, deep_merge, pod_resources
+from tests.aws.stack_runs import (
+    JOB_ENABLED,
+    NODE_GROUP,
+    RELEASE,
+    config_with,
+    run_main,
+    run_main_expecting_error,
+)
+
+TAG = f"{NODE_TEMPLATE_RESOURCE_TAG}ephemeral-storage"
+GIB = 2**30
+
+
+def test_the_estimate_follows_nodeadm():
+    # 100 GiB root volume: 1 GiB kubeReserved, 10 GiB below the nodefs.available eviction threshold.
+    assert eks_allocatable_ephemeral_storage(100) == "89Gi"
+
+
+def test_the_gpu_group_tells_the_autoscaler_its_local_disk_and_the_job_fits_it():
+    up = run_main(config_with(JOB_ENABLED))
+    tags = up.one(NODE_GROUP, "trainstack-eks-gpu").inputs["tags"]
+    assert tags[TAG] == "89Gi"  # Pulumi.aws.yaml: diskSizeGb 100
+    job = up.one(RELEASE, "train").inputs["values"]
+    request = pod_requests(pod_resources(deep_merge(chart_default_values(), job)))["ephemeral-storage"]
+    assert request <= parse_quantity(tags[TAG])
+    # The system group scales from its minimum, never from 0: no template needed there.
+    assert TAG not in up.one(NODE_GROUP, "trainstack-eks-system").inputs["tags"]
+
+
+@pytest.mark.parametrize("job", [JOB_ENABLED, {}])  # the queue is sized for the pod even with no job
+def test_a_gpu_disk_too_small_for_the_pod_is_refused(job):
+    stop, _, _ = run_main_expecting_error(config_with({**job, "trainstack:gpuNodes": {"diskSizeGb": 20}}))
+    assert "local disk" in str(stop) and "diskSizeGb" in str(stop), stop
