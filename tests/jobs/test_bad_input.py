@@ -231,3 +231,21 @@ def test_without_the_sdk_the_chart_is_rendered_by_helm_template(cluster, cli, ou
     assert "the chart refuses job exp: image.digest or image.tag is required" in _one_line(err)
     [call] = cluster.calls  # helm template alone: offline, no kubeconfig, no install
     assert call["argv"][:2] == ["template", "exp"] and "--kubeconfig" not in call["argv"]
+
+
+def _half_the_memory_quota(exports):
+    """A queue that holds one of the stack pool's two pods (memory), not both."""
+    from infra.pod_requests import format_quantity, parse_quantity
+
+    quota = exports["jobSubmission"]["queues"][exports["jobSubmission"]["queueName"]]["quota"]
+    quota["memory"] = format_quantity(parse_quantity(quota["memory"]) / 2)
+
+
+def test_an_elastic_job_whose_minimum_fits_its_queue_is_submitted_with_a_warning(cluster, cli, outputs_file):
+    # Kueue admits it with fewer pods (PartialAdmission, on by default in v0.19.2): refusing it is stricter
+    # than Kueue (review finding 9).
+    code, _, err = cli("submit", "exp", "--nodes", "1:2", "--outputs", outputs_file("aws", _half_the_memory_quota))
+    assert code == 0, err
+    assert "warning: exp: queue training holds 1 of the 2 pods at most" in err
+    code, _, err = cli("submit", "fixed", "--nodes", "2", "--outputs", outputs_file("aws", _half_the_memory_quota))
+    assert code == 2 and "2 pods ask" in _one_line(err) and "smaller --nodes MIN" in err

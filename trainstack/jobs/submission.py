@@ -125,20 +125,29 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
     return job
 
 
-def check_queue(outputs: StackOutputs, job: JobConfig, values: Mapping[str, Any]) -> None:
-    """Refuse a job whose pods, counted as Kueue counts them, exceed its queue's quota: Kueue would leave it
-    pending for ever (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, "> maximum capacity")."""
+def check_queue(outputs: StackOutputs, job: JobConfig, values: Mapping[str, Any]) -> str | None:
+    """Refuse a job whose fewest pods, counted as Kueue counts them, exceed its queue's quota: Kueue would
+    leave it pending for ever (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, "> maximum
+    capacity"). Above that, up to nodes_max, Kueue admits it with fewer pods (PartialAdmission, Beta and
+    on by default in v0.19.2 pkg/features/kube_features.go; the chart sets job-min-parallelism when
+    min < max; pkg/scheduler/scheduler.go reduces the count): the returned warning says so, None if all fit."""
     queue = outputs.queues.get(outputs.queue_name or "")
     if not queue:
-        return
+        return None
     quota = {name: parse_quantity(q) for name, q in queue["quota"].items()}
-    for resource, per_pod in sorted(pod_requests(pod_resources(values)).items()):
-        needed = per_pod * job.nodes_max
+    per_pod = sorted(pod_requests(pod_resources(values)).items())
+    for resource, request in per_pod:
+        needed = request * job.nodes_min
         if needed > quota.get(resource, 0):
-            raise UsageError(f"--nodes: {job.nodes_max} pods ask {format_quantity(needed)} {resource}, but queue "
+            raise UsageError(f"--nodes: {job.nodes_min} pods ask {format_quantity(needed)} {resource}, but queue "
                              f"{outputs.queue_name} holds at most {format_quantity(quota.get(resource, 0))} (its "
-                             "pool at its maximum)", "give a smaller --nodes MAX, or raise the pool's maximum in "
+                             "pool at its maximum)", "give a smaller --nodes MIN, or raise the pool's maximum in "
                              "the stack config and pulumi up")
+    fits = min((int(quota.get(resource, 0) // request) for resource, request in per_pod if request), default=job.nodes_max)
+    if fits < job.nodes_max:
+        return (f"queue {outputs.queue_name} holds {fits} of the {job.nodes_max} pods at most: Kueue admits the job "
+                f"with {fits} (between --nodes MIN and MAX)")
+    return None
 
 
 # An image reference as the container runtime parses it (distribution/reference v0.6.0, the grammar
