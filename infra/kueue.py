@@ -9,6 +9,7 @@ no autoscaler sees one until Kueue admits it and unsuspends the Job).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -18,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from infra import validation
 from infra.resource_options import child_options
+from infra.training_job import deep_merge
 from infra.versions import KUEUE_API_VERSION, KUEUE_CHART
 
 # The namespace and release name of the Kueue installation docs (`helm install kueue ... -n kueue-system`).
@@ -25,6 +27,36 @@ KUEUE_NAMESPACE = "kueue-system"
 KUEUE_RELEASE_NAME = "kueue"
 GPU_RESOURCE = "nvidia.com/gpu"
 _QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
+# The chart's own controllerManagerConfigYaml (kubernetes-sigs/kueue v0.19.2 charts/kueue/values.yaml), but:
+# - only the batch/job integration: the chart then makes the Pod, Deployment and StatefulSet webhooks
+#   failurePolicy Ignore (templates/webhook/manifests.yaml "if has \"pod\" ..."), so while Kueue is not
+#   ready nothing but a Job is refused (the autoscaler, the device plugin, GKE's add-ons start as usual);
+# - managedJobsNamespaceSelector: the job webhooks (failurePolicy Fail) select the training namespace
+#   only, so an unready Kueue blocks no other namespace's Jobs.
+def manager_config_yaml(namespace: str) -> str:
+    """The Kueue controller's Configuration for a cluster whose queued jobs all live in `namespace`."""
+    return json.dumps({
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {"groupKindConcurrency": {
+            "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}},
+        "clientConnection": {"qps": 300, "burst": 500},
+        "managedJobsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "integrations": {"frameworks": ["batch/job"]},
+    }, indent=2, sort_keys=True)  # JSON is YAML: the chart reads it with fromYaml
+
+
+def release_values(args: KueueArgs) -> dict[str, Any]:
+    """The Kueue chart's values: our manager configuration, under anything `args.chart_values` sets."""
+    config = pulumi.Output.from_input(args.namespace).apply(manager_config_yaml)
+    return deep_merge({"managerConfig": {"controllerManagerConfigYaml": config}}, args.chart_values)
+
+
 _QUOTA_FIELDS = {"cpu": "cpu_quota", "memory": "memory_quota", GPU_RESOURCE: "gpu_quota"}
 
 
@@ -146,7 +178,7 @@ class Kueue(pulumi.ComponentResource):
                 create_namespace=True,
                 chart=KUEUE_CHART.chart,
                 version=KUEUE_CHART.version,
-                values=dict(args.chart_values),
+                values=release_values(args),
                 # The release is ready once the controller (and its admission webhook) is; the
                 # queues below are created only then, or the webhook would reject them.
                 timeout=600,
