@@ -44,7 +44,7 @@ def _cluster_with_jobs(cluster, cli, outputs_path) -> None:
         job = one(render(json.loads(call["stdin"]), release=name, namespace="default"), "Job")
         job["metadata"]["creationTimestamp"] = _at(3)
         job["metadata"]["uid"] = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))  # the API server gives each Job one
-        job["spec"]["suspend"] = False  # the chart creates it suspended; Kueue unsuspends it on admission
+        job["spec"]["suspend"] = False  # Kueue's webhook suspends it on create, Kueue unsuspends it on admission
         conditions: list[dict] = []
         status: dict = {}
         if name == "queued":

@@ -55,10 +55,22 @@ def test_success_is_decided_by_node_0(rendered):
     assert job_spec(rendered["gpu-4x8-queue-pvc"])["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
 
 
-def test_queued_job_starts_suspended_with_the_queue_label(rendered):
+def test_queued_job_carries_the_queue_label_and_leaves_suspend_to_kueue(rendered):
+    # Kueue's webhook suspends it on create (v0.19.2 jobframework/defaults.go ApplyDefaultForSuspend). A
+    # rendered `suspend: true` would be patched back onto the running Job by every helm upgrade
+    # (three-way merge against the live object): Kueue would then restart it (review finding 3).
     job = one(rendered["gpu-4x8-queue-pvc"], "Job")
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == GPU_VALUES["kueue"]["queueName"]
-    assert job["spec"]["suspend"] is True
+    assert "suspend" not in job["spec"]
+
+
+def test_an_in_place_change_of_a_queued_job_leaves_its_job_alone():
+    # TensorBoard and the TTL upgrade in place (infra/training_job.py REPLACE_ON_CHANGES): the Job's
+    # rendered object must not change, or helm upgrade would patch a running, admitted Job.
+    base = load_values("gpu-4x8-queue-pvc")
+    job = one(render(base), "Job")
+    for change in ({"tensorboard": {"enabled": not base.get("tensorboard", {}).get("enabled", False)}},):
+        assert one(render(deep_merge(base, change)), "Job") == job, change
 
 
 def test_unqueued_job_starts_at_once(rendered):
