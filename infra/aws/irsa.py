@@ -18,18 +18,23 @@ class IrsaRoleArgs:
     oidc_issuer: pulumi.Input[str]  # without https://, the form the trust condition keys use
     namespace: str
     service_account: str  # may hold `*` (see trust_policy)
+    # Further service accounts of the same namespace the role trusts (exact names).
+    also_trusted: Sequence[str] = ()
     managed_policy_arns: Sequence[str] = ()
     inline_policy: pulumi.Input[str] | None = None  # a policy document, JSON
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str) -> str:
+def trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str,
+                 also_trusted: Sequence[str] = ()) -> str:
     """Only tokens issued by the cluster, for this service account, meant for STS, may assume the role.
-
     A `*` in `service_account` matches several accounts of the namespace (StringLike), e.g. `efs-csi-*`
-    for both the EFS CSI controller and its node plugin.
+    for both the EFS CSI controller and its node plugin. `also_trusted` adds exact names: the condition
+    then lists every subject (a list in StringEquals matches any of them).
     """
-    subject = {f"{oidc_issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}"}
+    names = [service_account, *(name for name in also_trusted if name != service_account)]
+    subjects = [f"system:serviceaccount:{namespace}:{name}" for name in names]
+    subject = {f"{oidc_issuer}:sub": subjects[0] if len(subjects) == 1 else subjects}
     audience = {f"{oidc_issuer}:aud": "sts.amazonaws.com"}
     condition = ({"StringLike": subject, "StringEquals": audience} if "*" in service_account
                  else {"StringEquals": {**subject, **audience}})
@@ -54,7 +59,8 @@ class IrsaRole(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-role",
             assume_role_policy=pulumi.Output.all(args.oidc_provider_arn, args.oidc_issuer).apply(
-                lambda values: trust_policy(values[0], values[1], args.namespace, args.service_account)),
+                lambda values: trust_policy(values[0], values[1], args.namespace, args.service_account,
+                                            args.also_trusted)),
             description=f"IRSA: system:serviceaccount:{args.namespace}:{args.service_account}",
             tags=dict(args.tags),
             opts=child,

@@ -121,6 +121,10 @@ class AwsStack(pulumi.ComponentResource):
             oidc_issuer=cluster.oidc_issuer,
             namespace=cfg.job.namespace,
             service_account=JOB_SERVICE_ACCOUNT,
+            # The stack job's own account before every job shared one (infra/job_service_account.py):
+            # jobs started then keep their bucket access through the upgrade. It grants nothing new:
+            # whoever can run a pod in the namespace can already run it as JOB_SERVICE_ACCOUNT.
+            also_trusted=[cfg.job.name],
             inline_policy=bucket.read_write_policy,
             tags=tags,
         ), opts=child)

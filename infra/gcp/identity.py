@@ -60,6 +60,10 @@ class JobIdentityArgs:
     cluster_name: str
     namespace: str
     service_account: str  # the Kubernetes ServiceAccount every job runs as (infra/job_service_account.py)
+    # The account the stack job ran as before every job shared one (its name): still trusted, so jobs
+    # started then keep their bucket access through the upgrade. It grants nothing new: whoever can run
+    # a pod in the namespace can already run it as `service_account`.
+    previous_service_account: str | None = None
     bucket_name: pulumi.Input[str]
     cluster: pulumi.Resource  # the identity pool <project>.svc.id.goog exists once the cluster does
 
@@ -76,14 +80,20 @@ class JobIdentity(pulumi.ComponentResource):
             display_name=f"trainstack job {args.namespace}/{args.service_account}", opts=child)
         bucket_access = gcp.storage.BucketIAMMember(
             f"{name}-bucket", bucket=args.bucket_name, role=JOB_BUCKET_ROLE, member=account.member, opts=child)
-        binding = gcp.serviceaccount.IAMMember(
-            f"{name}-workload-identity",
+        # One binding per trusted account. The previous account keeps the resource name it had, so an
+        # upgrade adds the new binding and deletes none: IAMMember is not authoritative, and deleting a
+        # replaced binding would remove the same member granted by another resource.
+        trusted = [args.service_account]
+        if args.previous_service_account not in (None, args.service_account):
+            trusted.insert(0, args.previous_service_account)
+        bindings = [gcp.serviceaccount.IAMMember(
+            f"{name}-workload-identity" if index == 0 else f"{name}-workload-identity-{account_name}",
             service_account_id=account.name,
             role=WORKLOAD_IDENTITY_USER,
-            member=workload_identity_member(args.project, args.namespace, args.service_account),
+            member=workload_identity_member(args.project, args.namespace, account_name),
             opts=child_options(self, None, opts, depends_on=[args.cluster]),
-        )
+        ) for index, account_name in enumerate(trusted)]
         # A job started before both grants exist fails its first GCS call: the annotation waits for them.
-        self.email = available_after(account.email, bucket_access, binding)
+        self.email = available_after(account.email, bucket_access, *bindings)
         self.identity = WorkloadIdentity(service_account_annotations={GKE_SERVICE_ACCOUNT_ANNOTATION: self.email})
         self.register_outputs({"email": self.email})

@@ -119,7 +119,8 @@ class GcpStack(pulumi.ComponentResource):
         # Trusts the one Kubernetes ServiceAccount every job runs as, the stack's own and the CLI's alike.
         job_identity = JobIdentity(f"{name}-job", JobIdentityArgs(
             project=cfg.project, cluster_name=cfg.cluster_name, namespace=cfg.job.namespace,
-            service_account=JOB_SERVICE_ACCOUNT, bucket_name=bucket.bucket_name, cluster=cluster.cluster), opts=child)
+            service_account=JOB_SERVICE_ACCOUNT, previous_service_account=cfg.job.name,
+            bucket_name=bucket.bucket_name, cluster=cluster.cluster), opts=child)
 
         storage = None
         if cfg.filestore is not None:

@@ -175,12 +175,12 @@ def test_system_pool_is_small_and_always_up(up):
 def test_job_identity_is_workload_identity_with_the_bucket_only(up):
     job_account = up.one(SERVICE_ACCOUNT, "trainstack-job")
     email = f"{job_account.inputs['accountId']}@{PROJECT}.iam.gserviceaccount.com"
-    binding = up.one(SA_IAM_MEMBER).inputs
+    binding = up.one(SA_IAM_MEMBER, "trainstack-job-workload-identity-trainstack-jobs").inputs
     assert binding["role"] == "roles/iam.workloadIdentityUser"
     assert binding["member"] == f"serviceAccount:{PROJECT}.svc.id.goog[default/trainstack-jobs]"
     assert binding["serviceAccountId"] == f"projects/{PROJECT}/serviceAccounts/{email}"
-    # The binding needs the identity pool, which exists once the cluster does.
-    assert up.one(CLUSTER).urn in up.one(SA_IAM_MEMBER).dependencies
+    # The bindings need the identity pool, which exists once the cluster does.
+    assert all(up.one(CLUSTER).urn in member.dependencies for member in up.by_type(SA_IAM_MEMBER))
     bucket_member = up.one(BUCKET_IAM_MEMBER).inputs
     assert bucket_member == {"bucket": "trainstack-snapshots-5f6a7b8", "role": "roles/storage.objectUser",
                              "member": f"serviceAccount:{email}"}
@@ -372,3 +372,15 @@ def test_a_snapshot_uri_in_job_train_wins_over_the_buckets():
                                                       "train": {"snapshotUri": "gs://elsewhere/runs/x"}}}))
     assert result.one(RELEASE, "train").inputs["values"]["train"]["extraArgs"] == [
         "--snapshot-uri", "gs://elsewhere/runs/x"]
+
+
+def test_the_stack_jobs_previous_account_stays_trusted_under_its_old_binding(up):
+    # Review finding 4: before every job shared trainstack-jobs, the stack job (and the CLI jobs that
+    # borrowed its account) ran as the account named like the job; an upgrade must not cut their bucket
+    # access. Its binding keeps the resource name it had, so the upgrade only adds a binding.
+    bindings = {m.name: m.inputs["member"] for m in up.by_type(SA_IAM_MEMBER)}
+    assert bindings == {
+        "trainstack-job-workload-identity": f"serviceAccount:{PROJECT}.svc.id.goog[default/train]",
+        "trainstack-job-workload-identity-trainstack-jobs":
+            f"serviceAccount:{PROJECT}.svc.id.goog[default/trainstack-jobs]",
+    }
