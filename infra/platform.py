@@ -55,6 +55,9 @@ class TrainingPlatformArgs:
     job_values: Mapping[str, Any] = field(default_factory=dict)
     # The cluster's other GPU pools, by name: each gets its own queue (`<job.queue_name>-<name>`) too.
     other_gpu_pools: Mapping[str, GpuPlacement] = field(default_factory=dict)
+    # Chart values that shape the pods of a job on one of those pools (e.g. its GPU networking, whose
+    # sidecar the pool's queue must count), by pool name.
+    other_pool_values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # One node of the job's pool: its allocatable ephemeral-storage (the cloud's estimate), when known.
     # The job's pods must fit it, or the scheduler never places them and the queue holds their quota.
     gpu_local_disk: str | None = None
@@ -214,8 +217,9 @@ class TrainingPlatform(pulumi.ComponentResource):
             queues[job.queue_name] = self._queue_summary(args.gpu, pool_queue_quota(job_pool_values, job_pods))
             more = []
             for pool_name, pool in sorted(args.other_gpu_pools.items()):
-                pool_values = deep_merge(cache_values, {"resources": {**pool.pod_resources,
-                                                                      "gpusPerNode": pool.gpus_per_node}})
+                pool_values = deep_merge(deep_merge(cache_values, {"resources": {**pool.pod_resources,
+                                                                                 "gpusPerNode": pool.gpus_per_node}}),
+                                         args.other_pool_values.get(pool_name, {}))
                 queue_name = f"{job.queue_name}-{pool_name}"
                 more.append(PoolQueue(queue_name=queue_name, flavor_name=f"{pool_name}-nodes",
                                       node_labels=pool.node_selector, tolerations=pool.tolerations,

@@ -160,6 +160,9 @@ class GcpStack(pulumi.ComponentResource):
             install_device_plugin=False,  # GKE's own runs on every GPU node
             job_values=job_values,
             other_gpu_pools={pool: gpu_pools[pool].placement for pool in gpu_pools if pool != cfg.job_pool.name},
+            # A GPUDirect pool's queue counts the RxDM sidecar its jobs get (the mode is all the quota needs).
+            other_pool_values={pool.name: {"gpuNetworking": {"mode": pool.gpu_direct.mode}}
+                               for pool in cfg.gpu_pools if pool.gpu_direct and pool.name != cfg.job_pool.name},
             gpu_local_disk=gke_allocatable_ephemeral_storage(cfg.job_pool.disk_size_gb, cfg.job_pool.local_ssd_count),
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
 

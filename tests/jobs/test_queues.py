@@ -82,3 +82,18 @@ def test_the_quota_follows_the_pools_maximum_not_the_stacks_job():
     [cluster_queue] = result.by_type(CLUSTER_QUEUE)
     assert result.one(RELEASE, "train").inputs["values"]["job"]["nodes"]["max"] == 2
     assert _quotas(cluster_queue)["nvidia.com/gpu"] == 5  # 5 g4dn.xlarge, 1 GPU each
+
+
+def test_every_gpudirect_pools_queue_counts_the_rxdm_sidecar():
+    # Review finding 6: a second A3 pool's queue was sized without the RxDM sidecar (1 CPU / 1Gi short
+    # per pod), so Kueue never admitted a job that filled that pool.
+    pools = {"a3": {}, "a3b": {"machineType": "a3-highgpu-8g", "min": 0, "max": 3, "capacity": "ON_DEMAND"}}
+    result = test_a3.run(test_a3.a3_config({"trainstack:gpuPools": pools, "trainstack:jobPool": "a3", **JOB}))
+    queues = {q.inputs["metadata"]["name"]: q for q in result.by_type(CLUSTER_QUEUE)}
+    [release] = [r for r in result.by_type(RELEASE) if r.inputs.get("name") == result.exports["jobName"]]
+    values = json.loads(json.dumps(release.inputs["values"]))
+    assert values["gpuNetworking"]["mode"] == "tcpx"
+    pod = next(o for o in render(values) if o["kind"] == "Job")["spec"]["template"]["spec"]
+    per_pod = pod_requests(pod)
+    for queue, nodes in (("a3-queue", 2), ("a3-queue-a3b", 3)):
+        assert _quotas(queues[queue]) == {name: value * nodes for name, value in per_pod.items()}, queue
