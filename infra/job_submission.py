@@ -18,6 +18,11 @@ from infra.config import JobConfig
 from infra.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
 from infra.training_job import SecretEnv, TrainingJobArgs, chart_default_values, chart_values
 
+# The Helm release label every job the CLI installs carries (`helm install --labels`, helm v3.21.4
+# cmd/helm/install.go:201), so `trainstack cancel --all` selects them by label and never the stack's
+# own (Pulumi's) release. The stack's ncclCheckCommand installs with it too: cancel --all removes it.
+SUBMITTED_BY_CLI = ("trainstack.dev/submitted-by", "cli")
+
 # Chart values that belong to one job: the CLI sets them per submission, never from the stack.
 PER_JOB_KEYS = ("job", "train", "serviceAccount")
 

@@ -15,6 +15,7 @@ from infra.commands import (
 )
 from infra.config import JobConfig
 from infra.gcp.machine_types import GpuDirectProfile
+from infra.job_submission import SUBMITTED_BY_CLI
 from infra.paths import TRAINING_JOB_CHART_DIR, project_relative
 from infra.training_job import image_values
 
@@ -82,6 +83,8 @@ def nccl_check_command(*, profile: GpuDirectProfile, namespace: str, min_bus_ban
         return " ".join([
             f"helm install {NCCL_CHECK_RELEASE} {PROJECT_CHART} -n {namespace}",
             f"-f {profiles}/{MACHINE_PROFILES[profile.mode]} -f {profiles}/{CHECK_PROFILES[runner]}",
+            # Labelled as the CLI's jobs are: `trainstack cancel --all` (before pulumi destroy) removes it.
+            f"--labels {'='.join(SUBMITTED_BY_CLI)}",
             *sets,
             f"&& until kubectl -n {namespace} get {job_name} -o {condition} | grep -qwE 'Complete|Failed';",
             "do sleep 20; done;",

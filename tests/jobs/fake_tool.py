@@ -72,7 +72,7 @@ def main() -> int:
         calls.write(json.dumps({"tool": tool, "argv": argv, "stdin": stdin}) + "\n")
     state_path = Path(os.environ["FAKE_CLUSTER_STATE"])
     state = json.loads(state_path.read_text())
-    namespace = argv[argv.index("--namespace") + 1]
+    namespace = _option(argv, "--namespace", "-n")  # as helm and kubectl both spell it
     if tool == "helm":
         verb = argv[0]
         releases = state.setdefault("releases", [])

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -254,3 +257,16 @@ def test_list_matches_a_workload_to_its_job_by_uid(cluster, cli, outputs_file):
     code, out, err = cli("list", "--outputs", path)
     assert code == 0, err
     assert out.splitlines()[1].split()[:2] == ["exp", "queued"]
+
+
+def test_cancel_all_removes_the_nccl_check_the_stack_command_installed(cluster, cli, outputs_file, stack_exports,
+                                                                       tmp_path):
+    # Review finding 5: the release `eval "$(pulumi stack output ncclCheckCommand)"` installs had no CLI
+    # label, so `cancel --all` (before pulumi destroy) left it, and its Job, behind.
+    command = stack_exports("gcp-a3")["ncclCheckCommand"]
+    install = shlex.split(command.split(" && ", 1)[0])
+    assert install[:3] == ["helm", "install", "nccl-check"]
+    subprocess.run(install, check=True, cwd=tmp_path, env={**os.environ, "PATH": os.environ["PATH"]})
+    assert [r["name"] for r in cluster.state["releases"]] == ["nccl-check"]
+    code, _, _ = cli("cancel", "--all", "--outputs", outputs_file("gcp-a3"))
+    assert code == 0 and cluster.state["releases"] == []

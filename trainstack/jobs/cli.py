@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from infra.config import JobConfig
+from infra.job_submission import SUBMITTED_BY_CLI
 from infra.paths import TRAINING_JOB_CHART_DIR
 from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
@@ -63,10 +64,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The Helm release label every CLI submission carries (`helm install --labels`, helm v3.21.4
-# cmd/helm/install.go:201), so `cancel --all` selects the CLI's releases by label and never the stack's
-# own (Pulumi's) release, whatever a stale --outputs file says its name is.
-SUBMITTED_BY_CLI = ("trainstack.dev/submitted-by", "cli")
 
 
 def _releases(cluster: Cluster, *, submitted_by_cli: bool = False) -> list[dict]:
