@@ -97,3 +97,13 @@ def test_every_gpudirect_pools_queue_counts_the_rxdm_sidecar():
     per_pod = pod_requests(pod)
     for queue, nodes in (("a3-queue", 2), ("a3-queue-a3b", 3)):
         assert _quotas(queues[queue]) == {name: value * nodes for name, value in per_pod.items()}, queue
+
+
+def test_without_the_autoscaler_the_queue_holds_the_groups_fixed_size():
+    # Review finding 7: the group stays at its desired size, so a queue sized from max admitted jobs whose
+    # pods then waited for nodes that never came.
+    config = aws_runs.config_with({"trainstack:clusterAutoscaler": False,
+                                   "trainstack:gpuNodes": {"min": 0, "desired": 1, "max": 2},
+                                   "trainstack:job": {"nodesMin": 1, "nodesMax": 1}})
+    [cluster_queue] = aws_runs.run_main(config).by_type(CLUSTER_QUEUE)
+    assert _quotas(cluster_queue)["nvidia.com/gpu"] == 1  # 1 g4dn.xlarge
