@@ -40,13 +40,15 @@ from infra.training_job import image_values
 
 
 def release_namespaces(cfg: AwsStackConfig) -> list[str]:
-    """Where this stack's Helm releases keep their state (Secrets): what a preview must be able to read."""
-    namespaces = [cfg.job.namespace, DEVICE_PLUGIN_NAMESPACE]
-    if cfg.cluster_autoscaler:
-        namespaces.append(AUTOSCALER_NAMESPACE)
-    if cfg.job.queue:
-        namespaces.append(KUEUE_NAMESPACE)
-    return namespaces
+    """Where this stack's Helm releases may keep their state (Secrets): what a preview must be able to read.
+
+    Every namespace a release of this stack can use, whatever the config turns on: the access scope is
+    immutable (terraform-provider-aws internal/service/eks/access_policy_association.go: access_scope
+    ForceNew), and a replacement of an association keyed by the same cluster, principal and policy
+    creates the new one, then deletes it as the old one. A stable scope is never replaced; reading a
+    namespace's Secrets where no release runs grants nothing.
+    """
+    return [cfg.job.namespace, DEVICE_PLUGIN_NAMESPACE, AUTOSCALER_NAMESPACE, KUEUE_NAMESPACE]
 
 
 @dataclass(frozen=True, kw_only=True)
