@@ -1,0 +1,23 @@
+"""Local disk on GKE GPU pools: a pool whose nodes cannot hold the job's pods' ephemeral-storage
+request is refused (review finding 1); the estimate follows GKE's documented reservation."""
+
+from __future__ import annotations
+
+from infra.gcp.node_disk import gke_allocatable_ephemeral_storage
+from tests.gcp.stack_runs import JOB_ENABLED, config_with, run_main, run_main_expecting_error
+
+
+def test_the_estimate_follows_gkes_reservation():
+    # 100 GB boot disk (93.1 GiB): GKE reserves min(50%, 6 GiB + 35%, 100 GiB), evicts below 10% free.
+    assert gke_allocatable_ephemeral_storage(100, 0) == "45Gi"
+    # 16 local SSDs (A3): the SSDs back ephemeral storage, the reservation caps at 100 GiB.
+    assert gke_allocatable_ephemeral_storage(200, 16) == "4929Gi"
+
+
+def test_the_seed_pool_holds_the_job():
+    run_main(config_with(JOB_ENABLED))  # no refusal
+
+
+def test_a_gpu_disk_too_small_for_the_pod_is_refused():
+    stop, _, _ = run_main_expecting_error(config_with({**JOB_ENABLED, "trainstack:gpuPools": {"t4": {"diskSizeGb": 50}}}))
+    assert "local disk" in str(stop) and "diskSizeGb" in str(stop), stop
