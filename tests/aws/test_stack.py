@@ -413,8 +413,10 @@ def test_job_role_trusts_the_job_service_account_and_reaches_only_the_bucket(up)
     service_account = release.inputs["values"]["serviceAccount"]["name"]
     statement = trust_statement(up, "trainstack-job-role")
     assert statement["Principal"] == {"Federated": OIDC_PROVIDER_ARN}
+    # And the stack job's earlier account, for jobs started before the shared one (test_job_role_trust.py).
     assert statement["Condition"] == {"StringEquals": {
-        f"{OIDC_ISSUER}:sub": f"system:serviceaccount:{release.inputs['namespace']}:{service_account}",
+        f"{OIDC_ISSUER}:sub": [f"system:serviceaccount:{release.inputs['namespace']}:{service_account}",
+                               f"system:serviceaccount:{release.inputs['namespace']}:train"],
         f"{OIDC_ISSUER}:aud": "sts.amazonaws.com",
     }}
 
