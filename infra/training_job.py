@@ -253,10 +253,13 @@ def _gpu_container_resources(values: Mapping[str, Any]) -> dict[str, Any]:
     resources = values["resources"]
     requests = dict(resources["requests"])
     limits = dict(resources["limits"])
+    if "ephemeral-storage" not in requests and "ephemeral-storage" in limits:
+        requests["ephemeral-storage"] = limits["ephemeral-storage"]  # as the API server defaults it
     if "ephemeral-storage" not in requests:
         local = parse_quantity(resources["tmpSize"])
-        if values["storage"]["cache"]["enabled"]:
-            local += parse_quantity(values["storage"]["cache"]["sizeLimit"])
+        cache = values["storage"]["cache"]
+        if cache["enabled"] and cache.get("request"):
+            local += parse_quantity(cache["request"])  # not sizeLimit: that is only the cap
         requests["ephemeral-storage"] = format_quantity(local)
     if int(resources["gpusPerNode"]) > 0:
         requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = int(resources["gpusPerNode"])
