@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from .chart import chart_values
 from .dockerfile import instructions
 from .test_image import DOCKERFILE
