@@ -7,7 +7,10 @@ Why `helm.v3.Release` and not `helm.v4.Chart`:
 - A Job's pod template is immutable, so `helm upgrade` cannot apply a change of nodes, image or
   command. The Release is replaced instead (delete, then install under the same name: same run
   directory, so training resumes from its newest checkpoint) when a value that shapes the pod
-  template changes; `nodes_replicas` (Job parallelism) still scales in place.
+  template changes; `nodes_replicas` (Job parallelism) scales in place without a queue. In a Kueue
+  queue it replaces the Release too: with nodes_min < replicas the Job carries
+  kueue.x-k8s.io/job-min-parallelism, and Kueue's webhook refuses a parallelism change while the Job
+  runs (kueue v0.19.2 pkg/controller/jobs/job/job_webhook.go validatePartialAdmissionUpdate).
 Trade-off: the objects inside a Release are opaque to Pulumi diffs and policies; the chart's own
 tests cover what it renders.
 """
@@ -75,6 +78,8 @@ REPLACE_ON_CHANGES = (
     "values.gpuNetworking",
     "values.ncclCheck",
 )
+# In a queue, parallelism is fixed while the Job runs (see the module docstring).
+REPLACE_ON_CHANGES_IN_A_QUEUE = (*REPLACE_ON_CHANGES, "values.job.nodes.replicas")
 
 
 @dataclass(frozen=True)
@@ -366,7 +371,8 @@ class TrainingJob(pulumi.ComponentResource):
                 self,
                 args.provider,
                 opts,
-                replace_on_changes=list(REPLACE_ON_CHANGES),
+                replace_on_changes=list(REPLACE_ON_CHANGES_IN_A_QUEUE if args.queue_name is not None
+                                        else REPLACE_ON_CHANGES),
                 # Same release name for the new Job: the old one must be gone first.
                 delete_before_replace=True,
             ),
