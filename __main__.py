@@ -50,7 +50,14 @@ def selected_cloud(raw: dict[str, str], stack: str) -> str:
     return cloud
 
 
+# Adopting a log group EKS recreated (infra/aws/cluster.py) imports it and applies our settings in the
+# same update: the engine does that since pulumi/pulumi#19339, first released in v3.174.0; an older CLI
+# would refuse the import's diff. Refused up front instead, by the CLI itself.
+MINIMUM_PULUMI_CLI = ">=3.174.0"
+
+
 def main() -> None:
+    pulumi.require_pulumi_version(MINIMUM_PULUMI_CLI)
     raw = raw_config()
     outputs = STACKS[selected_cloud(raw, pulumi.get_stack())](raw)
     for output_name, value in outputs.items():

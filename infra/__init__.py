@@ -30,7 +30,7 @@ Component conventions:
 """
 
 from infra.contracts import GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
-from infra.kueue import Kueue, KueueArgs
+from infra.kueue import Kueue, KueueArgs, PoolQueue
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from infra.platform import TrainingPlatform, TrainingPlatformArgs
 from infra.training_image import TrainingImage, TrainingImageArgs, tensorboard_image_args
@@ -45,6 +45,7 @@ __all__ = [
     "NvidiaDevicePlugin",
     "NvidiaDevicePluginArgs",
     "ObjectStore",
+    "PoolQueue",
     "SecretEnv",
     "SharedStorage",
     "TrainingImage",

@@ -30,6 +30,9 @@ class GpuPlacement:
     pod_resources: Mapping[str, Any] = field(default_factory=dict)
     # What must exist before a GPU pod can be scheduled (the node pool itself).
     ready: Sequence[pulumi.Resource] = ()
+    # The pool's most nodes (the autoscaler's bound): its queue's quota. None: unknown, the queue is
+    # sized for the stack's own job instead.
+    max_nodes: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

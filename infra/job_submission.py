@@ -44,7 +44,8 @@ def shared_job_values(*, image_ref: pulumi.Input[str], gpu: GpuPlacement, claim_
 
 
 def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: ObjectStore, gpu: GpuPlacement,
-                      identity: WorkloadIdentity, values: Mapping[str, Any]) -> dict[str, Any]:
+                      identity: WorkloadIdentity, service_account: pulumi.Input[str],
+                      values: Mapping[str, Any], queues: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The `jobSubmission` stack output (read by trainstack/jobs/stack_outputs.py)."""
     return {
         "namespace": namespace,
@@ -52,12 +53,16 @@ def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: O
         "gpusPerNode": gpu.gpus_per_node,
         "nodeType": gpu.accelerator,
         "queueName": values.get("kueue", {}).get("queueName"),
+        # Every GPU pool's queue: {name: {nodeType, gpusPerNode, maxNodes, quota}}; `submit` refuses a job
+        # whose pods exceed its queue's quota (Kueue would leave it pending for ever).
+        "queues": dict(queues or {}),
         # The stack's own job (a Helm release like any other), so `list` can show it and `submit` avoid it.
         "stackJob": job.name if job.enabled else None,
         "serviceAccountAnnotations": dict(identity.service_account_annotations),
-        # The one Kubernetes ServiceAccount the cloud identity trusts (IRSA's sub, GKE's Workload Identity
-        # member): the stacks bind it to the job's name, and the stack job's release creates it.
-        "identityServiceAccount": job.name,
+        # The Pulumi-owned ServiceAccount every job runs as (serviceAccount.create false), the one the cloud
+        # identity trusts (IRSA's sub, GKE's Workload Identity member): infra/job_service_account.py.
+        "serviceAccount": service_account,
+        "identityServiceAccount": service_account,
         "values": dict(values),
         # The trainer's --data, as the stack's job gets it: the node-local cache the fetch-data init
         # container fills when the cache is on (infra/platform.py data_cache_values), else job.train.data.

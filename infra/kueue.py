@@ -1,13 +1,16 @@
-"""Kueue: the pinned Kueue release plus one ResourceFlavor, ClusterQueue and LocalQueue for training jobs.
+"""Kueue: the pinned Kueue release plus, per GPU pool, a ResourceFlavor, ClusterQueue and LocalQueue.
 
 A Job labelled `kueue.x-k8s.io/queue-name: <LocalQueue>` is created suspended and started once its
-whole pod set fits in the ClusterQueue's quota: a multi-node job starts all at once or not at all.
+whole pod set fits in the ClusterQueue's quota: a multi-node job starts all at once or not at all
+(kubernetes-sigs/kueue v0.19.2 pkg/controller/jobframework/defaults.go ApplyDefaultForSuspend, called
+from pkg/controller/jobs/job/job_webhook.go: the Job is suspended on creation, so no pod exists and
+no autoscaler sees one until Kueue admits it and unsuspends the Job).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import pulumi
@@ -42,6 +45,8 @@ class KueueArgs:
     # Quota for any other resource the pods request (e.g. ephemeral-storage): Kueue admits a
     # workload only when the ClusterQueue covers every resource it requests.
     other_quota: Mapping[str, str] = field(default_factory=dict)
+    # Further queues, one per further GPU pool, in the same namespace: the fields above are the first's.
+    more_queues: Sequence[PoolQueue] = ()
 
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):
@@ -61,11 +66,36 @@ class KueueArgs:
         validation.check_dns_label(component, "flavor_name", self.flavor_name)
         if isinstance(self.namespace, str):
             validation.check_dns_label(component, "namespace", self.namespace)
+        names = [self.queue_name, *(q.queue_name for q in self.more_queues)]
+        flavors = [self.flavor_name, *(q.flavor_name for q in self.more_queues)]
+        if len(set(names)) != len(names) or len(set(flavors)) != len(flavors):
+            validation.fail(component, f"every queue needs its own queue_name and flavor_name, got {names} and {flavors}")
+        for queue in self.more_queues:
+            queue_args(self, queue).validate(f"{component} queue {queue.queue_name!r}")
         if self.queueing_strategy not in _QUEUEING_STRATEGIES:
             validation.fail(
                 component,
                 f"queueing_strategy must be one of {list(_QUEUEING_STRATEGIES)}, got {self.queueing_strategy!r}",
             )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolQueue:
+    """One more GPU pool's queue: its own flavor (the pool's labels and taints) and quota."""
+
+    queue_name: str
+    flavor_name: str
+    gpu_quota: int = 0
+    cpu_quota: str = "64"
+    memory_quota: str = "256Gi"
+    node_labels: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Sequence[Mapping[str, str]] = ()
+    other_quota: Mapping[str, str] = field(default_factory=dict)
+
+
+def queue_args(args: KueueArgs, queue: PoolQueue) -> KueueArgs:
+    """`args` with `queue`'s own fields: what that queue's objects are made from."""
+    return replace(args, **{f.name: getattr(queue, f.name) for f in fields(queue)}, more_queues=())
 
 
 def flavor_spec(args: KueueArgs) -> dict[str, Any]:
@@ -126,34 +156,42 @@ class Kueue(pulumi.ComponentResource):
         # Kueue's CRDs come with the release: every custom resource waits for it.
         after_release = child_options(self, args.provider, opts, depends_on=[release])
 
-        flavor = k8s.apiextensions.CustomResource(
-            f"{name}-flavor",
-            api_version=KUEUE_API_VERSION,
-            kind="ResourceFlavor",
-            metadata={"name": args.flavor_name},
-            spec=flavor_spec(args),
-            opts=after_release,
-        )
-        flavor_name = flavor.metadata.apply(lambda m: m["name"])
-        cluster_queue = k8s.apiextensions.CustomResource(
-            f"{name}-cluster-queue",
-            api_version=KUEUE_API_VERSION,
-            kind="ClusterQueue",
-            metadata={"name": args.queue_name},
-            spec=cluster_queue_spec(args, flavor_name),
-            opts=after_release,
-        )
-        self.cluster_queue_name = cluster_queue.metadata.apply(lambda m: m["name"])
-        local_queue = k8s.apiextensions.CustomResource(
-            f"{name}-local-queue",
-            api_version=KUEUE_API_VERSION,
-            kind="LocalQueue",
-            metadata={"name": args.queue_name, "namespace": args.namespace},
-            spec={"clusterQueue": self.cluster_queue_name},
-            opts=after_release,
-        )
-        # Read from the LocalQueue so that a job given this name also depends on the queue existing.
-        self.local_queue_name = local_queue.metadata.apply(lambda m: m["name"])
+        # The first queue keeps its resource names; each further one is named after its queue.
+        self.local_queue_names: dict[str, pulumi.Output[str]] = {}
+        self.cluster_queue_names: dict[str, pulumi.Output[str]] = {}
+        for prefix, queue in [(name, args), *((f"{name}-{q.queue_name}", queue_args(args, q))
+                                              for q in args.more_queues)]:
+            flavor = k8s.apiextensions.CustomResource(
+                f"{prefix}-flavor",
+                api_version=KUEUE_API_VERSION,
+                kind="ResourceFlavor",
+                metadata={"name": queue.flavor_name},
+                spec=flavor_spec(queue),
+                opts=after_release,
+            )
+            flavor_name = flavor.metadata.apply(lambda m: m["name"])
+            cluster_queue = k8s.apiextensions.CustomResource(
+                f"{prefix}-cluster-queue",
+                api_version=KUEUE_API_VERSION,
+                kind="ClusterQueue",
+                metadata={"name": queue.queue_name},
+                spec=cluster_queue_spec(queue, flavor_name),
+                opts=after_release,
+            )
+            cluster_queue_name = cluster_queue.metadata.apply(lambda m: m["name"])
+            local_queue = k8s.apiextensions.CustomResource(
+                f"{prefix}-local-queue",
+                api_version=KUEUE_API_VERSION,
+                kind="LocalQueue",
+                metadata={"name": queue.queue_name, "namespace": args.namespace},
+                spec={"clusterQueue": cluster_queue_name},
+                opts=after_release,
+            )
+            # Read from the LocalQueue so that a job given this name also depends on the queue existing.
+            self.local_queue_names[queue.queue_name] = local_queue.metadata.apply(lambda m: m["name"])
+            self.cluster_queue_names[queue.queue_name] = cluster_queue_name
+        self.local_queue_name = self.local_queue_names[args.queue_name]
+        self.cluster_queue_name = self.cluster_queue_names[args.queue_name]
         self.register_outputs(
             {"localQueueName": self.local_queue_name, "clusterQueueName": self.cluster_queue_name}
         )

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import os
-import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# The checkout's chart; an installed trainstack carries a copy under <prefix>/share (pyproject's data-files).
+# The checkout's chart; an installed trainstack carries a copy as package data (pyproject's package-data),
+# found through importlib.resources wherever pip installed it (a venv, --user, --prefix, --target).
 _CHECKOUT_CHART_DIR = REPO_ROOT / "workloads" / "charts" / "training-job"
-_INSTALLED_CHART_DIR = Path(sys.prefix) / "share" / "trainstack" / "charts" / "training-job"
+_INSTALLED_CHART_DIR = Path(str(importlib.resources.files("trainstack").joinpath("charts", "training-job")))
 TRAINING_JOB_CHART_DIR = _CHECKOUT_CHART_DIR if _CHECKOUT_CHART_DIR.is_dir() else _INSTALLED_CHART_DIR
 DOCKERFILE = REPO_ROOT / "images" / "Dockerfile"
 # TensorBoard's own small CPU image; its directory is its whole build context.

@@ -3,10 +3,12 @@
 A cloud builds the cluster, its GPU nodes, a shared filesystem, a bucket and an identity, and hands
 them over as handles (infra.contracts). From those this component makes, on the cluster's provider:
 
-    namespace -> shared-volume claim -> [NVIDIA device plugin] -> [Kueue + queue] -> training job
+    namespace -> shared-volume claim, jobs' ServiceAccount -> [NVIDIA device plugin]
+              -> [Kueue + a queue per GPU pool] -> [training job]
 
-The device plugin is optional because GKE installs its own on GPU nodes; the queue and the job follow
-`trainstack:job`. The job's data set is copied from the bucket to the node-local cache before
+The device plugin is optional because GKE installs its own on GPU nodes; the queues follow
+`trainstack:job.queue` (on by default), the job `trainstack:job.enabled`. The ServiceAccount and the
+queues exist either way: `trainstack submit` jobs use them too. The job's data set is copied from the bucket to the node-local cache before
 torchrun starts, unless `job.train.data` points elsewhere.
 """
 
@@ -22,8 +24,9 @@ import pulumi_kubernetes as k8s
 from infra import validation
 from infra.config import JobConfig
 from infra.contracts import GPU_RESOURCE, GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
+from infra.job_service_account import JOB_SERVICE_ACCOUNT
 from infra.job_submission import shared_job_values, submission_output
-from infra.kueue import Kueue, KueueArgs
+from infra.kueue import Kueue, KueueArgs, PoolQueue
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from infra.pod_requests import parse_quantity, queue_quota
 from infra.resource_options import child_options
@@ -49,6 +52,8 @@ class TrainingPlatformArgs:
     install_device_plugin: bool = True
     # Chart values merged over what the job gets from the handles (e.g. GPU networking on A3 nodes).
     job_values: Mapping[str, Any] = field(default_factory=dict)
+    # The cluster's other GPU pools, by name: each gets its own queue (`<job.queue_name>-<name>`) too.
+    other_gpu_pools: Mapping[str, GpuPlacement] = field(default_factory=dict)
 
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):
@@ -69,13 +74,26 @@ def shared_claim_name(job: JobConfig) -> str:
 def queue_args_for(job_values: Mapping[str, Any], pods: int) -> dict[str, Any]:
     """KueueArgs quota fields that admit `pods` pods of the pod the chart renders for these values,
     counted as Kueue counts them (infra/pod_requests.py)."""
-    quota = queue_quota([(pod_resources(job_values), pods)])
+    quota = pool_queue_quota(job_values, pods)
     return {
         "gpu_quota": int(parse_quantity(quota.pop(GPU_RESOURCE, "0"))),
         "cpu_quota": quota.pop("cpu", "0"),
         "memory_quota": quota.pop("memory", "0"),
         "other_quota": quota,
     }
+
+
+def pool_pods(gpu: GpuPlacement, gpus_per_pod: int, fallback: int) -> int:
+    """How many pods of `gpus_per_pod` GPUs the pool holds at its maximum (`fallback` when it is unknown)."""
+    if gpu.max_nodes is None:
+        return fallback
+    per_node = gpu.gpus_per_node // gpus_per_pod if gpus_per_pod else 1
+    return gpu.max_nodes * max(per_node, 1)
+
+
+def pool_queue_quota(values: Mapping[str, Any], pods: int) -> dict[str, str]:
+    """The ClusterQueue quota, as Kubernetes quantities, that admits `pods` pods rendered from `values`."""
+    return queue_quota([(pod_resources(values), pods)])
 
 
 def data_cache_values(job: JobConfig, bucket_uri: pulumi.Input[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -101,6 +119,7 @@ def with_snapshots(train: dict[str, Any], job: JobConfig, bucket_uri: pulumi.Inp
 class TrainingPlatform(pulumi.ComponentResource):
     namespace: pulumi.Output[str]
     claim_name: pulumi.Output[str] | None
+    service_account_name: pulumi.Output[str]  # every job's (infra/job_service_account.py)
     job: TrainingJob | None
     outputs: dict[str, pulumi.Input[Any]]  # for the stack's exports (camelCase)
 
@@ -134,6 +153,14 @@ class TrainingPlatform(pulumi.ComponentResource):
             )
             self.claim_name = claim.metadata.name
 
+        # The identity every job runs as, Pulumi's and not any release's (infra/job_service_account.py).
+        service_account = k8s.core.v1.ServiceAccount(
+            f"{name}-job-service-account",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=JOB_SERVICE_ACCOUNT, namespace=namespace,
+                                                annotations=dict(args.identity.service_account_annotations)),
+            opts=child_options(self, args.provider, opts, depends_on=namespace_objects))
+        self.service_account_name = service_account.metadata.name
+
         job_ready: list[pulumi.Resource] = list(args.gpu.ready)
         if args.install_device_plugin:
             job_ready.append(NvidiaDevicePlugin(f"{name}-nvidia-device-plugin", NvidiaDevicePluginArgs(
@@ -151,7 +178,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             procs_per_node=job.procs_per_node,
             gpus_per_node=job.gpus_per_node,
             pvc_name=self.claim_name,
-            service_account_annotations=args.identity.service_account_annotations,
+            service_account_name=self.service_account_name,
             node_selector=args.gpu.node_selector,
             tolerations=args.gpu.tolerations,
             train=with_snapshots(train, job, args.bucket.uri),
@@ -159,16 +186,32 @@ class TrainingPlatform(pulumi.ComponentResource):
             tensorboard=job.tensorboard,
             extra_values=extra_values,
         )
+        queues: dict[str, Any] = {}
         if job.queue:
+            # One queue per GPU pool, each as large as its pool at its maximum and no larger: the pods
+            # the chart renders there (trainer, RxDM and any other sidecar, init containers, local disk),
+            # as Kueue counts them. Admitted jobs then always fit the pool once the autoscaler has grown it.
+            job_pool_values = chart_values(job_args, job.name)
+            job_pods = pool_pods(args.gpu, job.gpus_per_node, job.nodes_max)
+            queues[job.queue_name] = self._queue_summary(args.gpu, pool_queue_quota(job_pool_values, job_pods))
+            more = []
+            for pool_name, pool in sorted(args.other_gpu_pools.items()):
+                pool_values = deep_merge(cache_values, {"resources": {**pool.pod_resources,
+                                                                      "gpusPerNode": pool.gpus_per_node}})
+                queue_name = f"{job.queue_name}-{pool_name}"
+                more.append(PoolQueue(queue_name=queue_name, flavor_name=f"{pool_name}-nodes",
+                                      node_labels=pool.node_selector, tolerations=pool.tolerations,
+                                      **queue_args_for(pool_values, pool_pods(pool, pool.gpus_per_node, 1))))
+                queues[queue_name] = self._queue_summary(pool, pool_queue_quota(
+                    pool_values, pool_pods(pool, pool.gpus_per_node, 1)))
             kueue = Kueue(f"{name}-kueue", KueueArgs(
                 provider=args.provider,
                 namespace=namespace,
-                # Room for the whole job at its largest, and nothing more: the pod the chart renders
-                # for this job (trainer, RxDM and any other sidecar, init containers), as Kueue counts it.
-                **queue_args_for(chart_values(job_args, job.name), job.nodes_max),
+                **queue_args_for(job_pool_values, job_pods),
                 queue_name=job.queue_name,
                 node_labels=args.gpu.node_selector,
                 tolerations=args.gpu.tolerations,
+                more_queues=more,
             ), opts=child_options(self, None, opts, depends_on=namespace_objects))
             job_args = replace(job_args, queue_name=kueue.local_queue_name)
 
@@ -177,6 +220,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         # What `trainstack submit` needs to run more jobs like this one (infra/job_submission.py).
         self.outputs = {"jobSubmission": submission_output(
             job=job, namespace=self.namespace, bucket=args.bucket, gpu=args.gpu, identity=args.identity,
+            service_account=self.service_account_name, queues=queues,
             values=shared_job_values(image_ref=args.image_ref, gpu=args.gpu, claim_name=self.claim_name,
                                      queue_name=job_args.queue_name, secret_env=job.secret_env,
                                      tensorboard=job.tensorboard, extra_values=extra_values))}
@@ -184,4 +228,10 @@ class TrainingPlatform(pulumi.ComponentResource):
             self.job = TrainingJob(job.name, job_args, opts=child_options(self, None, opts, depends_on=job_ready))
             self.outputs.update({"jobName": self.job.job_name, "jobNamespace": self.job.namespace})
         self.register_outputs({"namespace": self.namespace, **self.outputs})
+
+    @staticmethod
+    def _queue_summary(gpu: GpuPlacement, quota: Mapping[str, str]) -> dict[str, Any]:
+        """A queue as `trainstack submit` checks it: its pool and its quota (jobSubmission.queues)."""
+        return {"nodeType": gpu.accelerator, "gpusPerNode": gpu.gpus_per_node, "maxNodes": gpu.max_nodes,
+                "quota": dict(quota)}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pulumi
 import pulumi_docker_build as docker_build
@@ -35,6 +36,9 @@ class TrainingImageArgs:
     provider: docker_build.Provider | None = None  # e.g. one pointing at a remote BuildKit (`host`)
 
     def validate(self, component: str) -> None:
+        missing = missing_build_context(self.context, self.dockerfile)
+        if missing:
+            validation.fail(component, missing)
         if self.platform not in _PLATFORMS:
             validation.fail(
                 component, f"platform must be one of docker-build's platforms, got {self.platform!r}"
@@ -47,6 +51,21 @@ class TrainingImageArgs:
             validation.fail(component, f"tags must be a non-empty list of tag names, got {self.tags!r}")
         if self.registry_cache and self.cache_tag in self.tags:
             validation.fail(component, f"cache_tag {self.cache_tag!r} must differ from the image tags")
+
+
+def missing_build_context(context: str | None = None, dockerfile: str | None = None) -> str | None:
+    """Why the image cannot be built here (its context or Dockerfile is not on disk), or None.
+
+    The default context is the checkout; a trainstack installed from a wheel has no images/ and no
+    pyproject.toml, and docker-build would fail only at `pulumi up`, after everything before it was created.
+    """
+    context = REPO_ROOT if context is None else context
+    dockerfile = DOCKERFILE if dockerfile is None else dockerfile
+    if Path(context).is_dir() and Path(dockerfile).is_file():
+        return None
+    return (f"the training image's build context ({context}) or Dockerfile ({dockerfile}) is missing: an installed "
+            "trainstack does not carry images/; install it from a checkout (pip install -e <checkout>) or use the "
+            "package from a checkout or its git tag (pulumi package add)")
 
 
 def tensorboard_image_args(training: TrainingImageArgs) -> TrainingImageArgs:

@@ -105,6 +105,9 @@ class TrainingJobArgs:
     pvc_name: pulumi.Input[str] | None = None
     queue_name: pulumi.Input[str] | None = None  # Kueue LocalQueue (Kueue.local_queue_name)
     service_account_annotations: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # An existing ServiceAccount the pods run as (the chart then creates none and the annotations are
+    # unused); None: the release creates one named after itself.
+    service_account_name: pulumi.Input[str] | None = None
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: Sequence[Mapping[str, str]] = ()
     train: Mapping[str, Any] = field(default_factory=dict)  # chart values under `train`
@@ -324,7 +327,8 @@ def chart_values(args: TrainingJobArgs, release_name: str) -> dict[str, Any]:
             # Named explicitly so `service_account_name` is known without knowing the chart's naming.
             "name": release_name,
             "annotations": dict(args.service_account_annotations),
-        },
+        } if args.service_account_name is None else {
+            "create": False, "name": args.service_account_name, "annotations": {}},
         "env": [{"name": k, "value": v} for k, v in args.env.items()],
         # By reference only: the chart mounts secretKeyRef, the secret value never enters values.
         "secretEnv": [{"name": s.name, "secretName": s.secret_name, "key": s.key} for s in args.secret_env],

@@ -16,11 +16,13 @@ parents, providers, dependency edges, secretness), not what a provider would do 
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 import pulumi
 from google.protobuf import struct_pb2
 from pulumi.runtime import mocks as pulumi_mocks
@@ -282,6 +284,39 @@ def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
     asyncio.set_event_loop(None)
 
 
+# The Pulumi CLI version the mocked engine reports to RequirePulumiVersion (tests of an older CLI set it).
+CLI_VERSION = "3.200.0"
+
+
+class _CliVersionError(grpc.RpcError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self._message = message
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.INVALID_ARGUMENT
+
+    def details(self) -> str:
+        return self._message
+
+
+class _Engine(pulumi_mocks.MockEngine):
+    """MockEngine plus RequirePulumiVersion, as the CLI answers it: the range (">=3.174.0" and the like,
+    blank-separated comparisons all of which must hold) is checked against the CLI's own version, and a
+    CLI outside it refuses the program (pulumi/pulumi pkg/resource/deploy/source_eval.go, RequirePulumiVersion)."""
+
+    def RequirePulumiVersion(self, request) -> None:  # noqa: N802 - the gRPC method's name
+        version = tuple(int(n) for n in CLI_VERSION.split("."))
+        for clause in request.pulumi_version_range.split():
+            op, wanted = re.fullmatch(r"(>=|<=|>|<|=|)(\d+\.\d+\.\d+)", clause).groups()
+            bound = tuple(int(n) for n in wanted.split("."))
+            holds = {">=": version >= bound, "<=": version <= bound, ">": version > bound, "<": version < bound,
+                     "=": version == bound, "": version == bound}[op]
+            if not holds:
+                raise _CliVersionError(f"Pulumi CLI version {CLI_VERSION} does not satisfy the version range "
+                                       f"{request.pulumi_version_range!r}")
+
+
 def run_program(
     program: Callable[[], Any],
     *,
@@ -311,6 +346,7 @@ def run_program(
     pulumi.runtime.set_all_config(dict(config or {}), list(secret_config_keys))
     try:
         pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+        pulumi.runtime.settings.SETTINGS.engine = _Engine(None)
         box: dict[str, Any] = {}
 
         @pulumi.runtime.test

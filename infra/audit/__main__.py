@@ -55,7 +55,10 @@ def run(args: argparse.Namespace) -> tuple[list[report.Orphan], list[str]]:
         region = args.region or config.get("aws:region")
         if not region:
             raise UsageError(f"no AWS region: pass --region or set aws:region in Pulumi.{args.stack}.yaml")
-        return aws.audit(aws.Scope(args.stack, region, held, args.profile or config.get("aws:profile"))), []
+        # The cluster's name as infra/aws/config.py chooses it: its control-plane log group outlives it.
+        cluster_name = config.get("trainstack:clusterName") or f"trainstack-{args.stack}"
+        return aws.audit(aws.Scope(args.stack, region, held, args.profile or config.get("aws:profile"),
+                                   cluster_name=cluster_name)), []
     from infra.audit import gcp
 
     project = args.project or config.get("gcp:project")

@@ -21,6 +21,7 @@ class Scope:
     region: str
     held: frozenset[str]  # identifiers in the stack's state
     profile: str | None = None
+    cluster_name: str | None = None  # the stack's EKS cluster name (trainstack:clusterName or its default)
 
     def cli(self, command: str) -> str:
         profile = f" --profile {self.profile}" if self.profile else ""
@@ -56,6 +57,7 @@ def _audit(scope: Scope) -> list[Orphan]:
         *_ec2(ec2, scope, vpcs),
         *_ecr(session.client("ecr"), scope),
         *_s3(session.client("s3"), scope),
+        *_control_plane_log_group(session.client("logs"), scope, session.client("eks")),
     ]
     return orphans
 
@@ -168,6 +170,22 @@ def _ec2(ec2, scope: Scope, vpcs: list[str]) -> Iterator[Orphan]:
         if vpc not in scope.held:
             yield Orphan("VPC", vpc, scope.cli(f"ec2 delete-vpc --vpc-id {vpc}"),
                          "detach and delete its internet gateway and route tables first", order=60)
+
+
+def _control_plane_log_group(logs, scope: Scope, eks) -> Iterator[Orphan]:
+    """EKS recreates /aws/eks/<cluster>/cluster from late log streams after `pulumi destroy`, untagged
+    and never expiring (terraform-aws-modules/terraform-aws-eks#2486): tags cannot find it, its name
+    can. Listed only when no cluster of that name runs (a live cluster's group is its own)."""
+    if not scope.cluster_name:
+        return
+    name = f"/aws/eks/{scope.cluster_name}/cluster"
+    groups = [g for page in logs.get_paginator("describe_log_groups").paginate(logGroupNamePrefix=name)
+              for g in page["logGroups"] if g["logGroupName"] == name]
+    live = {n for page in eks.get_paginator("list_clusters").paginate() for n in page["clusters"]}
+    if groups and name not in scope.held and scope.cluster_name not in live:
+        yield Orphan("CloudWatch log group", name, scope.cli(f"logs delete-log-group --log-group-name {name}"),
+                     "EKS recreated it after the cluster was deleted; it never expires (the next `pulumi up` "
+                     "with this cluster name adopts it instead)", order=90)
 
 
 def _ecr(ecr, scope: Scope) -> Iterator[Orphan]:

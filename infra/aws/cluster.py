@@ -8,12 +8,12 @@ role through instance metadata (pods use IRSA; aws-node, kube-proxy and the EFS 
 on the host network, and the EFS CSI controller falls back to the Kubernetes API for its region).
 
 Access: API authentication mode, no aws-auth ConfigMap. Access entries are keyed by principal ARN, so
-reordering `trainstack:clusterAdmins` replaces nothing; the identity running Pulumi is refused among the
-admins (EKS already made it admin), which only the account can tell, so preflight.py asks before any
+reordering `trainstack:clusterAdmins` replaces nothing; the identity that creates the cluster is refused
+among the admins (EKS makes it admin), which only the account can tell, so preflight.py asks before any
 resource. The PR preview role gets read-only access (see `preview_access_policies`); in CI it is the
 identity running `pulumi preview`, and that is fine: its entry is the one the preview needs.
 Control-plane logs go to a log group this stack owns (bounded retention, removed by destroy; adopted
-when EKS recreated it after a destroy).
+when EKS recreated it after a destroy, never while a cluster of that name runs).
 """
 
 from __future__ import annotations
@@ -92,6 +92,25 @@ def log_group_exists(name: str, parent: pulumi.Resource) -> bool:
     return name in (found.log_group_names or ())
 
 
+def eks_cluster_exists(cluster_name: str, parent: pulumi.Resource) -> bool:
+    """Whether the region already has a cluster of that name (eks:ListClusters), asked while the program runs."""
+    found = aws.eks.get_clusters(opts=pulumi.InvokeOptions(parent=parent))
+    return cluster_name in (found.names or ())
+
+
+def adopts_log_group(cluster_name: str, parent: pulumi.Resource) -> bool:
+    """Adopt the control-plane log group only when it is an orphan: it exists and no cluster of that name runs.
+
+    An existing group with a live cluster is either this stack's own (already in its state, so nothing
+    to import) or another stack's cluster of the same name: importing that one would rewrite its
+    retention and tags, and our destroy would delete its audit logs (an imported resource is deleted
+    like any other; import happens whenever the resource has no state, pulumi/pulumi
+    pkg/resource/deploy/step_generator.go). The create then fails as it should, next to the cluster's.
+    """
+    group = control_plane_log_group(cluster_name)
+    return log_group_exists(group, parent) and not eks_cluster_exists(cluster_name, parent)
+
+
 def preview_access_policies(namespaces: Sequence[str]) -> dict[str, eks.AccessPolicyAssociationArgs]:
     policies = {"view": eks.AccessPolicyAssociationArgs(
         policy_arn=VIEW_POLICY_ARN, access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))}
@@ -159,9 +178,9 @@ class EksCluster(pulumi.ComponentResource):
                 # Pulumi imports it, then applies our retention and tags as an update (the `import`
                 # option's behaviour since pulumi/pulumi#19339, documented in pulumi/docs#16580 and
                 # #18198); one this stack already holds is simply itself (same ID: no second import,
-                # pulumi developer-docs/architecture/import.md).
+                # pulumi developer-docs/architecture/import.md). Never a live cluster's (adopts_log_group).
                 opts=pulumi.ResourceOptions(parent=self,
-                                            import_=log_group if log_group_exists(log_group, self) else None),
+                                            import_=log_group if adopts_log_group(args.cluster_name, self) else None),
             ))
 
         endpoint = args.api_endpoint
@@ -243,7 +262,7 @@ class EksCluster(pulumi.ComponentResource):
 
         self.gpu_placement = GpuPlacement(
             node_selector=GPU_NODE_LABELS, tolerations=GPU_TOLERATIONS, gpus_per_node=gpu.gpus_per_instance,
-            accelerator=gpu.instance_types[0])
+            accelerator=gpu.instance_types[0], max_nodes=gpu.max_size)
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.kubernetes_version = args.kubernetes_version
         self.kubeconfig_json = pulumi.Output.secret(cluster.kubeconfig_json)

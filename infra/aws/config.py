@@ -18,11 +18,12 @@ import pulumi
 from infra import versions
 from infra.aws.limits import (
     AWS_REGIONS,
-    MAX_NODES_PER_MANAGED_NODE_GROUP,
+    EKS_NODE_TAGS,
     MAX_PUBLIC_ACCESS_CIDRS,
     MAX_TAG_KEY,
     MAX_TAG_VALUE,
     MAX_TAGS,
+    OTHER_PARTITIONS,
     VPC_LARGEST_PREFIX,
 )
 from infra.config import NAMESPACE, ConfigError, JobConfig, nodes_for_job, parse_job, raw_config, set_hint
@@ -284,10 +285,11 @@ def _parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
             raise ConfigError(f"{key}.{name}", f"AWS tag keys hold at most {MAX_TAG_KEY} characters and values "
                               f"{MAX_TAG_VALUE} (this key has {len(name)}, its value {len(tags[name])})",
                               f"shorten {key}.{name}")
-    room = MAX_TAGS - len(TRAINSTACK_TAGS)
+    added = (*TRAINSTACK_TAGS, *EKS_NODE_TAGS)
+    room = MAX_TAGS - len(added)
     if len(tags) > room:
-        raise ConfigError(key, f"{len(tags)} tags: AWS allows {MAX_TAGS} per resource, and trainstack adds "
-                          f"{len(TRAINSTACK_TAGS)} ({', '.join(TRAINSTACK_TAGS)})", f"keep at most {room} in {key}")
+        raise ConfigError(key, f"{len(tags)} tags: AWS allows {MAX_TAGS} per resource, and a GPU node carries "
+                          f"{len(added)} more ({', '.join(added)})", f"keep at most {room} in {key}")
     return tags
 
 
@@ -296,7 +298,7 @@ def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
     section = Section(key, raw.get(key), ("instanceType", "min", "desired", "max", "diskSizeGb"))
     min_size = section.get("min", as_int, 1, minimum=1)
     desired = section.get("desired", as_int, 1, minimum=1)
-    max_size = section.get("max", as_int, 2, minimum=1, maximum=MAX_NODES_PER_MANAGED_NODE_GROUP)
+    max_size = section.get("max", as_int, 2, minimum=1)
     check_scaling(key, min_size, max_size, desired)
     return NodeGroupConfig(
         instance_types=(_system_instance_type(section),),
@@ -324,8 +326,7 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[
     pods_per_instance = gpus_per_instance // job.gpus_per_node
     instances_to_start, instances_for_job = nodes_for_job(job, gpus_per_instance)
     min_size = gpu.get("min", as_int, 0, minimum=0)
-    max_size = gpu.get("max", as_int, max(instances_for_job, min_size), minimum=1,
-                       maximum=MAX_NODES_PER_MANAGED_NODE_GROUP)
+    max_size = gpu.get("max", as_int, max(instances_for_job, min_size), minimum=1)
     # No job, no GPU nodes: spot GPUs are the bill, so they scale to zero unless asked otherwise. With the
     # autoscaler the job's pending pods grow the group; without it, `pulumi up` sets the size.
     follows_job = instances_for_job if job.enabled and not autoscaler else 0
@@ -456,6 +457,11 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
     region = raw.get("aws:region")
     if not region:
         raise ConfigError("aws:region", "not set", "pulumi config set aws:region us-west-2")
+    partition = next((p for prefix, p in OTHER_PARTITIONS.items() if region.startswith(prefix)), None)
+    if partition is not None:
+        raise ConfigError("aws:region", f"{region} is in the {partition} partition, and trainstack builds ARNs of the "
+                          "aws partition only (arn:aws:...)", "pulumi config set aws:region <a Region of the aws "
+                          "partition, e.g. us-west-2>")
     if region not in AWS_REGIONS:
         close = difflib.get_close_matches(region, sorted(AWS_REGIONS), n=1)
         raise ConfigError("aws:region", f"{region!r} is not an AWS Region" + (f" (did you mean {close[0]}?)"

@@ -1,7 +1,9 @@
 """What AWS documents as valid: the Regions accepted for aws:region, and the limits the config is checked against.
 
-Regions: docs.aws.amazon.com/global-infrastructure/latest/regions/aws-regions.html (commercial,
-GovCloud and China partitions). A Region AWS opens later is refused as unknown until it is added here.
+Regions: docs.aws.amazon.com/global-infrastructure/latest/regions/aws-regions.html (the commercial
+`aws` partition). A Region AWS opens later is refused as unknown until it is added here. GovCloud and
+China Regions are in other partitions (arn:aws-us-gov:, arn:aws-cn:), whose ARNs the stack does not
+build (its policy ARNs are arn:aws:): they are refused by name, not as unknown.
 """
 
 from __future__ import annotations
@@ -16,20 +18,30 @@ AWS_REGIONS = frozenset({
     "ca-central-1", "ca-west-1",
     "eu-central-1", "eu-central-2", "eu-west-1", "eu-west-2", "eu-west-3", "eu-south-1", "eu-south-2", "eu-north-1",
     "il-central-1", "me-south-1", "me-central-1", "mx-central-1", "sa-east-1",
-    "us-gov-east-1", "us-gov-west-1",
-    "cn-north-1", "cn-northwest-1",
 })
+# Region name prefix -> the partition it belongs to (docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html,
+# "partition"): aws-us-gov for GovCloud (US), aws-cn for China, aws-iso* for the isolated Regions.
+OTHER_PARTITIONS = {"us-gov-": "aws-us-gov", "cn-": "aws-cn", "us-iso-": "aws-iso", "us-isob-": "aws-iso-b",
+                    "eu-isoe-": "aws-iso-e", "us-isof-": "aws-iso-f"}
 
 # Limits the config is checked against, each with the page that states it.
 # VPC IPv4 block sizes: "between a /16 netmask and /28 netmask"
 # (docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html, "IPv4 VPC CIDR blocks").
 VPC_LARGEST_PREFIX = 16
-# Tags: 50 user tags per resource, keys up to 128 characters, values up to 256
-# (docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html, "Tag naming limits and requirements").
+# Tags: 50 user tags per resource, keys up to 128 characters, values up to 256; only `aws:`-prefixed
+# tags do not count (docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html, "Tag naming limits and
+# requirements").
 MAX_TAGS = 50
+# Tags EKS puts on a managed node group's instances (and its Auto Scaling group, the cluster autoscaler's
+# discovery tags) next to ours: eks:cluster-name, eks:nodegroup-name and kubernetes.io/cluster/<name>
+# (docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html, "Managed node groups concepts"), and
+# k8s.io/cluster-autoscaler/enabled, k8s.io/cluster-autoscaler/<name> (same page; cluster-autoscaler
+# cloudprovider/aws/README.md, "Auto-Discovery Setup"). They count toward the 50.
+EKS_NODE_TAGS = ("eks:cluster-name", "eks:nodegroup-name", "kubernetes.io/cluster/<cluster>",
+                 "k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/<cluster>")
 MAX_TAG_KEY = 128
 MAX_TAG_VALUE = 256
 # EKS service quotas (docs.aws.amazon.com/eks/latest/userguide/service-quotas.html): "Public endpoint access
-# CIDR ranges per cluster: 40" (not adjustable), "Nodes per managed node group: 450" (the default quota).
+# CIDR ranges per cluster: 40" (not adjustable). "Nodes per managed node group" (450 by default) is
+# adjustable, so a larger group is not refused here: an account with the raised quota may use it.
 MAX_PUBLIC_ACCESS_CIDRS = 40
-MAX_NODES_PER_MANAGED_NODE_GROUP = 450

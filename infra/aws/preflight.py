@@ -6,8 +6,10 @@
   type fails only after the cluster has been created, 15 minutes in.)
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
-- Is a cluster admin the identity running Pulumi? (sts:GetCallerIdentity; EKS already made that one
-  admin, and a second access entry fails the apply after the cluster was created.)
+- When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
+  Pulumi? (sts:GetCallerIdentity; EKS makes the creator admin, and a second access entry for it fails
+  the apply after the cluster was created.) The preview role is checked the same way, but only by a
+  real `up`: in CI it runs `pulumi preview` as itself, which creates nothing.
 
 Each answer is an Output whose apply raises a one-line pulumi.RunError; `gate()` combines them into
 an Output that the stack's resources depend on, so a wrong answer fails the preview and nothing is
@@ -96,17 +98,30 @@ def _principal_identity(arn: str) -> tuple[str, str, str]:
     return account, kind, path.rsplit("/", 1)[-1]
 
 
-def checked_admins(admin_arns: Sequence[str], caller_arn: str) -> bool:
-    """No cluster admin is the identity running Pulumi: EKS gave that one an admin entry already, and a
-    second entry for it fails the apply (ResourceInUseException) after the cluster took 10 minutes.
+def checked_access_entries(admin_arns: Sequence[str], preview_role_arn: str | None, caller_arn: str, *,
+                           cluster_exists: bool, dry_run: bool) -> bool:
+    """No access entry of ours is for the identity that creates the cluster.
 
-    Cluster admins only: the preview role is the identity running `pulumi preview` in CI, and the
-    cluster it previews was created by someone else (whose entry EKS made), so its own entry is wanted.
+    Only creation collides: pulumi-eks leaves bootstrapClusterCreatorAdminPermissions at true
+    (pulumi/pulumi-eks nodejs/eks/cluster/cluster.ts, accessConfig), so EKS gives the creator an entry,
+    and a second entry for it fails the apply (ResourceInUseException) after the cluster took 10
+    minutes. Once the cluster exists, whoever created it, a listed admin may run preview and up. The
+    preview role is refused only by a real `up`: in CI it runs `pulumi preview` as itself, which
+    creates no cluster, and its own read-only entry is the one that preview needs.
     """
+    if cluster_exists:
+        return True
+    deployer = _principal_identity(deployer_principal(caller_arn))
     for arn in admin_arns:
-        if _principal_identity(arn) == _principal_identity(deployer_principal(caller_arn)):
+        if _principal_identity(arn) == deployer:
             raise pulumi.RunError(f"trainstack:clusterAdmins: {arn} is the identity running Pulumi ({caller_arn}), "
-                                  "which EKS already made cluster admin. Fix: remove it from trainstack:clusterAdmins")
+                                  "which EKS makes cluster admin when it creates the cluster. Fix: remove it from "
+                                  "trainstack:clusterAdmins")
+    if preview_role_arn and not dry_run and _principal_identity(preview_role_arn) == deployer:
+        raise pulumi.RunError(f"trainstack:previewRoleArn: {preview_role_arn} is the identity running `pulumi up` "
+                              f"({caller_arn}), which EKS makes cluster admin when it creates the cluster. Fix: create "
+                              "the cluster as another identity (the preview role is for `pulumi preview` in CI), or "
+                              "pulumi config rm trainstack:previewRoleArn")
     return True
 
 
@@ -120,9 +135,13 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource) -
                                          most_recent=True, opts=invoke).apply(
             lambda result: checked_addon(result, versions.EFS_CSI_ADDON_VERSION, cfg.kubernetes_version)),
     ]
-    if cfg.cluster_admin_arns:
-        checks.append(aws.get_caller_identity_output(opts=invoke).apply(
-            lambda caller: checked_admins(cfg.cluster_admin_arns, caller.arn)))
+    if cfg.cluster_admin_arns or cfg.preview_role_arn:
+        dry_run = pulumi.runtime.is_dry_run()
+        checks.append(pulumi.Output.all(aws.get_caller_identity_output(opts=invoke),
+                                        aws.eks.get_clusters_output(opts=invoke)).apply(
+            lambda answers: checked_access_entries(
+                cfg.cluster_admin_arns, cfg.preview_role_arn, answers[0].arn,
+                cluster_exists=cfg.cluster_name in (answers[1].names or ()), dry_run=dry_run)))
     zones = cfg.network.availability_zones
     if cfg.network.existing is None and zones:
         checks.append(aws.get_availability_zones_output(state="available", opts=invoke).apply(

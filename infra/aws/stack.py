@@ -32,6 +32,7 @@ from infra.aws.registry import Registry, RegistryArgs
 from infra.aws.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
 from infra.config import NAMESPACE
 from infra.contracts import ObjectStore, WorkloadIdentity
+from infra.job_service_account import JOB_SERVICE_ACCOUNT
 from infra.kueue import KUEUE_NAMESPACE
 from infra.nvidia_device_plugin import DEFAULT_NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
@@ -114,12 +115,12 @@ class AwsStack(pulumi.ComponentResource):
 
         bucket = SnapshotBucket(f"{name}-snapshots", SnapshotBucketArgs(
             delete_on_destroy=cfg.delete_bucket_on_destroy, tags=tags), opts=child)
-        # The chart names the job's ServiceAccount after the release, i.e. the job's name.
+        # Trusts the one ServiceAccount every job runs as, the stack's own and the CLI's alike.
         job_role = IrsaRole(f"{name}-job", IrsaRoleArgs(
             oidc_provider_arn=cluster.oidc_provider_arn,
             oidc_issuer=cluster.oidc_issuer,
             namespace=cfg.job.namespace,
-            service_account=cfg.job.name,
+            service_account=JOB_SERVICE_ACCOUNT,
             inline_policy=bucket.read_write_policy,
             tags=tags,
         ), opts=child)
@@ -134,7 +135,8 @@ class AwsStack(pulumi.ComponentResource):
             image_ref=image.ref,
             install_device_plugin=True,
             job_values=job_values,
-        ), opts=pulumi.ResourceOptions(parent=self))
+        # Kueue's controller (and its webhook) runs on the system nodes: the platform waits for them, as on GKE.
+        ), opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.system_node_group]))
 
         self.outputs = {
             "clusterName": cluster.cluster_name,

@@ -43,7 +43,9 @@ class JobConfig:
     gpus_per_node: int
     data_prefix: str  # the prepared data set, under <bucket>/<data_prefix>/
     tensorboard: bool
-    queue: bool = False  # submit through a Kueue LocalQueue (all pods admitted together)
+    # Submit through Kueue (all pods admitted together, in order when the pool is full); on by default
+    # since every stack has a queue per GPU pool. false: no Kueue at all, jobs start as soon as created.
+    queue: bool = True
     queue_name: str = "training"  # the LocalQueue and ClusterQueue
     train: Mapping[str, Any] = field(default_factory=dict)
     # Environment variables from Kubernetes Secrets the user created (the chart's secretEnv).
@@ -90,7 +92,7 @@ def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -
         gpus_per_node=gpus,
         data_prefix=data_prefix,
         tensorboard=section.get("tensorboard", as_bool, True),
-        queue=section.get("queue", as_bool, False),
+        queue=section.get("queue", as_bool, True),
         queue_name=names["queueName"],
         train=train,
         secret_env=secret_env,

@@ -125,8 +125,8 @@ def as_cidr_list(value: Any, key: str, *, allow_empty: bool = False) -> tuple[st
     return cidrs
 
 
-# Config namespaces of each cloud's providers; a stack on one cloud refuses the other's keys (they would
-# be ignored without a word, e.g. gcp:project on the aws stack).
+# Config namespaces of each cloud's providers; a stack on one cloud warns about the other's keys (they
+# would be ignored without a word, e.g. gcp:project on the aws stack).
 CLOUD_NAMESPACES = {"aws": ("aws", "eks"), "gcp": ("gcp", "google-native", "google-beta")}
 
 
@@ -156,14 +156,15 @@ def unroutable_reason(cidr: str, *, allow_shared: bool = False) -> str | None:
 def check_stack_keys(raw: Mapping[str, str], allowed: tuple[str, ...], provider: str, provider_keys: tuple[str, ...],
                      provider_fix: str = "") -> None:
     """Every `trainstack:*` key is one the stack reads, every `<provider>:*` one its explicit provider takes,
-    and no key belongs to another cloud's providers."""
+    and a key of another cloud's providers is named in a warning."""
     for key in sorted(raw):
         namespace = key.split(":", 1)[0]
         for cloud, namespaces in CLOUD_NAMESPACES.items():
             if cloud != provider and namespace in namespaces:
-                raise ConfigError(key, f"belongs to {cloud.upper()}, and this stack builds on {provider.upper()} "
-                                  "(the key would be ignored)", f"pulumi config rm {key}, or select the {cloud} "
-                                  f"stack (pulumi stack select {cloud})")
+                # A warning, not a refusal: a shared Pulumi ESC environment may set both clouds' keys for
+                # every stack that imports it; the user still learns the key does nothing here.
+                pulumi.log.warn(f"{key}: belongs to {cloud.upper()}, and this stack builds on {provider.upper()}: "
+                                f"ignored (pulumi config rm {key} if it was meant for the {cloud} stack)")
     ours = {key.split(":", 1)[1] for key in raw if key.startswith(NAMESPACE + ":")}
     reject_unknown(NAMESPACE + ":", ours, allowed)
     for key in sorted(raw):

@@ -35,13 +35,14 @@ from infra.config.reader import (
 from infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
 from infra.gcp.limits import (
     GCP_REGIONS,
+    GOOGLE_NODE_LABELS,
     MAX_AUTHORIZED_NETWORKS,
     MAX_LABELS,
     MAX_NODES_PER_POOL_ZONE,
-    RESOURCE_NAME,
-    SHARED_RESERVATION,
-    nearest_zonal_capacity,
-    zonal_capacity_fits,
+    RESERVATION,
+    STEPPED_TIERS,
+    capacity_fits,
+    nearest_capacity,
 )
 from infra.gcp.machine_types import (
     FIXED_GPU_MACHINES,
@@ -244,11 +245,11 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
     if (capacity == "RESERVATION") != (reservation is not None):
         raise ConfigError(f"{key}.reservation", "a reservation name goes with capacity RESERVATION, and only with it",
                           f"set both {key}.capacity RESERVATION and {key}.reservation <name>, or neither")
-    if reservation is not None and not (RESOURCE_NAME.fullmatch(reservation)
-                                         or SHARED_RESERVATION.fullmatch(reservation)):
+    if reservation is not None and not RESERVATION.fullmatch(reservation):
         raise ConfigError(f"{key}.reservation", f"{reservation!r} is not a reservation name (lowercase letters, digits "
-                          "and -, starting with a letter, at most 63; or projects/<project>/reservations/<name> for a "
-                          "shared one)", f"{set_hint(f'{key}.reservation', '<name>')} (gcloud compute reservations list)")
+                          "and -, starting with a letter, at most 63; projects/<project>/reservations/<name> for a "
+                          "shared one; <name>/reservationBlocks/<block> for one block)",
+                          f"{set_hint(f'{key}.reservation', '<name>')} (gcloud compute reservations list)")
     placement = pool.get("placement", as_choice, "COMPACT" if gpu_direct else "ANY", choices=("COMPACT", "ANY"))
     if placement == "COMPACT" and capacity == "RESERVATION":
         # GKE refuses a compact placement policy on a pool that consumes a specific reservation: the
@@ -400,9 +401,9 @@ def _parse_filestore(raw: Mapping[str, str]) -> FilestoreConfig | None:
     if not smallest <= capacity <= largest:
         raise ConfigError(f"{key}.capacityGb", f"a {tier} Filestore share holds {smallest} to {largest} GiB, not "
                           f"{capacity}", set_hint(f"{key}.capacityGb", str(smallest)))
-    if tier == "ZONAL" and not zonal_capacity_fits(capacity):
-        nearest = nearest_zonal_capacity(capacity)
-        raise ConfigError(f"{key}.capacityGb", f"a ZONAL Filestore share grows in steps of 256 GiB up to 9984 and of "
+    if tier in STEPPED_TIERS and not capacity_fits(capacity):
+        nearest = min(nearest_capacity(capacity), largest)
+        raise ConfigError(f"{key}.capacityGb", f"a {tier} Filestore share grows in steps of 256 GiB up to 9984 and of "
                           f"2560 GiB from 10240; {capacity} lies between them", set_hint(f"{key}.capacityGb",
                                                                                          str(nearest)))
     return FilestoreConfig(tier=tier, capacity_gb=capacity)
@@ -424,10 +425,11 @@ def _parse_labels(raw: Mapping[str, str], stack: str) -> dict[str, str]:
         if name.startswith("goog"):
             raise ConfigError(f"{key}.{name}", "starts with goog, which Google reserves for its own labels",
                               f"rename {key}.{name}")
-    room = MAX_LABELS - len(TRAINSTACK_LABELS)
+    added = (*TRAINSTACK_LABELS, *GOOGLE_NODE_LABELS)
+    room = MAX_LABELS - len(added)
     if len(labels) > room:
-        raise ConfigError(key, f"{len(labels)} labels: GCP allows {MAX_LABELS} per resource, and trainstack adds up to "
-                          f"{len(TRAINSTACK_LABELS)} ({', '.join(TRAINSTACK_LABELS)})", f"keep at most {room} in {key}")
+        raise ConfigError(key, f"{len(labels)} labels: GCP allows {MAX_LABELS} per resource, and a GPU node's VM "
+                          f"carries up to {len(added)} more ({', '.join(added)})", f"keep at most {room} in {key}")
     stack_label = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
     return {"app": "trainstack", "pulumi-stack": stack_label, **labels}
 

@@ -6,7 +6,10 @@ cloud.google.com/kubernetes-engine/docs/how-to/private-clusters#add_firewall_rul
 webhook or an aggregated API served on another port then times out ("failed calling webhook ...
 context deadline exceeded"), and every object it guards is refused. The rule allows, from the
 control plane's range to the network's instances (their alias ranges hold the pods), exactly the
-ports the installed charts serve such calls on.
+ports the installed charts serve such calls on, and only to the VMs that run as the stack's node
+service account (target_service_accounts): without a target a rule applies to every instance of the
+network, other VMs of an existing network included. With a Shared VPC the rule belongs in the host
+project, which this stack does not manage.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class ControlPlaneFirewallArgs:
     network_name: pulumi.Input[str]
     master_cidr: str  # the private control plane's /28
     charts: Sequence[str]  # what the stack installs, as its Releases name them
+    node_service_account: pulumi.Input[str]  # the email every node pool of the stack runs as
 
 
 class ControlPlaneFirewall(pulumi.ComponentResource):
@@ -73,6 +77,7 @@ class ControlPlaneFirewall(pulumi.ComponentResource):
                 network=args.network_name,
                 direction="INGRESS",
                 source_ranges=[args.master_cidr],
+                target_service_accounts=[args.node_service_account],
                 allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=[str(p) for p in self.ports])],
                 description="GKE control plane to admission webhooks and aggregated APIs of the stack's charts",
                 opts=pulumi.ResourceOptions(parent=self),

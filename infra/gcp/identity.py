@@ -59,7 +59,7 @@ class JobIdentityArgs:
     project: str
     cluster_name: str
     namespace: str
-    service_account: str  # the job's Kubernetes service account (the chart names it after the job)
+    service_account: str  # the Kubernetes ServiceAccount every job runs as (infra/job_service_account.py)
     bucket_name: pulumi.Input[str]
     cluster: pulumi.Resource  # the identity pool <project>.svc.id.goog exists once the cluster does
 

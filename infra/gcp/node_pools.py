@@ -166,5 +166,6 @@ class GpuNodePool(pulumi.ComponentResource):
             accelerator=config.accelerator_type,
             pod_resources=config.gpu_direct.pod_resources if config.gpu_direct else {},
             ready=[self.pool],
+            max_nodes=config.max_nodes,  # total_max_node_count: the whole pool's bound
         )
         self.register_outputs({"name": self.pool.name})

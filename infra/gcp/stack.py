@@ -41,6 +41,7 @@ from infra.gcp.network import GkeNetwork, GkeNetworkArgs
 from infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs, NodePoolArgs, SystemNodePool
 from infra.gcp.project_services import ProjectServices, ProjectServicesArgs
 from infra.gcp.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
+from infra.job_service_account import JOB_SERVICE_ACCOUNT
 from infra.paths import TRAINING_JOB_CHART_DIR, project_relative
 from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
 from infra.training_job import image_values
@@ -114,10 +115,10 @@ class GcpStack(pulumi.ComponentResource):
 
         bucket = SnapshotBucket(f"{name}-snapshots", SnapshotBucketArgs(
             project=cfg.project, region=cfg.region, delete_on_destroy=cfg.delete_bucket_on_destroy), opts=after_apis)
-        # The chart names the job's Kubernetes service account after the job.
+        # Trusts the one Kubernetes ServiceAccount every job runs as, the stack's own and the CLI's alike.
         job_identity = JobIdentity(f"{name}-job", JobIdentityArgs(
             project=cfg.project, cluster_name=cfg.cluster_name, namespace=cfg.job.namespace,
-            service_account=cfg.job.name, bucket_name=bucket.bucket_name, cluster=cluster.cluster), opts=child)
+            service_account=JOB_SERVICE_ACCOUNT, bucket_name=bucket.bucket_name, cluster=cluster.cluster), opts=child)
 
         storage = None
         if cfg.filestore is not None:
@@ -132,7 +133,8 @@ class GcpStack(pulumi.ComponentResource):
         job_ready: list[pulumi.Resource] = [system_pool.pool]
         if control_plane_ports(installed_charts):
             job_ready.append(ControlPlaneFirewall(f"{name}-control-plane-calls", ControlPlaneFirewallArgs(
-                network_name=network.network_name, master_cidr=cfg.network.master_cidr, charts=installed_charts),
+                network_name=network.network_name, master_cidr=cfg.network.master_cidr, charts=installed_charts,
+                node_service_account=node_account.email),
                 opts=after_apis))
 
         job_pool = cfg.job_pool
@@ -155,6 +157,7 @@ class GcpStack(pulumi.ComponentResource):
             image_ref=image.ref,
             install_device_plugin=False,  # GKE's own runs on every GPU node
             job_values=job_values,
+            other_gpu_pools={pool: gpu_pools[pool].placement for pool in gpu_pools if pool != cfg.job_pool.name},
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
 
         self.outputs = {
@@ -172,9 +175,13 @@ class GcpStack(pulumi.ComponentResource):
         if storage is not None:
             self.outputs["filestoreInstance"] = storage.instance_name
         if job_pool.gpu_direct is not None:
-            self.outputs["ncclCheckCommand"] = nccl_check_command(
-                profile=job_pool.gpu_direct, namespace=cfg.job.namespace,
-                min_bus_bandwidth_gbps=job_pool.gpu_direct.nccl_min_bus_bandwidth_gbps, job=cfg.job)
+            check = {"profile": job_pool.gpu_direct, "namespace": cfg.job.namespace, "job": cfg.job,
+                     "min_bus_bandwidth_gbps": job_pool.gpu_direct.nccl_min_bus_bandwidth_gbps,
+                     "image_ref": image.ref, "claim_name": platform.claim_name,
+                     "service_account": platform.service_account_name}
+            # The all-reduce in the training image; nccl-tests' all_gather_perf stays available.
+            self.outputs["ncclCheckCommand"] = nccl_check_command(**check)
+            self.outputs["ncclTestsCommand"] = nccl_check_command(**check, runner="nccl-tests")
         if not cfg.job.enabled:
             self.outputs["enableJobCommand"] = f"pulumi config set --path {NAMESPACE}:job.enabled true && pulumi up"
         self.register_outputs(self.outputs)

@@ -105,6 +105,13 @@ def _build(tmp):
     orphans.add(("S3 bucket", "snapshots-old"))
     ecr.create_repository(repositoryName="trainstack-registry", tags=OURS)
     orphans.add(("ECR repository", "trainstack-registry"))
+    # Control-plane log groups: the live cluster's is its own; the one EKS recreated after the stack's
+    # cluster `trainstack-aws` (trainstack-<stack>) was destroyed is untagged and found by its name.
+    logs = boto3.client("logs", region_name=REGION)
+    logs.create_log_group(logGroupName="/aws/eks/trainstack/cluster")
+    logs.create_log_group(logGroupName="/aws/eks/trainstack-aws/cluster")
+    logs.create_log_group(logGroupName="/aws/eks/trainstack-aws-other/cluster")  # another cluster's name
+    orphans.add(("CloudWatch log group", "/aws/eks/trainstack-aws/cluster"))
 
     state = tmp / "state.json"
     state.write_text(json.dumps({"version": 3, "deployment": {"resources": held}}))
@@ -113,7 +120,8 @@ def _build(tmp):
     everything = dict(held=held, orphans=orphans, outside_state=outside_state)
     full = tmp / "full-state.json"
     full.write_text(json.dumps({"version": 3, "deployment": {"resources": held + [
-        {"type": "x", "id": ident.split("/")[-1]} for _, ident in orphans - outside_state]}}))
+        {"type": "x", "id": ident if ident.startswith("/aws/") else ident.split("/")[-1]}
+        for _, ident in orphans - outside_state]}}))
     return state, full, everything
 
 

@@ -92,6 +92,7 @@ GET_LOG_GROUPS = "aws:cloudwatch/getLogGroups:getLogGroups"
 GET_AVAILABILITY_ZONES = "aws:index/getAvailabilityZones:getAvailabilityZones"
 AVAILABLE_ZONES = ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d")  # what the mocked account has
 GET_CALLER_IDENTITY = "aws:index/getCallerIdentity:getCallerIdentity"
+GET_CLUSTERS = "aws:eks/getClusters:getClusters"  # eks:ListClusters: the region's cluster names
 # Who runs `pulumi up` in these tests: a role assumed through SSO, as most people do.
 DEPLOYER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/AWSReservedSSO_Deployer"
 DEPLOYER_SESSION_ARN = f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSReservedSSO_Deployer/alice@example.com"
@@ -172,7 +173,13 @@ def provider_calls(token: str, args: dict) -> dict:
         return {"id": ACCOUNT, "logGroupNamePrefix": args.get("logGroupNamePrefix"), "logGroupNames": [], "arns": []}
     if token == GET_CALLER_IDENTITY:
         return {"id": ACCOUNT, "accountId": ACCOUNT, "arn": DEPLOYER_SESSION_ARN, "userId": "AROAEXAMPLE:alice"}
+    if token == GET_CLUSTERS:  # a fresh account: no clusters yet
+        return clusters_answer([])
     raise NotImplementedError(f"unmocked invoke {token}")
+
+
+def clusters_answer(names) -> dict:
+    return {"id": "us-west-2", "names": sorted(names)}
 
 
 def run_main(config: Mapping[str, str] | None = None, *, preview: bool = False, stack: str = "aws",
@@ -191,17 +198,23 @@ class ResourceAlreadyExistsException(Exception):
     """What CloudWatch Logs answers CreateLogGroup for a name that exists."""
 
 
+class ResourceInUseException(Exception):
+    """What EKS answers CreateCluster for a name the region already has."""
+
+
 class CloudWatchAccount:
     """The log groups of one mocked account across several runs: what the service, not the mocks, remembers.
 
     CreateLogGroup of an existing name fails (ResourceAlreadyExistsException); an import must name one
     that exists; `destroy` models what EKS does after the cluster is deleted: its control-plane group is
-    there again. `watch(monkeypatch)` lets it see each registration's import ID (the harness's outputs
+    there again. EKS clusters are remembered too (CreateCluster of an existing name fails with
+    ResourceInUseException, eks:ListClusters lists them), so a live cluster of another stack can be modelled. `watch(monkeypatch)` lets it see each registration's import ID (the harness's outputs
     callback is given type, name and inputs only).
     """
 
     def __init__(self) -> None:
         self.groups: set[str] = set()
+        self.clusters: set[str] = set()
         self.imported: list[str] = []
         self._registration = threading.local()
 
@@ -224,6 +237,10 @@ class CloudWatchAccount:
             elif group in self.groups:
                 raise ResourceAlreadyExistsException(f"The specified log group already exists: {group}")
             self.groups.add(group)
+        if type_ == EKS_CLUSTER:
+            if inputs["name"] in self.clusters:
+                raise ResourceInUseException(f"Cluster already exists with name: {inputs['name']}")
+            self.clusters.add(inputs["name"])
         return provider_outputs(type_, name, inputs)
 
     def calls(self, token: str, args: dict) -> dict:
@@ -231,8 +248,11 @@ class CloudWatchAccount:
             names = sorted(g for g in self.groups if g.startswith(args.get("logGroupNamePrefix") or ""))
             return {"id": ACCOUNT, "logGroupNamePrefix": args.get("logGroupNamePrefix"), "logGroupNames": names,
                     "arns": [f"arn:aws:logs:us-west-2:{ACCOUNT}:log-group:{n}" for n in names]}
+        if token == GET_CLUSTERS:
+            return clusters_answer(self.clusters)
         return provider_calls(token, args)
 
     def destroy(self) -> None:
         """`pulumi destroy` deletes the groups; EKS then recreates its control-plane group from late streams."""
         self.groups = {g for g in self.groups if g.startswith("/aws/eks/")}
+        self.clusters = set()

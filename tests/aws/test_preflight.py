@@ -15,7 +15,9 @@ from tests.aws.stack_runs import (
     GET_ADDON_VERSION,
     GET_CALLER_IDENTITY,
     GET_CLUSTER_VERSIONS,
+    GET_CLUSTERS,
     GET_INSTANCE_TYPE_OFFERINGS,
+    clusters_answer,
     config_with,
     filter_values,
     provider_calls,
@@ -135,3 +137,65 @@ def test_a_subnet_of_another_vpc_is_refused_before_any_cloud_resource(monkeypatc
     line, registered = _registered_when_refused(monkeypatch, config_with(existing))
     assert line.startswith("trainstack:existingNetwork.privateSubnetIds: subnet-elsewhere is in vpc-0other")
     assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered
+
+
+def _cluster_exists(token: str, args: dict) -> dict:
+    """The region already has trainstack-aws (created by someone else, e.g. CI's deploy role)."""
+    return clusters_answer(["trainstack-aws"]) if token == GET_CLUSTERS else provider_calls(token, args)
+
+
+@pytest.mark.parametrize("preview", [True, False])
+def test_a_listed_admin_may_run_pulumi_once_the_cluster_exists(preview):
+    # EKS gave its creator (not this admin) the bootstrap entry; this admin's own entry is the one it
+    # was listed for, so preview and up go on.
+    result = run_main(config_with({"trainstack:clusterAdmins": [DEPLOYER_ROLE_ARN]}), preview=preview,
+                      calls=_cluster_exists)
+    entries = result.one(EKS_CLUSTER).inputs["accessEntries"]
+    assert entries[f"admin-{ACCOUNT}-role-AWSReservedSSO_Deployer"]["principalArn"] == DEPLOYER_ROLE_ARN
+
+
+def _as_preview_role(token: str, args: dict) -> dict:
+    if token == GET_CALLER_IDENTITY:
+        return {"id": ACCOUNT, "accountId": ACCOUNT, "userId": "AROAEXAMPLE:gha",
+                "arn": f"arn:aws:sts::{ACCOUNT}:assumed-role/github-preview/GitHubActions"}
+    return provider_calls(token, args)
+
+
+def test_the_preview_role_creating_the_cluster_in_a_real_up_is_refused_before_any_cloud_resource(monkeypatch):
+    # `pulumi up` as the preview role on a region without the cluster: EKS makes the creator admin, and
+    # the read-only entry for the same principal would fail the apply once the cluster exists.
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    preview_role = f"arn:aws:iam::{ACCOUNT}:role/github-preview"
+    with pytest.raises(pulumi.RunError) as raised:
+        run_main(config_with({"trainstack:previewRoleArn": preview_role}), preview=False, calls=_as_preview_role)
+    line = str(raised.value)
+    assert line.startswith(f"trainstack:previewRoleArn: {preview_role} is the identity running `pulumi up`")
+    assert "\n" not in line and ". Fix: " in line
+    registered = {r.type for r in monitors[0].recorded}
+    assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered
+
+
+def test_a_pulumi_cli_older_than_the_log_group_adoption_needs_is_refused_before_anything(monkeypatch):
+    # Importing a log group with a diff (infra/aws/cluster.py) needs the engine of pulumi/pulumi#19339; the
+    # program asks the CLI (RequirePulumiVersion), which refuses itself when older.
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    monkeypatch.setattr(pulumi_harness, "CLI_VERSION", "3.173.0")
+    with pytest.raises(Exception, match="Pulumi CLI version 3.173.0 does not satisfy the version range '>=3.174.0'"):
+        run_main(config_with(), preview=True)
+    assert not [r for r in monitors[0].recorded if r.type.startswith(("aws:", "eks:"))]
+    monkeypatch.setattr(pulumi_harness, "CLI_VERSION", "3.174.0")
+    assert run_main(config_with(), preview=True).registrations

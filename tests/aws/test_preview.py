@@ -52,7 +52,8 @@ def test_preview_leaves_what_it_cannot_know_unknown(preview):
     assert preview.one(EKS_CLUSTER).inputs["vpcId"] is UNKNOWN
     values = preview.one(RELEASE, "train").inputs["values"]
     assert values["image"] is UNKNOWN
-    assert values["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"] is UNKNOWN
+    account = preview.one("kubernetes:core/v1:ServiceAccount").inputs["metadata"]
+    assert account["annotations"]["eks.amazonaws.com/role-arn"] is UNKNOWN
 
 
 def test_preview_asks_the_account_only_what_it_must(preview):

@@ -211,7 +211,7 @@ def test_preview_role_reads_the_cluster_and_only_release_namespaces_secrets():
             "type": "namespace", "namespaces": sorted(r.inputs["namespace"] for r in result.by_type(RELEASE))}},
     }}}
     assert sorted(entries["preview-123456789012-role-github-preview"]["accessPolicies"]["release-state"][
-        "accessScope"]["namespaces"]) == ["cluster-autoscaler", "default", "nvidia-device-plugin"]
+        "accessScope"]["namespaces"]) == ["cluster-autoscaler", "default", "kueue-system", "nvidia-device-plugin"]
     assert "ClusterAdmin" not in json.dumps(entries) and "EditPolicy" not in json.dumps(entries)
 
 
@@ -579,8 +579,10 @@ def test_job_gets_the_image_digest_the_claim_and_the_service_account_role(up):
     values = release.inputs["values"]
     assert values["image"] == {"repository": up.exports["registryUrl"], "digest": DIGEST, "tag": ""}
     assert values["storage"]["pvc"] == up.one(PVC).inputs["metadata"]["name"]
-    assert values["serviceAccount"]["annotations"] == {
-        "eks.amazonaws.com/role-arn": role_arn(up, "trainstack-job-role")}
+    # The job runs as the stack's own ServiceAccount, the one the job role trusts (tests/jobs/test_identity.py).
+    assert values["serviceAccount"] == {"create": False, "name": "trainstack-jobs", "annotations": {}}
+    account = up.one("kubernetes:core/v1:ServiceAccount").inputs["metadata"]
+    assert account["annotations"] == {"eks.amazonaws.com/role-arn": role_arn(up, "trainstack-job-role")}
     job = stack_file_config()["trainstack:job"]
     assert values["job"]["nodes"] == {"min": job["nodesMin"], "max": job["nodesMax"]}
     assert values["job"]["procsPerNode"] == job["procsPerNode"]
@@ -645,8 +647,9 @@ def test_every_kubernetes_object_uses_the_clusters_provider(up):
     assert provider.inputs["kubeconfig"] == KUBECONFIG and provider.is_secret("kubeconfig")
     assert provider.inputs["clusterIdentifier"] == "trainstack-aws"
     kubernetes_objects = [r for r in up.registrations if r.type.startswith("kubernetes:")]
-    # PV, PVC, and the device plugin, autoscaler and job releases
-    assert len(kubernetes_objects) == 5
+    # PV, PVC, the jobs' ServiceAccount, the device plugin, autoscaler, Kueue and job releases, and the
+    # GPU pool's ResourceFlavor, ClusterQueue and LocalQueue
+    assert len(kubernetes_objects) == 10
     assert {r.provider for r in kubernetes_objects} == {provider.urn}
 
 
@@ -722,6 +725,19 @@ def test_a_second_up_after_destroy_adopts_the_log_group_eks_recreated(monkeypatc
     log_group = second.one(LOG_GROUP)
     assert log_group.inputs["retentionInDays"] == 90  # the import then applies our retention
     assert log_group.urn in second.one(EKS_CLUSTER).dependencies
+
+
+def test_a_live_cluster_of_the_same_name_keeps_its_log_group(monkeypatch):
+    # Another stack's cluster `trainstack-aws` runs in this account and region: its control-plane group
+    # exists, but it is not an orphan. Importing it would rewrite its retention and tags, and our destroy
+    # would delete its audit logs; the create must fail as before, with the cluster's own create.
+    account = CloudWatchAccount()
+    account.watch(monkeypatch)
+    account.clusters.add("trainstack-aws")
+    account.groups.add("/aws/eks/trainstack-aws/cluster")
+    with pytest.raises(Exception, match="already exists"):
+        run_main(outputs=account.outputs, calls=account.calls)
+    assert account.imported == []
 
 
 def test_the_account_model_refuses_a_second_create():

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import grpc
+
 from infra.gcp.machine_types import FIXED_GPU_MACHINES
 from tests import stack_runs
 from tests.pulumi_harness import ProgramResult
@@ -66,6 +68,34 @@ GET_ZONES = "gcp:compute/getZones:getZones"
 GET_ENGINE_VERSIONS = "gcp:container/getEngineVersions:getEngineVersions"
 GET_CLIENT_CONFIG = "gcp:organizations/getClientConfig:getClientConfig"
 GET_MACHINE_TYPES = "gcp:compute/getMachineTypes:getMachineTypes"
+GET_PROJECT_SERVICE = "gcp:projects/getProjectService:getProjectService"
+GET_CLUSTER = "gcp:container/getCluster:getCluster"
+
+
+class ClusterNotFound(grpc.RpcError):
+    """What the google_container_cluster data source fails with for a cluster that does not exist
+    (terraform-provider-google data_source_google_container_cluster.go: "<id> not found"). The engine
+    hands a provider's error to the program as a gRPC error, which the SDK raises where the invoke is
+    awaited (pulumi/runtime/invoke.py: a "semantic level" error, not an unhandled one)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self._message = message
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNKNOWN
+
+    def details(self) -> str:
+        return self._message
+
+
+def project_service(args: dict, enabled: bool = True) -> dict:
+    """An enabled service reads back with its ID; a disabled one without (resourceGoogleProjectServiceRead
+    clears the ID when the service is not among the enabled ones)."""
+    if not enabled:
+        return {"id": "", "project": args.get("project"), "service": ""}
+    return {"id": f"{args.get('project')}/{args['service']}", "project": args.get("project"),
+            "service": args["service"]}
 
 # `pulumi config set gcp:project ...`, the one step the README asks before `pulumi up`.
 WITH_PROJECT = {"gcp:project": PROJECT}
@@ -130,6 +160,11 @@ def provider_calls(token: str, args: dict) -> dict:
                 "project": args.get("project"), "filter": args["filter"], "id": "machine-types"}
     if token == GET_CLIENT_CONFIG:
         return {"accessToken": ACCESS_TOKEN, "project": PROJECT, "region": "us-central1", "id": "client"}
+    if token == GET_PROJECT_SERVICE:  # the seed's project: the APIs the preflight asks are on
+        return project_service(args)
+    if token == GET_CLUSTER:  # no cluster yet
+        raise ClusterNotFound(f"projects/{args.get('project')}/locations/{args.get('location')}/clusters/"
+                              f"{args.get('name')} not found")
     raise NotImplementedError(f"unmocked invoke {token}")
 
 

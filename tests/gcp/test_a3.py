@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pulumi
 import pytest
+import yaml
 
 from infra.gcp.config import parse_gcp_config
 from infra.gcp.gpu_direct import plugin_image
@@ -177,13 +178,55 @@ def test_filestore_is_zonal_1tib_in_the_a3_zone(up):
         "ZONAL", 1024, "us-central1-c")
 
 
-def test_nccl_check_command_runs_the_check_and_fails_below_the_bar(up):
+def _helm_install_values(command: str) -> tuple[list[str], dict]:
+    """The `helm install` words of a command and the values they give the chart (-f files, then --set)."""
+    import shlex
+
+    from infra.training_job import deep_merge
+    from tests.stack_runs import REPO
+
+    words = shlex.split(command.split(" && ", 1)[0])
+    values: dict = {}
+    for flag, value in zip(words, words[1:], strict=False):
+        if flag == "-f":
+            values = deep_merge(values, yaml.safe_load((REPO / value).read_text()))
+        elif flag in ("--set", "--set-string"):
+            path, _, text = value.partition("=")
+            typed = text if flag == "--set-string" else {"true": True, "false": False}.get(
+                text, int(text) if text.isdigit() else text)
+            for key in reversed(path.split(".")):
+                typed = {key: typed}
+            values = deep_merge(values, typed)
+    return words, values
+
+
+def test_nccl_check_command_runs_the_in_image_check_and_fails_below_the_bar(up):
     command = up.exports["ncclCheckCommand"]
     assert command.startswith("helm install nccl-check workloads/charts/training-job -n default ")
     assert "-f workloads/charts/training-job/profiles/a3-highgpu.yaml" in command
-    assert "--set ncclCheck.minBusBandwidthGBps=25" in command
-    assert "--set-string kueue.queueName=a3-queue" in command
+    assert "-f workloads/charts/training-job/profiles/nccl-allreduce.yaml" in command
     assert command.endswith("helm uninstall nccl-check -n default; test $passed -eq 0")
+    _, values = _helm_install_values(command)
+    assert values["ncclCheck"]["runner"] == "trainer" and values["ncclCheck"]["minBusBandwidthGBps"] == 25
+    objects = render(values, release="nccl-check")
+    job = next(o for o in objects if o["kind"] == "Job")
+    pod = job["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    # The stack's training image by digest, with the job's own NCCL settings, as the jobs' ServiceAccount.
+    assert container["name"] == "nccl-check" and container["image"] == up.exports["imageRef"]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    stack_job = render(up.one(RELEASE, "train").inputs["values"])
+    trainer_env = {e["name"]: e.get("value") for e in next(o for o in stack_job if o["kind"] == "Job")[
+        "spec"]["template"]["spec"]["containers"][0].get("env", [])}
+    assert "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME" in env
+    assert {k: v for k, v in trainer_env.items() if k.startswith("NCCL_")} == {
+        k: v for k, v in env.items() if k.startswith("NCCL_") and not k.startswith("NCCL_CHECK")}
+    assert pod["serviceAccountName"] == up.exports["jobSubmission"]["serviceAccount"]
+    assert not [o for o in objects if o["kind"] == "ServiceAccount"]
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "a3-queue"
+    # nccl-tests stays one command away.
+    _, tests_values = _helm_install_values(up.exports["ncclTestsCommand"])
+    assert tests_values["ncclCheck"]["runner"] == "nccl-tests" and "image" not in tests_values
 
 
 def test_a3_mega_gets_tcpxo_with_eight_networks():

@@ -12,7 +12,8 @@ from infra.gcp.control_plane_firewall import (
     control_plane_ports,
 )
 from infra.versions import KUEUE_CHART
-from tests.gcp.stack_runs import RELEASE, REPO, provider_calls, provider_outputs, run_main
+from tests.gcp.stack_runs import NODE_POOL, RELEASE, REPO, provider_calls, provider_outputs, run_main
+from tests.gcp.stack_runs import config_with as gcp_config_with
 from tests.stack_runs import config_with
 from tests.stack_runs import run_main as run_stack
 
@@ -40,7 +41,10 @@ def test_the_control_plane_may_call_kueues_webhook_and_visibility_ports(a3_up):
     assert rule["sourceRanges"] == ["172.16.0.32/28"]  # trainstack:network.masterCidr's default
     assert rule["allows"] == [{"protocol": "tcp", "ports": [str(p) for p in control_plane_ports(charts)]}]
     assert {"9443", "8082"} <= set(rule["allows"][0]["ports"])
-    assert "targetTags" not in rule  # every node of the network: GKE names the nodes' tags itself
+    # Only the stack's nodes (every pool runs as the node service account), not every VM of the network.
+    node_accounts = {pool.inputs["nodeConfig"]["serviceAccount"] for pool in a3_up.by_type(NODE_POOL)}
+    assert len(node_accounts) == 1 and rule["targetServiceAccounts"] == list(node_accounts)
+    assert next(iter(node_accounts)).endswith(".iam.gserviceaccount.com")
 
 
 def test_kueue_is_installed_only_after_the_rule_exists(a3_up):
@@ -57,8 +61,16 @@ def test_kueue_is_installed_only_after_the_rule_exists(a3_up):
     assert rule.urn in ancestors or rule.parent in ancestors
 
 
+def test_the_gcp_stack_opens_kueues_ports_as_a3_does():
+    up = run_main()  # Pulumi.gcp.yaml: Kueue by default, as on every stack
+    [rule] = up.by_type(FIREWALL)
+    assert sorted(int(p) for allow in rule.inputs["allows"] for p in allow["ports"]) == [8082, 9443]
+    kueue = up.one(RELEASE, "trainstack-kueue")
+    assert rule.urn in kueue.dependencies  # installed only once the control plane can call it
+
+
 def test_without_a_queue_nothing_is_opened():
-    up = run_main()  # Pulumi.gcp.yaml: no Kueue, the training chart has no webhook
+    up = run_main(gcp_config_with({"trainstack:job": {"queue": False}}))  # no Kueue; the chart has no webhook
     assert [r.name for r in up.by_type(FIREWALL)] == []
 
 

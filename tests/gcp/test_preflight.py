@@ -10,13 +10,16 @@ from tests import pulumi_harness
 from tests.gcp.stack_runs import (
     CHANNEL_VERSIONS,
     CLUSTER,
+    GET_CLUSTER,
     GET_ENGINE_VERSIONS,
     GET_MACHINE_TYPES,
+    GET_PROJECT_SERVICE,
     GET_ZONES,
     GKE_VERSIONS,
     REPO,
     config_with,
     machine_type,
+    project_service,
     provider_calls,
     run_main,
 )
@@ -109,3 +112,53 @@ def test_a_refused_preflight_registers_no_cloud_resource(monkeypatch, token, ans
     message, registered = _registered_when_refused(monkeypatch, token, answer)
     assert message.startswith(line) and "\n" not in message and ". Fix: " in message
     assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered
+
+
+def test_a_fresh_project_without_the_apis_is_told_the_command_in_one_line(monkeypatch):
+    # On a new project Compute Engine and GKE are off: the zone, version and machine-type questions would
+    # answer with 403s. The APIs are asked first, and nothing else is asked before they answer.
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    asked: list[str] = []
+
+    def calls(token: str, args: dict) -> dict:
+        asked.append(token)
+        if token == GET_PROJECT_SERVICE:
+            return project_service(args, enabled=args["service"] != "compute.googleapis.com")
+        return provider_calls(token, args)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_main(config_with(), preview=True, calls=calls)
+    line = str(raised.value)
+    assert line == ("gcp:project: compute.googleapis.com is not enabled in ml-research-123, and the checks before any "
+                    "resource need them. Fix: gcloud services enable compute.googleapis.com container.googleapis.com "
+                    "--project ml-research-123")
+    assert not {GET_ZONES, GET_MACHINE_TYPES, GET_ENGINE_VERSIONS} & set(asked), asked
+    registered = {r.type for r in monitors[0].recorded}
+    assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered
+
+
+def test_an_existing_cluster_on_a_minor_the_channel_dropped_is_a_warning_not_a_refusal(monkeypatch):
+    # The cluster runs 1.34 (held there by a maintenance exclusion); REGULAR now offers new clusters 1.35
+    # only. minMasterVersion is ignored after creation, so an update must go on.
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+
+    def calls(token: str, args: dict) -> dict:
+        if token == GET_CLUSTER:
+            return {"name": args["name"], "location": args["location"], "project": args["project"],
+                    "masterVersion": "1.34.1-gke.1000000", "id": "cluster"}
+        if token == GET_ENGINE_VERSIONS:
+            return {"releaseChannelLatestVersion": {"REGULAR": "1.35.2-gke.1000000"}, "location": args["location"]}
+        return provider_calls(token, args)
+
+    result = run_main(config_with(), preview=False, calls=calls)
+    assert result.one(CLUSTER).inputs["minMasterVersion"] == "1.34.1-gke.1000000"
+    assert [w for w in warnings if w.startswith("trainstack:kubernetesVersion: GKE's REGULAR channel no longer "
+                                                "offers 1.34.x to new clusters")]

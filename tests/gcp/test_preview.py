@@ -10,8 +10,10 @@ import pytest
 from tests.gcp.stack_runs import (
     CLUSTER,
     GET_CLIENT_CONFIG,
+    GET_CLUSTER,
     GET_ENGINE_VERSIONS,
     GET_MACHINE_TYPES,
+    GET_PROJECT_SERVICE,
     GET_ZONES,
     JOB_ENABLED,
     K8S_PROVIDER,
@@ -52,6 +54,8 @@ def test_preview_leaves_what_it_cannot_know_unknown(preview):
 
 def test_preview_asks_the_account_for_zones_and_versions(preview):
     tokens = sorted(token for token, _ in preview.invokes)
-    assert tokens == sorted([GET_ZONES, GET_ENGINE_VERSIONS, GET_CLIENT_CONFIG, GET_MACHINE_TYPES])
+    # The two APIs the checks need (compute, container), whether the cluster exists, then the checks.
+    assert tokens == sorted([GET_PROJECT_SERVICE, GET_PROJECT_SERVICE, GET_CLUSTER, GET_ZONES, GET_ENGINE_VERSIONS,
+                             GET_CLIENT_CONFIG, GET_MACHINE_TYPES])
     # The checked answers reach the resources: the preview already shows the version it will create.
     assert preview.one(CLUSTER).inputs["minMasterVersion"] == "1.34.4-gke.1100000"

@@ -177,7 +177,7 @@ def test_job_identity_is_workload_identity_with_the_bucket_only(up):
     email = f"{job_account.inputs['accountId']}@{PROJECT}.iam.gserviceaccount.com"
     binding = up.one(SA_IAM_MEMBER).inputs
     assert binding["role"] == "roles/iam.workloadIdentityUser"
-    assert binding["member"] == f"serviceAccount:{PROJECT}.svc.id.goog[default/train]"
+    assert binding["member"] == f"serviceAccount:{PROJECT}.svc.id.goog[default/trainstack-jobs]"
     assert binding["serviceAccountId"] == f"projects/{PROJECT}/serviceAccounts/{email}"
     # The binding needs the identity pool, which exists once the cluster does.
     assert up.one(CLUSTER).urn in up.one(SA_IAM_MEMBER).dependencies
@@ -188,7 +188,9 @@ def test_job_identity_is_workload_identity_with_the_bucket_only(up):
     assert all(m.inputs["member"] != f"serviceAccount:{email}" for m in up.by_type(PROJECT_IAM_MEMBER))
     assert up.by_type(SERVICE_ACCOUNT_KEY) == []
     values = up.one(RELEASE, "train").inputs["values"]
-    assert values["serviceAccount"]["annotations"] == {GKE_SERVICE_ACCOUNT_ANNOTATION: email}
+    assert values["serviceAccount"] == {"create": False, "name": "trainstack-jobs", "annotations": {}}
+    account = up.one("kubernetes:core/v1:ServiceAccount").inputs["metadata"]
+    assert account["annotations"] == {GKE_SERVICE_ACCOUNT_ANNOTATION: email}
 
 
 def test_bucket_is_private_versioned_and_kept_on_destroy(up):
@@ -245,7 +247,7 @@ def test_job_runs_the_image_by_digest_on_the_gpu_pool(up):
     # The job waits for its GPU pool; GKE runs the device plugin itself, so none is installed.
     job = up.one("trainstack:index:TrainingJob")
     assert _gpu_pool(up).urn in job.dependencies
-    assert [r for r in up.by_type(RELEASE) if r.name != "train"] == []
+    assert [r.name for r in up.by_type(RELEASE) if r.name != "train"] == ["trainstack-kueue"]  # the queue only
 
 
 def test_image_is_pushed_to_artifact_registry_with_a_secret_token(up):
@@ -328,7 +330,7 @@ def test_several_gpu_pools_and_the_job_on_the_named_one():
 
 def test_job_off_leaves_no_release_and_says_how_to_start_it():
     result = run_main(config_with())
-    assert result.by_type(RELEASE) == []
+    assert [r.name for r in result.by_type(RELEASE)] == ["trainstack-kueue"]  # the queue waits for submissions
     assert result.exports["enableJobCommand"].startswith("pulumi config set --path trainstack:job.enabled true")
     assert result.one(PVC)  # the volume is there to upload into and to keep results
 

@@ -109,3 +109,10 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str
         return code, out, err
 
     return run
+
+
+def without_queue(exports):
+    """The outputs of a stack with trainstack:job.queue false (every stack has a queue by default)."""
+    submission = exports["jobSubmission"]
+    submission["queueName"], submission["queues"] = None, {}
+    submission["values"].pop("kueue", None)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.jobs.conftest import without_queue
+
 READ_ONLY = ["helm list"]
 
 
@@ -120,6 +122,20 @@ def test_cancel_takes_a_name_or_all(argv, cluster, cli, outputs_file):
     assert cluster.calls == []
 
 
+@pytest.mark.parametrize("stack", ["aws", "gcp", "gcp-a3"])
+def test_submit_refuses_a_job_its_queue_could_never_admit(stack, cluster, cli, outputs_file):
+    # The pool's node count allows the job, but the queue holds less memory than its pods ask (a quota
+    # from a stack whose pods grew since): Kueue would leave the Workload pending for ever.
+    def smaller_quota(exports):
+        submission = exports["jobSubmission"]
+        submission["queues"][submission["queueName"]]["quota"]["memory"] = "1Gi"
+
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file(stack, smaller_quota))
+    assert code == 2 and out == ""
+    assert "memory, but queue" in _one_line(err) and "holds at most 1Gi (its pool at its maximum)" in err
+    assert cluster.calls == []
+
+
 def _set(*path_and_value):
     *path, value = path_and_value
 
@@ -141,6 +157,8 @@ def _set(*path_and_value):
     (_set("jobSubmission", "bucketUri", None), "jobSubmission.bucketUri is None"),
     (_set("jobSubmission", "serviceAccountAnnotations", ["x"]), "jobSubmission.serviceAccountAnnotations is"),
     (_set("estimatedHourlyUsd", "gpuNode", "usdPerNode", "x"), "estimatedHourlyUsd.gpuNode.usdPerNode is 'x'"),
+    (_set("jobSubmission", "queues", ["training"]), "jobSubmission.queues is ['training']"),
+    (_set("jobSubmission", "serviceAccount", 7), "jobSubmission.serviceAccount is 7"),
 ])
 @pytest.mark.parametrize("command", [["submit", "exp"], ["list"]])
 def test_malformed_outputs(command, edit, says, cluster, cli, outputs_file):
@@ -198,7 +216,7 @@ def test_tensorboard_without_the_shared_volume_is_refused_by_the_chart_here(clus
 
 
 def test_a_multi_node_sweep_needs_a_queue(cluster, cli, outputs_file):
-    code, _, err = cli("submit", "lrs", "--outputs", outputs_file("gcp"), "--nodes", "2",
+    code, _, err = cli("submit", "lrs", "--outputs", outputs_file("gcp", without_queue), "--nodes", "2",
                        "--sweep", "lr=3e-4,1e-3")
     assert code == 2 and "on a stack without a queue" in _one_line(err)
     assert cluster.calls == []

@@ -6,6 +6,7 @@ import json
 import uuid
 from datetime import datetime, timedelta, timezone
 
+from tests.jobs.conftest import without_queue
 from tests.workloads.chart import one, render
 from trainstack.jobs.cli import main
 
@@ -20,6 +21,11 @@ def _at(hours_ago: float) -> str:
 def _condition(kind: str, hours_ago: float, reason: str) -> dict:
     # metav1.Condition: type, status, reason, message and lastTransitionTime are required.
     return {"type": kind, "status": "True", "reason": reason, "message": reason, "lastTransitionTime": _at(hours_ago)}
+
+
+# The scheduler's message, as kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go writes it.
+WAITING = ("couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
+           "training-nodes, 1 more needed")
 
 
 def _cluster_with_jobs(cluster, cli, outputs_path) -> None:
@@ -43,6 +49,7 @@ def _cluster_with_jobs(cluster, cli, outputs_path) -> None:
         status: dict = {}
         if name == "queued":
             job["spec"]["suspend"] = True
+            conditions = [{**_condition("QuotaReserved", 0.2, "Pending"), "status": "False", "message": WAITING}]
         elif name == "admitted":
             conditions = [_condition("QuotaReserved", 0.1, "QuotaReserved"), _condition("Admitted", 0.1, "Admitted")]
         elif name in ("running", "lrs-lr-3e-4"):
@@ -74,7 +81,10 @@ def test_list_shows_state_gpus_age_cost_and_groups_sweeps(cluster, cli, outputs_
     assert code == 0, err
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:-1] if not line.startswith("sweep")}
     # g4dn.xlarge: 1 GPU per node, $0.3761 per node-hour in the stack's outputs (infra/cost/prices.yaml).
-    assert rows["queued"] == ["queued", "1", "3h", "$0.00"]
+    assert rows["queued"][:4] == ["queued", "1", "3h", "$0.00"]
+    # Why it waits, in Kueue's words (its Workload's QuotaReserved=False message).
+    assert next(line for line in out.splitlines() if line.startswith("queued ")).endswith(f"  waiting: {WAITING}")
+    assert "waiting:" not in next(line for line in out.splitlines() if line.startswith("admitted "))
     assert rows["admitted"] == ["admitted", "1", "3h", "$0.00"]
     assert rows["running"] == ["running", "2", "3h", "$0.75"]  # 2 nodes x 1 h
     assert rows["done"] == ["succeeded", "1", "3h", "$0.38"]
@@ -88,7 +98,7 @@ def test_list_shows_state_gpus_age_cost_and_groups_sweeps(cluster, cli, outputs_
 
 
 def test_list_without_a_queue_asks_no_workloads(cluster, cli, outputs_file):
-    code, out, _ = cli("list", "--outputs", outputs_file("gcp"))
+    code, out, _ = cli("list", "--outputs", outputs_file("gcp", without_queue))
     assert code == 0 and out.startswith("NAME")
     assert [c["argv"][:2] for c in cluster.calls] == [["list", "--all"], ["get", "jobs"]]
 

@@ -32,7 +32,7 @@ def test_the_stacks_job_has_the_values_a_cli_job_gets(stack):
     values = json.loads(json.dumps(release.inputs["values"]))
     shared = {key: value for key, value in values.items() if key not in PER_JOB_KEYS}
     assert shared == submission["values"]
-    assert values["serviceAccount"]["annotations"] == submission["serviceAccountAnnotations"]
+    assert values["serviceAccount"] == {"create": False, "name": submission["serviceAccount"], "annotations": {}}
 
 
 def _fetch_data_destination(objects) -> str | None:

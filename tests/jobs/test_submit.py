@@ -7,6 +7,7 @@ import json
 import kubernetes_validate
 import pytest
 
+from tests.jobs.conftest import without_queue
 from tests.workloads.chart import KUBERNETES_VERSION, one, render, trainer
 
 from .kueue_schema import validate_workload, workload_for
@@ -43,8 +44,9 @@ def test_the_objects_sent_validate_strictly(stack, cluster, cli, outputs_file, s
     assert args[args.index("--max-steps") + 1] == "50" and args[args.index("--lr") + 1] == "3e-4"
     labels = job["metadata"].get("labels", {})
     assert labels.get("kueue.x-k8s.io/queue-name") == submission["queueName"]
-    account = one(objects, "ServiceAccount")
-    assert account["metadata"].get("annotations", {}) == submission["serviceAccountAnnotations"]
+    # The stack's own ServiceAccount, the one its cloud identity trusts: the release creates none.
+    assert not [obj for obj in objects if obj["kind"] == "ServiceAccount"]
+    assert job["spec"]["template"]["spec"]["serviceAccountName"] == submission["serviceAccount"]
     assert "submitted exp-a" in out
 
 
@@ -126,11 +128,12 @@ def test_a_cluster_that_refuses_exits_1_with_helms_line(cluster, cli, outputs_fi
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_jobs_share_the_identity_the_stacks_job_holds(stack, cluster, cli, outputs_file):
-    def with_stack_job(exports):
-        exports["jobSubmission"]["stackJob"] = exports["jobSubmission"]["identityServiceAccount"]
+def test_outputs_of_an_older_stack_share_the_identity_the_stacks_job_holds(stack, cluster, cli, outputs_file):
+    def older_with_stack_job(exports):
+        del exports["jobSubmission"]["serviceAccount"]
+        exports["jobSubmission"]["identityServiceAccount"] = exports["jobSubmission"]["stackJob"] = "train"
 
-    assert cli("submit", "exp", "--outputs", outputs_file(stack, with_stack_job))[0] == 0
+    assert cli("submit", "exp", "--outputs", outputs_file(stack, older_with_stack_job))[0] == 0
     objects = render(json.loads(_installs(cluster)[0]["stdin"]), release="exp")
     assert not [obj for obj in objects if obj["kind"] == "ServiceAccount"]  # the stack job's release owns it
     assert one(objects, "Job")["spec"]["template"]["spec"]["serviceAccountName"] == "train"
@@ -152,7 +155,7 @@ def test_a_module_job_is_not_promised_the_trainers_results(cluster, cli, outputs
 
 
 def test_a_multi_node_job_without_a_queue_is_warned(cluster, cli, outputs_file):
-    code, _, err = cli("submit", "big", "--outputs", outputs_file("gcp"), "--nodes", "2")
+    code, _, err = cli("submit", "big", "--outputs", outputs_file("gcp", without_queue), "--nodes", "2")
     assert code == 0 and "warning: no queue on this stack" in err
     assert [c["argv"][0] for c in _installs(cluster)] == ["install"]
 

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from tests.aws import stack_runs as aws_runs
+from tests.library.wire import resolved
 from tests.pulumi_harness import run_program
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,8 +45,9 @@ def test_python_example_builds_the_stack_in_the_existing_vpc_under_mocks():
     assert {args["id"] for token, args in result.invokes if token == aws_runs.GET_SUBNET} == {"subnet-a", "subnet-b"}
     requirements = [line for line in (example / "requirements.txt").read_text().splitlines()
                     if line.strip() and not line.startswith("#")]
-    assert requirements == ["../.."]  # this checkout, no [train] extra
-    assert (example / requirements[0] / "pyproject.toml").is_file()
+    # This checkout, editable (the image builds from it), no [train] extra.
+    assert requirements == ["-e ../.."]
+    assert (example / requirements[0].removeprefix("-e ") / "images" / "Dockerfile").is_file()
 
 
 def schema_errors(value: Any, spec: dict, path: str) -> list[str]:
@@ -122,3 +124,24 @@ def test_bring_your_own_cluster_snippet_in_the_docs_matches_the_schema():
     (program,) = [b for b in blocks if "resources" in b]
     assert [r["type"] for r in program["resources"].values()] == ["trainstack:index:TrainingPlatform"]
     assert yaml_example_errors(program) == []
+
+
+def test_yaml_example_and_docs_snippet_construct_as_sent_over_the_wire():
+    # Numbers cross the wire as doubles (acceleratorCount 2 arrives as 2.0): the components must take them.
+    from tests.gcp import stack_runs as gcp_runs
+    from tests.library.test_facades import construct
+
+    program = yaml.safe_load((EXAMPLES / "yaml-gke" / "Pulumi.yaml").read_text())
+    properties = resolved(program["resources"]["training"]["properties"], {"gcpProject": "ml-research-123"})
+    result, constructed = construct("trainstack:index:GcpStack", properties, stack="gcp",
+                                    outputs=gcp_runs.provider_outputs, calls=gcp_runs.provider_calls)
+    assert constructed[0].urn and result.by_type("gcp:container/nodePool:NodePool")
+
+    text = (REPO / "docs" / "library.md").read_text()
+    (snippet,) = [b for b in map(yaml.safe_load, re.findall(r"```yaml\n(.*?)```", text, flags=re.S))
+                  if "resources" in b]
+    properties = resolved(snippet["resources"]["platform"]["properties"], {"kubeconfig": "apiVersion: v1\n"})
+    result, _ = construct("trainstack:index:TrainingPlatform", properties, stack="byo",
+                          outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
+    values = result.one("kubernetes:helm.sh/v3:Release", "train").inputs["values"]
+    assert values["train"]["maxSteps"] == 1000 and type(values["train"]["maxSteps"]) is int

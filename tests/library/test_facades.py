@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any
 
+import pulumi
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case
@@ -22,16 +23,17 @@ from infra.gcp import config as gcp_config
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.golden import snapshot
+from tests.library.wire import over_the_wire
 from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack.components import (
     HOSTED,
     AwsStackArgs,
     GcpStackArgs,
-    GkeGpuPoolArgs,
-    JobArgs,
-    SecretEnvArgs,
-    TolerationArgs,
+    GkeGpuPool,
+    Job,
+    SecretEnv,
+    Toleration,
     TrainingPlatformArgs,
 )
 from trainstack.components import platform as platform_module
@@ -56,11 +58,15 @@ def construct_inputs(cli_config: dict[str, str]) -> dict[str, Any]:
 
 
 def construct(token: str, inputs: dict[str, Any], *, stack: str, outputs, calls) -> tuple[ProgramResult, list]:
+    """Construct `token` from `inputs` under mocks; the component's outputs are the program's exports."""
     constructed: list = []
 
     def program() -> None:
         provider = ComponentProvider(HOSTED, NAME)
-        constructed.append(provider.construct("trainstack", token, inputs, None))
+        # As a program in another language reaches it: the inputs cross the wire (numbers as doubles) first.
+        constructed.append(provider.construct("trainstack", token, over_the_wire(inputs), None))
+        for key, value in constructed[-1].state.items():
+            pulumi.export(key, value)
 
     cwd = os.getcwd()
     os.chdir(REPO)  # as `pulumi up` runs: the chart's path is relative to the project
@@ -103,6 +109,9 @@ def test_hosted_stack_builds_the_same_graph_as_the_program(cloud):
     assert sorted(map(json.dumps, without_facade(hosted, cloud))) == sorted(map(json.dumps, program))
     assert constructed[0].urn  # Construct returned the component's URN and state
     assert {"clusterName", "kubeconfig", "imageRef", "bucketName", "stackOutputs"} <= set(constructed[0].state)
+    # The kubeconfig is its own (secret) output; in stackOutputs it would make every other output secret too.
+    assert "kubeconfig" in hosted.secret_exports and "stackOutputs" not in hosted.secret_exports
+    assert "kubeconfig" not in hosted.exports["stackOutputs"] and "clusterName" in hosted.exports["stackOutputs"]
 
 
 def test_construct_hands_the_component_its_args_class_not_a_dict(monkeypatch):
@@ -131,9 +140,9 @@ def test_construct_hands_the_component_its_args_class_not_a_dict(monkeypatch):
 
     assert isinstance(handed[0], dict)  # what the SDK's Construct passes (pulumi/pulumi#18526) ...
     args = made[0]  # ... and what the component's body works with
-    assert isinstance(args, TrainingPlatformArgs) and isinstance(args.job, JobArgs)
-    assert isinstance(args.job.secret_env[0], SecretEnvArgs) and args.job.secret_env[0].secret_name == "wandb"
-    assert isinstance(args.gpu.tolerations[0], TolerationArgs) and args.gpu.tolerations[0].operator == "Exists"
+    assert isinstance(args, TrainingPlatformArgs) and isinstance(args.job, Job)
+    assert isinstance(args.job.secret_env[0], SecretEnv) and args.job.secret_env[0].secret_name == "wandb"
+    assert isinstance(args.gpu.tolerations[0], Toleration) and args.gpu.tolerations[0].operator == "Exists"
     provider = result.one("pulumi:providers:kubernetes")
     assert provider.inputs["clusterIdentifier"] == "research"
     releases = result.by_type("kubernetes:helm.sh/v3:Release")
@@ -156,7 +165,7 @@ def test_bad_input_stops_before_anything_is_registered():
 
 
 def test_python_callers_pass_the_args_class():
-    args = GcpStackArgs(project="p", job=JobArgs(enabled=False))
+    args = GcpStackArgs(project="p", job=Job(enabled=False))
     assert args_from_inputs(GcpStackArgs, args) is args
 
 
@@ -168,5 +177,5 @@ def test_hosted_stacks_take_exactly_the_stack_files_keys():
     # A key the stack file gains (or loses) must show up here, not silently be missing from the package.
     assert schema_names(GcpStackArgs) == set(gcp_config.TOP_LEVEL_KEYS) - {"cloud"} | {"project", "region"}
     assert schema_names(AwsStackArgs) == set(aws_config.TOP_LEVEL_KEYS) - {"cloud"} | {"region", "profile"}
-    assert schema_names(GkeGpuPoolArgs) == set(gcp_config.GPU_POOL_KEYS)
-    assert schema_names(JobArgs) == set(job_config.JOB_KEYS)
+    assert schema_names(GkeGpuPool) == set(gcp_config.GPU_POOL_KEYS)
+    assert schema_names(Job) == set(job_config.JOB_KEYS)

@@ -21,6 +21,7 @@ from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArg
 from infra.training_job import SecretEnv, TrainingJob, TrainingJobArgs
 from tests.golden import snapshot
 from tests.library.test_facades import without_facade
+from tests.library.wire import over_the_wire
 from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack.components import HOSTED
@@ -51,7 +52,9 @@ def run(program) -> tuple[ProgramResult, list[BaseException]]:
 
 
 def construct(component: str, inputs: dict):
-    return lambda: ComponentProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}", inputs, None)
+    """Construct as a program in another language reaches it: the inputs cross the wire first."""
+    return lambda: ComponentProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}",
+                                                             over_the_wire(inputs), None)
 
 
 def direct(component_type, args_type, **fields):
@@ -133,18 +136,20 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
                           "bucket": {"uri": "s3://b"}, "imageRef": IMAGE}, "gpu.tolerations"),
     ("TrainingPlatform", {"kubeconfig": KUBECONFIG, "gpu": {"gpusPerNode": 1}, "bucket": {"uri": "s3://b"},
                           "imageRef": IMAGE, "job": {"enabled": True}}, "the job needs a shared filesystem"),
-    ("GcpStack", {"project": "My Project"}, "gcp:project: 'My Project' is not a project ID"),
+    ("GcpStack", {"project": "My Project"}, "project: 'My Project' is not a project ID"),
     ("GpuDirectNetworks", {"project": "p", "region": "us-central1", "machineType": "a2-highgpu-8g",
                            "namePrefix": "x"}, "'a2-highgpu-8g' has no GPUDirect NICs"),
     ("GpuDirect", {"kubeconfig": KUBECONFIG, "machineType": "a3-megagpu-8g", "vpcNames": VPCS,
                    "subnetNames": SUBNETS}, "vpc_names must list the 8 GPU networks of a3-megagpu-8g, got 4"),
-    ("AwsStack", {"region": "us-west-2"}, "trainstack:apiPublicAccessCidrs: not set"),
+    ("AwsStack", {"region": "us-west-2"}, "apiPublicAccessCidrs: not set"),
     ("GcpStack", {"project": "ml-research-123", "job": {"enabled": True, "nodesMax": 3},
-                  "gpuPools": {"t4": {"max": 1}}}, "trainstack:job.nodesMax: 3 pods need 3 GPU nodes"),
+                  "gpuPools": {"t4": {"max": 1}}}, "job.nodesMax: 3 pods need 3 GPU nodes"),
 ])
 def test_bad_input_stops_before_anything_is_registered(component, inputs, problem):
     result, stopped = run(construct(component, inputs))
     assert len(stopped) == 1 and problem in str(stopped[0]), stopped
+    # In the caller's terms: property paths, never a stack file's keys or a `pulumi config` command.
+    assert "pulumi config" not in str(stopped[0]) and "trainstack:" not in str(stopped[0])
     assert result.registrations == []
 
 
@@ -178,3 +183,15 @@ def test_python_callers_get_the_same_component():
     facade, wrapped = result.by_type("trainstack:index:Kueue")  # the façade, then the infra component in it
     assert wrapped.parent == facade.urn
     assert result.one("pulumi:providers:kubernetes").is_secret("kubeconfig")
+
+
+def test_an_output_where_the_schema_says_plain_is_refused_by_its_property_path():
+    # YAML does not enforce `plain`: an output (or a secret) reaching a plain field is named, not json.dumps'd.
+    def program() -> None:
+        inputs = {"kubeconfig": KUBECONFIG, "imageRef": IMAGE, "gpusPerNode": 1,
+                  "train": {"maxSteps": pulumi.Output.secret(10)}}
+        ComponentProvider(HOSTED, NAME).construct("part", "trainstack:index:TrainingJob", inputs, None)
+
+    result, stopped = run(program)
+    assert len(stopped) == 1 and str(stopped[0]).startswith("train.maxSteps takes a plain value, not an output")
+    assert result.registrations == []

@@ -1,24 +1,33 @@
 """provider/ as Pulumi's language host starts the package: `python provider <engine address>`.
 
 The process prints its gRPC port; GetSchema over that port returns the committed schema.json. Started from
-another folder, without the checkout on PYTHONPATH, as it is for `pulumi package add`.
+another folder, without the checkout on PYTHONPATH, with the python of a virtualenv made from requirements.txt
+alone (as `pulumi package add` makes provider/venv), where trainstack is not installed: the entry point
+itself must put the checkout on the path.
 """
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import grpc
+import pytest
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+from tests.venvs import venv_from
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_plugin_entry_point_serves_the_committed_schema(tmp_path):
+@pytest.mark.venv
+def test_the_plugin_entry_point_serves_the_committed_schema(request, tmp_path):
+    # Its own label: test_install installs trainstack into the "library" venv.
+    python = venv_from(REPO / "requirements.txt", request.config.cache, "provider")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    process = subprocess.Popen([sys.executable, str(REPO / "provider"), "127.0.0.1:1"],
+    assert subprocess.run([str(python), "-c", "import trainstack"], cwd=tmp_path, env=env,
+                          capture_output=True).returncode != 0, "trainstack is installed in the provider's venv"
+    process = subprocess.Popen([str(python), str(REPO / "provider"), "127.0.0.1:1"],
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         port = process.stdout.readline().strip()

@@ -7,11 +7,12 @@ fails here, and the committed diff of schema.json is what review sees of the cha
 import json
 from pathlib import Path
 
+import tomllib
 import yaml
 from pulumi.provider.experimental.component import ComponentProvider
 
 from trainstack import schema
-from trainstack.components import HOSTED, JobArgs
+from trainstack.components import HOSTED, Job
 from trainstack.provider import NAME, VERSION
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,9 +34,9 @@ def test_the_provider_serves_the_committed_schema():
 
 def test_a_changed_args_field_changes_the_schema(monkeypatch):
     before = schema.rendered()
-    monkeypatch.setitem(JobArgs.__annotations__, "priority_class", str)
+    monkeypatch.setitem(Job.__annotations__, "priority_class", str)
     after = schema.rendered()
-    assert after != before and "priorityClass" in json.loads(after)["types"]["trainstack:index:JobArgs"]["properties"]
+    assert after != before and "priorityClass" in json.loads(after)["types"]["trainstack:index:Job"]["properties"]
 
 
 def test_check_mode_fails_on_a_stale_file(tmp_path, monkeypatch):
@@ -71,8 +72,30 @@ def test_the_package_folder_is_what_the_python_host_runs():
     # repository root's __main__.py is the Pulumi program, so the package lives in provider/.
     folder = REPO / "provider"
     manifest = yaml.safe_load((folder / "PulumiPlugin.yaml").read_text())
-    assert manifest == {"runtime": "python"}
+    assert manifest == {"runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}}
     assert "from trainstack.provider import main" in (folder / "__main__.py").read_text()
     assert "component_provider_host(HOSTED, name=NAME" in (REPO / "trainstack" / "provider.py").read_text()
     assert (folder / "requirements.txt").read_text().splitlines()[-1] == "-r ../requirements.txt"
     assert not (REPO / "PulumiPlugin.yaml").exists()
+
+
+def test_the_package_version_is_the_distributions():
+    # `pulumi package add <repo>/provider@v<version>` fetches the git tag v<version> (pulumi
+    # sdk/go/common/workspace/plugins.go, gitSource): the schema's version, the provider's and the
+    # distribution's must be one number, the tag's.
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert VERSION == project["version"] == committed()["version"]
+
+
+def test_no_schema_type_name_ends_in_args():
+    # The TypeScript and Go generators append Args to input types (pulumi pkg/codegen/nodejs/gen.go):
+    # GpuNodesArgs would reach a TypeScript program as inputs.GpuNodesArgsArgs.
+    assert [token for token in committed()["types"] if token.endswith("Args")] == []
+
+
+def test_cluster_name_takes_an_output_wherever_a_kubeconfig_does():
+    # It only feeds the Kubernetes provider's cluster_identifier (an Input): another stack's clusterName fits.
+    for token, resource in committed()["resources"].items():
+        inputs = resource["inputProperties"]
+        if "kubeconfig" in inputs:
+            assert not inputs["clusterName"].get("plain"), token

@@ -12,21 +12,21 @@ handles between components are outputs (cluster name, kubeconfig, image ref), ne
 """
 
 from trainstack.components.aws import (
-    AwsExistingNetworkArgs,
+    AwsExistingNetwork,
     AwsStack,
     AwsStackArgs,
-    EksGpuNodesArgs,
-    EksSystemNodesArgs,
+    EksGpuNodes,
+    EksSystemNodes,
 )
 from trainstack.components.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from trainstack.components.gcp import (
-    FilestoreArgs,
-    GcpExistingNetworkArgs,
+    Filestore,
+    GcpExistingNetwork,
     GcpStack,
     GcpStackArgs,
-    GkeGpuPoolArgs,
-    GkeNetworkArgs,
-    GkeSystemNodesArgs,
+    GkeGpuPool,
+    GkeNetwork,
+    GkeSystemNodes,
 )
 from trainstack.components.gpu_direct import (
     GpuDirect,
@@ -34,13 +34,13 @@ from trainstack.components.gpu_direct import (
     GpuDirectNetworks,
     GpuDirectNetworksArgs,
 )
-from trainstack.components.job_args import JobArgs, SecretEnvArgs
-from trainstack.components.kubernetes_args import TolerationArgs
+from trainstack.components.job_args import Job, SecretEnv
+from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.kueue import Kueue, KueueArgs
 from trainstack.components.platform import (
-    BucketArgs,
-    GpuNodesArgs,
-    SharedStorageArgs,
+    Bucket,
+    GpuNodes,
+    SharedStorage,
     TrainingPlatform,
     TrainingPlatformArgs,
 )
@@ -50,10 +50,10 @@ from trainstack.components.training_job import TrainingJob, TrainingJobArgs
 HOSTED = [TrainingPlatform, NvidiaDevicePlugin, Kueue, TrainingJob, GpuDirectNetworks, GpuDirect, GcpStack, AwsStack]
 
 __all__ = [
-    "AwsExistingNetworkArgs", "AwsStack", "AwsStackArgs", "BucketArgs", "EksGpuNodesArgs", "EksSystemNodesArgs",
-    "FilestoreArgs", "GcpExistingNetworkArgs", "GcpStack", "GcpStackArgs", "GkeGpuPoolArgs", "GkeNetworkArgs",
-    "GkeSystemNodesArgs", "GpuNodesArgs", "HOSTED", "JobArgs", "SecretEnvArgs", "SharedStorageArgs",
-    "TolerationArgs", "TrainingPlatform", "TrainingPlatformArgs", "NvidiaDevicePlugin", "NvidiaDevicePluginArgs",
+    "AwsExistingNetwork", "AwsStack", "AwsStackArgs", "Bucket", "EksGpuNodes", "EksSystemNodes",
+    "Filestore", "GcpExistingNetwork", "GcpStack", "GcpStackArgs", "GkeGpuPool", "GkeNetwork",
+    "GkeSystemNodes", "GpuNodes", "HOSTED", "Job", "SecretEnv", "SharedStorage",
+    "Toleration", "TrainingPlatform", "TrainingPlatformArgs", "NvidiaDevicePlugin", "NvidiaDevicePluginArgs",
     "Kueue", "KueueArgs", "TrainingJob", "TrainingJobArgs", "GpuDirect", "GpuDirectArgs", "GpuDirectNetworks",
     "GpuDirectNetworksArgs",
 ]

@@ -16,16 +16,17 @@ from infra.aws import AwsStackArgs as InfraAwsStackArgs
 from infra.aws import parse_aws_config
 from infra.aws.cost import estimate_aws_cost
 from infra.cost import check_budget
+from infra.training_image import missing_build_context
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.job_args import JobArgs
-from trainstack.components.stack_config import stack_config
+from trainstack.components.job_args import Job
+from trainstack.components.stack_config import InputError, stack_config, stack_errors_as_inputs
 
 # Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
 PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 
 
 @dataclass(kw_only=True)
-class AwsExistingNetworkArgs:
+class AwsExistingNetwork:
     """A VPC and its subnets to use instead of creating them."""
 
     vpc_id: str
@@ -37,7 +38,7 @@ class AwsExistingNetworkArgs:
 
 
 @dataclass(kw_only=True)
-class EksSystemNodesArgs:
+class EksSystemNodes:
     """The CPU node group for system pods (Kueue, TensorBoard, the autoscaler)."""
 
     instance_type: str | None = None
@@ -53,7 +54,7 @@ class EksSystemNodesArgs:
 
 
 @dataclass(kw_only=True)
-class EksGpuNodesArgs:
+class EksGpuNodes:
     """The GPU node group: spot or on-demand, scaling to zero."""
 
     instance_types: list[str] | None = None
@@ -92,13 +93,13 @@ class AwsStackArgs:
     """The VPC the stack creates (default 10.0.0.0/16)."""
     nat_gateway_per_zone: bool | None = None
     """One NAT gateway per zone instead of one in all (default false)."""
-    existing_network: AwsExistingNetworkArgs | None = None
+    existing_network: AwsExistingNetwork | None = None
     """A VPC and subnets to use instead of creating them."""
-    system_nodes: EksSystemNodesArgs | None = None
+    system_nodes: EksSystemNodes | None = None
     """The CPU node group."""
-    gpu_nodes: EksGpuNodesArgs | None = None
+    gpu_nodes: EksGpuNodes | None = None
     """The GPU node group."""
-    job: JobArgs | None = None
+    job: Job | None = None
     """The training job."""
     max_hourly_usd: float | None = None
     """Refuse to deploy when the estimate at the groups' maximum exceeds this many USD an hour."""
@@ -136,13 +137,17 @@ class AwsStack(pulumi.ComponentResource):
     bucket_name: pulumi.Output[str]
     """The snapshot bucket: data set, checkpoints and exports."""
     stack_outputs: pulumi.Output[dict[str, Any]]
-    """Every output this repository's aws stack exports, by the same camelCase names."""
+    """Every output this repository's aws stack exports, by the same camelCase names, except the kubeconfig (its own output)."""
 
     def __init__(self, name: str, args: AwsStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(AwsStackArgs, args)
         # The stack file's parser and budget check, before anything is registered.
-        config = parse_aws_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
-        check_budget(estimate_aws_cost(config), config.budget, config.job.enabled)
+        with stack_errors_as_inputs(PROVIDER_KEYS):
+            config = parse_aws_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
+            check_budget(estimate_aws_cost(config), config.budget, config.job.enabled)
+        missing = missing_build_context()  # the stack builds the training image from the checkout
+        if missing:
+            raise InputError(f"AwsStack {name!r}: {missing}")
         super().__init__("trainstack:index:AwsStack", name, None, opts)
 
         stack = InfraAwsStack(name, InfraAwsStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))
@@ -151,7 +156,9 @@ class AwsStack(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(outputs["kubeconfig"])
         self.image_ref = pulumi.Output.from_input(outputs["imageRef"])
         self.bucket_name = pulumi.Output.from_input(outputs["bucketName"])
-        self.stack_outputs = pulumi.Output.from_input(outputs)
+        # Without the kubeconfig, which is its own secret output: in here it would make the whole map secret.
+        self.stack_outputs = pulumi.Output.from_input({key: value for key, value in outputs.items()
+                                                       if key != "kubeconfig"})
         self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,
                                "imageRef": self.image_ref, "bucketName": self.bucket_name,
                                "stackOutputs": self.stack_outputs})

@@ -4,7 +4,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 
-def cluster_provider(name: str, kubeconfig: pulumi.Input[str], cluster_name: str | None,
+def cluster_provider(name: str, kubeconfig: pulumi.Input[str], cluster_name: pulumi.Input[str] | None,
                      parent: pulumi.Resource) -> k8s.Provider:
     """A Kubernetes provider for `kubeconfig`; with `cluster_name`, replaced only when the cluster changes (not
     when the kubeconfig's text does). Never the ambient kubeconfig: every object names this provider. The

@@ -9,7 +9,7 @@ from infra.nvidia_device_plugin import NvidiaDevicePlugin as InfraNvidiaDevicePl
 from infra.nvidia_device_plugin import NvidiaDevicePluginArgs as InfraNvidiaDevicePluginArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
-from trainstack.components.kubernetes_args import TolerationArgs
+from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
 
 
@@ -19,11 +19,11 @@ class NvidiaDevicePluginArgs:
 
     kubeconfig: pulumi.Input[str]
     """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one."""
-    cluster_name: str | None = None
+    cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes."""
     node_selector: dict[str, str] | None = None
     """Labels of the GPU nodes."""
-    tolerations: list[TolerationArgs] | None = None
+    tolerations: list[Toleration] | None = None
     """Tolerations added to the chart's defaults (which tolerate nvidia.com/gpu)."""
     namespace: str | None = None
     """The plugin's namespace (default nvidia-device-plugin; not default)."""

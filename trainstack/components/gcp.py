@@ -16,16 +16,17 @@ from infra.gcp import GcpStack as InfraGcpStack
 from infra.gcp import GcpStackArgs as InfraGcpStackArgs
 from infra.gcp import parse_gcp_config
 from infra.gcp.cost import estimate_gcp_cost
+from infra.training_image import missing_build_context
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.job_args import JobArgs
-from trainstack.components.stack_config import stack_config
+from trainstack.components.job_args import Job
+from trainstack.components.stack_config import InputError, stack_config, stack_errors_as_inputs
 
 # Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
 PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
 
 
 @dataclass(kw_only=True)
-class GkeNetworkArgs:
+class GkeNetwork:
     """The VPC the stack creates: the subnet and its secondary ranges."""
 
     subnet_cidr: str | None = None
@@ -39,7 +40,7 @@ class GkeNetworkArgs:
 
 
 @dataclass(kw_only=True)
-class GcpExistingNetworkArgs:
+class GcpExistingNetwork:
     """A VPC and subnet to use instead of creating them; the subnet must have both secondary ranges."""
 
     network: str
@@ -53,7 +54,7 @@ class GcpExistingNetworkArgs:
 
 
 @dataclass(kw_only=True)
-class GkeSystemNodesArgs:
+class GkeSystemNodes:
     """The CPU node pool for system pods (Kueue, TensorBoard, DNS)."""
 
     machine_type: str | None = None
@@ -67,7 +68,7 @@ class GkeSystemNodesArgs:
 
 
 @dataclass(kw_only=True)
-class GkeGpuPoolArgs:
+class GkeGpuPool:
     """A GPU node pool: spot or on-demand, scaling to zero, GKE-managed driver."""
 
     machine_type: str | None = None
@@ -99,7 +100,7 @@ class GkeGpuPoolArgs:
 
 
 @dataclass(kw_only=True)
-class FilestoreArgs:
+class Filestore:
     """The Filestore share the job's pods share."""
 
     enabled: bool | None = None
@@ -128,21 +129,21 @@ class GcpStackArgs:
     """REGULAR, STABLE or RAPID (default REGULAR)."""
     kubernetes_version: str | None = None
     """The minimum minor version, e.g. 1.34; the newest patch GKE offers is used."""
-    network: GkeNetworkArgs | None = None
+    network: GkeNetwork | None = None
     """The VPC the stack creates."""
-    existing_network: GcpExistingNetworkArgs | None = None
+    existing_network: GcpExistingNetwork | None = None
     """A VPC and subnet to use instead of creating one."""
     api_authorized_networks: list[str] | None = None
     """CIDR blocks that may reach the cluster's endpoint (default: any, still authenticated by IAM)."""
-    system_nodes: GkeSystemNodesArgs | None = None
+    system_nodes: GkeSystemNodes | None = None
     """The CPU node pool."""
-    gpu_pools: dict[str, GkeGpuPoolArgs] | None = None
+    gpu_pools: dict[str, GkeGpuPool] | None = None
     """GPU node pools by name (default one pool t4)."""
     job_pool: str | None = None
     """The GPU pool the job runs on (default: the only pool)."""
-    job: JobArgs | None = None
+    job: Job | None = None
     """The training job."""
-    shared_filesystem: FilestoreArgs | None = None
+    shared_filesystem: Filestore | None = None
     """The Filestore share."""
     max_hourly_usd: float | None = None
     """Refuse to deploy when the estimate at the pools' maximum exceeds this many USD an hour."""
@@ -168,13 +169,17 @@ class GcpStack(pulumi.ComponentResource):
     bucket_name: pulumi.Output[str]
     """The snapshot bucket: data set, checkpoints and exports."""
     stack_outputs: pulumi.Output[dict[str, Any]]
-    """Every output this repository's gcp stack exports, by the same camelCase names."""
+    """Every output this repository's gcp stack exports, by the same camelCase names, except the kubeconfig (its own output)."""
 
     def __init__(self, name: str, args: GcpStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GcpStackArgs, args)
         # The stack file's parser and budget check, before anything is registered.
-        config = parse_gcp_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
-        check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
+        with stack_errors_as_inputs(PROVIDER_KEYS):
+            config = parse_gcp_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
+            check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
+        missing = missing_build_context()  # the stack builds the training image from the checkout
+        if missing:
+            raise InputError(f"GcpStack {name!r}: {missing}")
         super().__init__("trainstack:index:GcpStack", name, None, opts)
 
         stack = InfraGcpStack(name, InfraGcpStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))
@@ -183,7 +188,9 @@ class GcpStack(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(outputs["kubeconfig"])
         self.image_ref = pulumi.Output.from_input(outputs["imageRef"])
         self.bucket_name = pulumi.Output.from_input(outputs["bucketName"])
-        self.stack_outputs = pulumi.Output.from_input(outputs)
+        # Without the kubeconfig, which is its own secret output: in here it would make the whole map secret.
+        self.stack_outputs = pulumi.Output.from_input({key: value for key, value in outputs.items()
+                                                       if key != "kubeconfig"})
         self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,
                                "imageRef": self.image_ref, "bucketName": self.bucket_name,
                                "stackOutputs": self.stack_outputs})

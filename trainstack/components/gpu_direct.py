@@ -88,7 +88,7 @@ class GpuDirectArgs:
     """The GPU VPCs in NIC order (GpuDirectNetworks' networkNames, as a whole)."""
     subnet_names: pulumi.Input[list[str]]
     """Their subnets in the same order (GpuDirectNetworks' subnetworkNames)."""
-    cluster_name: str | None = None
+    cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes."""
     accelerator: str | None = None
     """The pool's accelerator label (default: the machine type's, e.g. nvidia-h100-80gb)."""

@@ -5,7 +5,7 @@ from typing import Any
 
 
 @dataclass(kw_only=True)
-class SecretEnvArgs:
+class SecretEnv:
     """An environment variable the job's pods read from a Kubernetes Secret you created (the value never passes through Pulumi)."""
 
     name: str
@@ -17,7 +17,7 @@ class SecretEnvArgs:
 
 
 @dataclass(kw_only=True)
-class JobArgs:
+class Job:
     """The training job (the training-job Helm chart), as `trainstack:job` in a stack file."""
 
     enabled: bool | None = None
@@ -44,5 +44,5 @@ class JobArgs:
     """The Kueue LocalQueue and ClusterQueue (default training)."""
     train: dict[str, Any] | None = None
     """Flags of `python -m training train` in camelCase (warmupSteps for --warmup-steps), plus extraArgs."""
-    secret_env: list[SecretEnvArgs] | None = None
+    secret_env: list[SecretEnv] | None = None
     """Environment variables read from Kubernetes Secrets (e.g. WANDB_API_KEY)."""

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 
 @dataclass(kw_only=True)
-class TolerationArgs:
+class Toleration:
     """A Kubernetes toleration for the GPU nodes' taint."""
 
     key: str | None = None

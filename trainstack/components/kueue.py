@@ -10,7 +10,7 @@ from infra.kueue import Kueue as InfraKueue
 from infra.kueue import KueueArgs as InfraKueueArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
-from trainstack.components.kubernetes_args import TolerationArgs
+from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
 
 
@@ -20,7 +20,7 @@ class KueueArgs:
 
     kubeconfig: pulumi.Input[str]
     """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one."""
-    cluster_name: str | None = None
+    cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes."""
     namespace: pulumi.Input[str] | None = None
     """Where the LocalQueue lives, and the only namespace the queue admits (default: default)."""
@@ -32,7 +32,7 @@ class KueueArgs:
     """Memory the queue admits at once (default 256Gi)."""
     node_labels: dict[str, str] | None = None
     """The ResourceFlavor's node labels (the GPU nodes')."""
-    tolerations: list[TolerationArgs] | None = None
+    tolerations: list[Toleration] | None = None
     """The ResourceFlavor's tolerations, added to admitted pods."""
     queue_name: str | None = None
     """Names both the LocalQueue and the ClusterQueue (default training)."""

@@ -17,25 +17,26 @@ import pulumi
 from infra import validation
 from infra.config.job import KEY as JOB_KEY
 from infra.config.job import parse_job
-from infra.contracts import GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
+from infra.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
+from infra.contracts import SharedStorage as InfraSharedStorage
 from infra.platform import TrainingPlatform as InfraTrainingPlatform
 from infra.platform import TrainingPlatformArgs as InfraTrainingPlatformArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, stand_in_provider
-from trainstack.components.job_args import JobArgs
-from trainstack.components.kubernetes_args import TolerationArgs
-from trainstack.components.stack_config import config_value
+from trainstack.components.job_args import Job
+from trainstack.components.kubernetes_args import Toleration
+from trainstack.components.stack_config import config_value, stack_errors_as_inputs
 
 
 @dataclass(kw_only=True)
-class GpuNodesArgs:
+class GpuNodes:
     """Where the cluster's GPU nodes are and what a pod finds on one."""
 
     gpus_per_node: int
     """GPUs on each GPU node (the NVIDIA device plugin's nvidia.com/gpu)."""
     node_selector: dict[str, str] | None = None
     """Labels every GPU node carries, e.g. {"nvidia.com/gpu.present": "true"}."""
-    tolerations: list[TolerationArgs] | None = None
+    tolerations: list[Toleration] | None = None
     """Tolerations for the GPU nodes' taints."""
     accelerator: str | None = None
     """The GPU or instance type, for humans and outputs (e.g. nvidia-tesla-t4, g5.xlarge)."""
@@ -44,7 +45,7 @@ class GpuNodesArgs:
 
 
 @dataclass(kw_only=True)
-class SharedStorageArgs:
+class SharedStorage:
     """A ReadWriteMany filesystem the job's pods share (checkpoints, the export, TensorBoard's events)."""
 
     size: str
@@ -56,7 +57,7 @@ class SharedStorageArgs:
 
 
 @dataclass(kw_only=True)
-class BucketArgs:
+class Bucket:
     """The object store that holds the prepared data set and the results to keep."""
 
     uri: pulumi.Input[str]
@@ -71,17 +72,17 @@ class TrainingPlatformArgs:
 
     kubeconfig: pulumi.Input[str]
     """The cluster's kubeconfig (text): from `aws eks update-kubeconfig`, `gcloud container clusters get-credentials`, or another stack's output. Every object goes to this cluster, never to an ambient one."""
-    gpu: GpuNodesArgs
+    gpu: GpuNodes
     """The cluster's GPU nodes."""
-    bucket: BucketArgs
+    bucket: Bucket
     """The bucket the job reads its data set from and copies its checkpoints and export to."""
     image_ref: pulumi.Input[str]
     """The training image, <repository>@sha256:<digest> or <repository>:<tag>."""
-    cluster_name: str | None = None
+    cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes, not when the kubeconfig's text does."""
-    job: JobArgs | None = None
+    job: Job | None = None
     """The training job (default: none yet, only the platform)."""
-    shared_storage: SharedStorageArgs | None = None
+    shared_storage: SharedStorage | None = None
     """The shared filesystem; without one there can be no job."""
     service_account_annotations: dict[str, pulumi.Input[str]] | None = None
     """Annotations of the job's service account that give it the bucket (IRSA role ARN, GKE Workload Identity service account)."""
@@ -109,7 +110,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         # stack file, the GPU nodes' labels and tolerations as the device plugin, Kueue and the job check them,
         # the whole by the infra component's own validate().
         job_config = {JOB_KEY: json.dumps(config_value(args.job))} if args.job is not None else {}
-        job = parse_job(job_config, gpu.gpus_per_node, "GPU node")
+        with stack_errors_as_inputs({}):
+            job = parse_job(job_config, gpu.gpus_per_node, "GPU node")
         placement = GpuPlacement(node_selector=dict(gpu.node_selector or {}),
                                  tolerations=tuple(config_value(t) for t in gpu.tolerations or ()),
                                  gpus_per_node=gpu.gpus_per_node, accelerator=gpu.accelerator or "",
@@ -118,7 +120,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         validation.check_tolerations(component, "gpu.tolerations", placement.tolerations)
         storage = None
         if args.shared_storage is not None:
-            storage = SharedStorage(storage_class_name=args.shared_storage.storage_class_name or "",
+            storage = InfraSharedStorage(storage_class_name=args.shared_storage.storage_class_name or "",
                                     size=args.shared_storage.size, volume_name=args.shared_storage.volume_name)
         platform_args = InfraTrainingPlatformArgs(
             provider=stand_in_provider(),

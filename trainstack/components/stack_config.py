@@ -5,14 +5,18 @@ them back into `trainstack:<key>` config so that the stack's own parser checks t
 and one set of error messages for a stack file and for a library caller.
 """
 
+import contextlib
 import dataclasses
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import pulumi
 from pulumi.provider.experimental.util import camel_case
 
 from infra.config import NAMESPACE
+from infra.config.errors import ConfigError
 
 
 def config_value(value: Any) -> Any:
@@ -40,3 +44,31 @@ def stack_config(args: Any, provider_keys: Mapping[str, str]) -> dict[str, str]:
         full_key = provider_keys.get(python_name, f"{NAMESPACE}:{key}")
         raw[full_key] = value if isinstance(value, str) else json.dumps(value)
     return raw
+
+
+class InputError(pulumi.RunError):
+    """A component input that cannot work: one line, `<property path>: <problem>. Fix: <how>`."""
+
+
+@contextlib.contextmanager
+def stack_errors_as_inputs(provider_keys: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise the stack parser's ConfigError in the caller's terms: property paths, not config keys.
+
+    The parsers speak to a stack file's owner (`trainstack:job.nodesMax`, `pulumi config set --path ...`); a
+    TypeScript, YAML or Python caller of the component sets `job.nodesMax` in its inputs instead.
+    """
+    try:
+        yield
+    except ConfigError as error:
+        raise InputError(as_input_terms(str(error), provider_keys)) from None
+
+
+def as_input_terms(message: str, provider_keys: Mapping[str, str]) -> str:
+    """`message` with config commands and keys rewritten as component inputs (see stack_errors_as_inputs)."""
+    paths = {full_key: camel_case(name) for name, full_key in provider_keys.items()}
+    key = r"'?([\w.:\[\]-]+)'?"
+    message = re.sub(rf"pulumi config set (?:--path )?{key} ", r"set the input \1 to ", message)
+    message = re.sub(rf"pulumi config rm (?:--path )?{key}", r"remove the input \1", message)
+    for full_key, path in paths.items():
+        message = re.sub(rf"\b{re.escape(full_key)}\b", path, message)
+    return re.sub(rf"\b{NAMESPACE}:(?=\w)", "", message)

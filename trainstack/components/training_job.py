@@ -6,13 +6,13 @@ from typing import Any
 
 import pulumi
 
-from infra.training_job import SecretEnv
+from infra.training_job import SecretEnv as InfraSecretEnv
 from infra.training_job import TrainingJob as InfraTrainingJob
 from infra.training_job import TrainingJobArgs as InfraTrainingJobArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
-from trainstack.components.job_args import SecretEnvArgs
-from trainstack.components.kubernetes_args import TolerationArgs
+from trainstack.components.job_args import SecretEnv
+from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
 
 
@@ -24,7 +24,7 @@ class TrainingJobArgs:
     """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one."""
     image_ref: pulumi.Input[str]
     """The training image, <repository>@sha256:<digest> or <repository>:<tag>."""
-    cluster_name: str | None = None
+    cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes."""
     namespace: pulumi.Input[str] | None = None
     """The job's namespace (default: default)."""
@@ -50,11 +50,11 @@ class TrainingJobArgs:
     """Annotations of the job's service account (IRSA role ARN, GKE Workload Identity)."""
     node_selector: dict[str, str] | None = None
     """Labels of the nodes the pods run on."""
-    tolerations: list[TolerationArgs] | None = None
+    tolerations: list[Toleration] | None = None
     """Tolerations for those nodes' taints."""
     train: dict[str, Any] | None = None
     """The chart's `train` values: the trainer's flags in camelCase, plus extraArgs."""
-    secret_env: list[SecretEnvArgs] | None = None
+    secret_env: list[SecretEnv] | None = None
     """Environment variables read from Kubernetes Secrets (the values never pass through Pulumi)."""
     env: dict[str, pulumi.Input[str]] | None = None
     """Plain, non-secret environment variables."""
@@ -97,7 +97,7 @@ class TrainingJob(pulumi.ComponentResource):
             node_selector=args.node_selector,
             tolerations=tuple(config_value(t) for t in args.tolerations) if args.tolerations is not None else None,
             train=args.train,
-            secret_env=tuple(SecretEnv(name=s.name, secret_name=s.secret_name, key=s.key) for s in args.secret_env)
+            secret_env=tuple(InfraSecretEnv(name=s.name, secret_name=s.secret_name, key=s.key) for s in args.secret_env)
             if args.secret_env is not None else None,
             env=args.env, tensorboard=args.tensorboard, cpu_request=args.cpu_request,
             memory_request=args.memory_request, memory_limit=args.memory_limit, shm_size=args.shm_size,

@@ -134,6 +134,7 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
                                          sweep=args.name if args.sweep else None, tensorboard=args.tensorboard)
         # The chart's own schema and checks, offline: what it refuses is bad input, not a cluster error.
         render.check_renders(values, release=point.name, namespace=outputs.namespace)
+        submission.check_queue(outputs, job, values)
         planned.append((point.name, values))
     _check_gang(outputs, job, len(points))
     with Cluster(outputs) as cluster:

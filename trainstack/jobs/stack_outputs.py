@@ -35,6 +35,8 @@ class StackOutputs:
     stack_job: str | None  # the release `pulumi up` owns (trainstack:job), when enabled
     service_account_annotations: Mapping[str, str]
     identity_service_account: str | None  # the ServiceAccount the cloud identity trusts
+    service_account: str | None  # the stack's own ServiceAccount every job runs as (None: an older stack)
+    queues: Mapping[str, Any]  # queue name -> {nodeType, gpusPerNode, maxNodes, quota}; {} from an older stack
     values: Mapping[str, Any]  # chart values every job on this stack shares
     usd_per_node: float | None  # per GPU node-hour; None where prices.yaml has no figure
     train_data: str | None = None  # the trainer's --data on this stack (None: a stack from before it was exported)
@@ -114,6 +116,18 @@ def _string_map(value: Any, field: str) -> dict[str, str]:
     return dict(value)
 
 
+def _queues(value: Any) -> dict[str, Any]:
+    """jobSubmission.queues: {queue name: {..., quota: {resource: quantity}}}; absent from an older stack."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+            isinstance(q, dict) and isinstance(q.get("quota"), dict)
+            and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in q["quota"].values())
+            for q in value.values()):
+        raise _bad("jobSubmission.queues", "an object of queues, each with a quota of quantities", value)
+    return dict(value)
+
+
 def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
     missing = [name for name in REQUIRED if name not in raw]
     if missing:
@@ -159,6 +173,8 @@ def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
                                                 "jobSubmission.serviceAccountAnnotations"),
         identity_service_account=_text(submission.get("identityServiceAccount"),
                                        "jobSubmission.identityServiceAccount", optional=True),
+        service_account=_text(submission.get("serviceAccount"), "jobSubmission.serviceAccount", optional=True),
+        queues=_queues(submission.get("queues")),
         values=values,
         usd_per_node=float(usd) if usd is not None else None,
         train_data=_text(submission.get("trainData"), "jobSubmission.trainData", optional=True),

@@ -35,6 +35,7 @@ class JobRow:
     age_seconds: float | None
     cost_usd: float | None
     sweep: str | None
+    waiting: str | None = None  # why a queued job waits: its Workload's QuotaReserved=False message
 
 
 def _condition(obj: Mapping[str, Any] | None, kind: str) -> bool:
@@ -44,6 +45,16 @@ def _condition(obj: Mapping[str, Any] | None, kind: str) -> bool:
 
 def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def quota_message(workload: Mapping[str, Any] | None) -> str | None:
+    """Kueue's reason a Workload has no quota yet: its QuotaReserved=False condition's message (the
+    scheduler's "insufficient quota for ..." text), kubernetes-sigs/kueue v0.19.2 pkg/workload/workload.go
+    UnsetQuotaReservationWithCondition, called from pkg/scheduler/scheduler.go."""
+    for condition in ((workload or {}).get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "QuotaReserved" and condition.get("status") == "False":
+            return " ".join(str(condition.get("message") or condition.get("reason") or "").split()) or None
+    return None
 
 
 # helm's release status (helm v3.21.4 pkg/release/status.go) -> the row's state while the Job is missing.
@@ -128,7 +139,8 @@ def row(name: str, job: Mapping[str, Any] | None, workload: Mapping[str, Any] | 
     labels = job["spec"]["template"].get("metadata", {}).get("labels") or {}
     return JobRow(name=name, state=current, gpus=pods * per_pod,
                   age_seconds=(now - created).total_seconds() if created else None,
-                  cost_usd=cost, sweep=labels.get(SWEEP_LABEL))
+                  cost_usd=cost, sweep=labels.get(SWEEP_LABEL),
+                  waiting=quota_message(workload) if current == "queued" else None)
 
 
 def rows(releases: list[Mapping[str, Any]], jobs: Mapping[str, Any], workloads: Mapping[str, Any], *,
@@ -178,7 +190,8 @@ def table(job_rows: list[JobRow]) -> str:
 
     def line(r: JobRow, indent: str = "") -> str:
         cost = "?" if r.cost_usd is None else f"${r.cost_usd:.2f}"
-        return f"{indent + r.name:<52} {r.state:<10} {r.gpus:>4} {_age(r.age_seconds):>5} {cost:>9}"
+        text = f"{indent + r.name:<52} {r.state:<10} {r.gpus:>4} {_age(r.age_seconds):>5} {cost:>9}"
+        return text if r.waiting is None else f"{text}  waiting: {r.waiting}"
 
     sweeps: dict[str, list[JobRow]] = {}
     for r in job_rows:

@@ -17,7 +17,8 @@ from infra.config import ConfigError, nodes_for_job, parse_job
 from infra.config.job import KEY as KEY_JOB
 from infra.config.job import JobConfig
 from infra.config.train_args import train_keys
-from infra.training_job import chart_default_values, deep_merge, image_values
+from infra.pod_requests import format_quantity, parse_quantity, pod_requests
+from infra.training_job import chart_default_values, deep_merge, image_values, pod_resources
 from trainstack.jobs.errors import UsageError
 from trainstack.jobs.stack_outputs import StackOutputs
 
@@ -124,6 +125,22 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
     return job
 
 
+def check_queue(outputs: StackOutputs, job: JobConfig, values: Mapping[str, Any]) -> None:
+    """Refuse a job whose pods, counted as Kueue counts them, exceed its queue's quota: Kueue would leave it
+    pending for ever (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, "> maximum capacity")."""
+    queue = outputs.queues.get(outputs.queue_name or "")
+    if not queue:
+        return
+    quota = {name: parse_quantity(q) for name, q in queue["quota"].items()}
+    for resource, per_pod in sorted(pod_requests(pod_resources(values)).items()):
+        needed = per_pod * job.nodes_max
+        if needed > quota.get(resource, 0):
+            raise UsageError(f"--nodes: {job.nodes_max} pods ask {format_quantity(needed)} {resource}, but queue "
+                             f"{outputs.queue_name} holds at most {format_quantity(quota.get(resource, 0))} (its "
+                             "pool at its maximum)", "give a smaller --nodes MAX, or raise the pool's maximum in "
+                             "the stack config and pulumi up")
+
+
 # An image reference as the container runtime parses it (distribution/reference v0.6.0, the grammar
 # in reference.go, the patterns in regexp.go; Go's \w is ASCII, hence re.ASCII): lowercase path
 # components, a tag of word characters, an algorithm:hex digest.
@@ -166,8 +183,11 @@ def check_object_names(name: str) -> None:
 
 
 def service_account(outputs: StackOutputs, name: str) -> dict[str, Any]:
-    """The cloud identity trusts one ServiceAccount, which the stack job's release creates: share it while
-    that release exists; otherwise the job gets its own, annotated but not yet trusted (docs/jobs.md)."""
+    """The stack's own ServiceAccount, the one its cloud identity trusts (infra/job_service_account.py): never
+    created or deleted by a job's release. Outputs of a stack from before it existed: the stack job's, while
+    that release exists; otherwise the job gets its own, annotated but not trusted (docs/jobs.md)."""
+    if outputs.service_account is not None:
+        return {"create": False, "name": outputs.service_account, "annotations": {}}
     trusted = outputs.identity_service_account
     if trusted is not None and trusted == outputs.stack_job:
         return {"create": False, "name": trusted, "annotations": {}}
