@@ -29,7 +29,7 @@ Same flags as `torchrun` (it is torch's own launcher underneath). The difference
 - A store host that stops answering without closing the connection (a frozen or partitioned pod 0)
   would hang every store call for ever: TCPStore's own timeout does not fire on a silent socket.
   A store call that outlives 2 x read_timeout ends the launcher with HOST_LOST (it is PID 1, so
-  its workers go with it).
+  its workers go with it); a store connection that does, with 1 if this node never reached the host.
 - Which pod hosts the store comes from the Job's completion index (JOB_COMPLETION_INDEX, set by
   Kubernetes in an Indexed Job): index 0 hosts and never waits for anyone, every other index is a
   client. torch would guess from the endpoint's host name, and a wrong job.clusterDomain made pod 0
@@ -93,9 +93,21 @@ def lost_connection(error: BaseException) -> bool:
 
 
 def exit_host_lost(reason: str) -> None:
+    """HOST_LOST once this node had reached the store (pod 0 went silent); 1 (counted) if it never had."""
+    if not StoreHost.connected:
+        print(f"[trainstack] the rendezvous store host never answered: {reason}", file=sys.stderr, flush=True)
+        os._exit(1)
     print(f"[trainstack] lost the rendezvous store host (pod 0): {reason}; exiting for a replacement pod",
           file=sys.stderr, flush=True)
     os._exit(HOST_LOST)
+
+
+def watchdog(seconds: float, what: str) -> threading.Timer:
+    """A started timer that ends the launcher (exit_host_lost) unless cancelled within `seconds`."""
+    timer = threading.Timer(seconds, exit_host_lost, [f"{what} has not answered for {seconds:.0f}s"])
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def watch_store_calls() -> None:
@@ -111,14 +123,11 @@ def watch_store_calls() -> None:
             read_timeout = self._store.timeout.total_seconds()
         except (AttributeError, RuntimeError):
             read_timeout = 60.0
-        watchdog = threading.Timer(2 * read_timeout, exit_host_lost,
-                                   [f"the store's {store_op} has not answered for {2 * read_timeout:.0f}s"])
-        watchdog.daemon = True
-        watchdog.start()
+        timer = watchdog(2 * read_timeout, f"the store's {store_op}")
         try:
             return original(self, store_op, *args, **kwargs)
         finally:
-            watchdog.cancel()
+            timer.cancel()
 
     call_store.watched = True
     C10dRendezvousBackend._call_store = call_store
@@ -163,6 +172,10 @@ def wait_for_store_host() -> None:
         join_timeout = params.get_as_int("join_timeout", TORCH_JOIN_TIMEOUT_DEFAULT)
         deadline = time.monotonic() + join_timeout
         while True:
+            # A listener that accepts and never answers would block the connection for ever; a
+            # host that is merely not up yet makes each attempt last up to read_timeout or so.
+            timer = watchdog(max(0.0, deadline - time.monotonic()) + 2 * params.get_as_int("read_timeout", 60),
+                             f"the store at {params.endpoint}")
             try:
                 store = original(params)
             except RendezvousConnectionError as error:
@@ -172,6 +185,8 @@ def wait_for_store_host() -> None:
                       f"waiting up to join_timeout={join_timeout}s", file=sys.stderr, flush=True)
                 time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
                 continue
+            finally:
+                timer.cancel()
             StoreHost.connected = True
             return store
 
