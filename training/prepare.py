@@ -225,6 +225,7 @@ os.register_at_fork(after_in_child=_in_forked_child)
 def _prepare(args: argparse.Namespace, out: Path) -> Path:
     suffixes = {s if s.startswith(".") else f".{s}" for s in args.extensions.split(",") if s}
     found = discover(args.data, suffixes, out)
+    found.warn_passed_over()
     keep_readable_text(found, args.encoding)
     if not found.files():
         raise UserError(f"no usable text in {' '.join(args.data)}: {found.why_empty()}; point --data at text "
