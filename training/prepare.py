@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from training import prepare_lock
 from training import tokenizer as tok
 from training.data import FORMAT_VERSION, META_FILE
 from training.errors import UserError, storage_error, storage_failure
@@ -154,7 +155,7 @@ def _existing_meta(out: Path) -> dict | None:
 
 def _ours(path: Path) -> bool:
     """What `prepare` itself leaves in DATA_DIR, also when it was killed half-way."""
-    return path.name in (".cache", f".{META_FILE}.tmp") or path.name.startswith("gen-")
+    return path.name in (".cache", f".{META_FILE}.tmp", prepare_lock.LOCK) or path.name.startswith("gen-")
 
 
 def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
@@ -169,7 +170,16 @@ def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
 
 def prepare(args: argparse.Namespace) -> Path:
     out = Path(args.out)
-    created = not out.exists()
+    try:  # atomically: of two prepares starting at once, only the one that made it may remove it
+        out.mkdir(parents=True)
+        created = True
+    except FileExistsError:
+        created = False
+    except OSError as exc:
+        cause = storage_failure(exc)
+        if cause is None:
+            raise UserError(f"--out {out}: cannot create it ({exc.strerror or exc}); pick another --out") from exc
+        raise storage_error(cause, f"the prepared data to {out}", "nothing was written") from exc
 
     def stop_now() -> None:
         """SIGTERM or Ctrl-C: unwinding through datasets' pool can deadlock on its queue locks, so stop
@@ -183,11 +193,14 @@ def prepare(args: argparse.Namespace) -> Path:
             shutil.rmtree(out, ignore_errors=True)
 
     try:
-        with exit_on_signals(before_exit=stop_now, hard=True):
-            return _prepare(args, out)
+        with exit_on_signals(before_exit=stop_now, hard=True), prepare_lock.hold(out):
+            try:
+                return _prepare(args, out)
+            except BaseException:
+                if created:  # all in it is this run's: leave no half-written folder (or full disk) behind
+                    shutil.rmtree(out, ignore_errors=True)  # while locked: a waiting prepare starts over
+                raise
     except BaseException as exc:
-        if created:  # all in it is this run's: leave no half-written folder (or full disk) behind
-            shutil.rmtree(out, ignore_errors=True)
         cause = None if isinstance(exc, UserError) else storage_failure(exc)
         if cause is None:
             raise
