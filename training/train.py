@@ -9,6 +9,7 @@ preemption, run_config, export.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import time
@@ -109,11 +110,11 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
                        seed=args.seed, init_from=args.init_from or (f"distill:{args.distill_from}" if teacher else ""))
     _check_global_batch(wanted.global_batch_size, dist_info)
     run_config = load_or_create_run_config(run_dir, wanted, explicit_global_batch=args.global_batch_size,
-                                           write=dist_info.is_main)
+                                           write=dist_info.is_main, resuming=latest is not None)
     global_batch = run_config.global_batch_size
     _check_global_batch(global_batch, dist_info)
-    if dist_info.is_main and not saved_config.is_file():
-        save_model_config(config, saved_config)
+    if dist_info.is_main and (latest is None or not saved_config.is_file()):
+        save_model_config(config, saved_config)  # without a checkpoint, one left by a killed start is stale
 
     train_windows = TokenWindows(data.shards("train"), data.dtype, block_size)
     if len(train_windows) == 0:
@@ -143,7 +144,7 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
             resumed_schedule = states["trainer"].get("schedule")
         del states
     elif dist_info.is_main:
-        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")
+        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")  # a stale one (killed start) is replaced
 
     step_model = torch.compile(model) if resolve_compile(args.compile) else model
     if dist_info.is_distributed:
@@ -210,8 +211,10 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
         while step < args.max_steps:
             set_lr(optimizer, schedule.lr_at(step))
             mine = rank_samples(step, global_batch, dist_info.rank, dist_info.world_size)
-            batches = [train_windows.batch([order.window_of(g) for g in mb])
-                       for mb in micro_batches(mine, args.batch_size)]
+            def batches(mine=mine):
+                return [train_windows.batch([order.window_of(g) for g in mb])
+                        for mb in micro_batches(mine, args.batch_size)]
+
             loss_sum, grad_norm = _first_step_guard(stepper, batches, step == start_step, args, block_size)
             nonfinite_loss |= ~torch.isfinite(loss_sum)
             step += 1
@@ -304,17 +307,31 @@ def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
 OUT_OF_MEMORY_MESSAGES = ("not enough memory", "can't allocate memory", "Cannot allocate memory")
 
 
-def _first_step_guard(stepper: Stepper, batches, first: bool, args, block_size: int):
-    """Turn an out-of-memory on the first step into advice; later OOMs are real bugs and propagate."""
+def _out_of_memory(exc: BaseException) -> bool:
+    """An allocation failure anywhere in the chain: torch's (CUDA, CPU), numpy's or Python's MemoryError
+    (torch.compile and the DDP wrapper raise their own types around it)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+            return True
+        if isinstance(exc, RuntimeError) and any(text in str(exc) for text in OUT_OF_MEMORY_MESSAGES):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _first_step_guard(stepper: Stepper, make_batches, first: bool, args, block_size: int):
+    """Turn an out-of-memory on the first step (building its batches included) into advice; later OOMs
+    are real bugs and propagate."""
     try:
-        return stepper.step(batches)
-    except (torch.OutOfMemoryError, RuntimeError) as exc:
-        cpu_oom = any(text in str(exc) for text in OUT_OF_MEMORY_MESSAGES)
-        if not first or not (isinstance(exc, torch.OutOfMemoryError) or cpu_oom):
+        return stepper.step(make_batches())
+    except Exception as exc:
+        if not first or not _out_of_memory(exc):
             raise
-        raise UserError(f"a micro-batch of {args.batch_size} x {block_size} tokens does not fit in device memory; "
-                        "lower --batch-size (the global batch is kept by gradient accumulation) or "
-                        "--block-size") from exc
+        raise UserError(f"a micro-batch of {args.batch_size} x {block_size} tokens does not fit in device memory "
+                        "(the allocation failed); lower --batch-size (the global batch is kept by gradient "
+                        "accumulation) or --block-size, then run the same command again") from None
 
 
 @torch.no_grad()
@@ -401,9 +418,24 @@ def _restore_rng(states: list[dict], dist_info: DistInfo, seed: int, step: int) 
 
 
 def _copy_tokenizer(source: Path, target: Path) -> None:
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(source, target)
+    """RUN_DIR/tokenizer: the data's tokenizer (a new run's; what a killed start left is replaced whole)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not target.is_symlink() and target.is_dir() and _same_files(source, target):
+        return
+    tmp = target.with_name(f".{target.name}-{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp)
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.unlink()
+    os.rename(tmp, target)
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    return files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file()) and all(
+        (a / f).read_bytes() == (b / f).read_bytes() for f in files)
 
 
 def _progress_bar(start_step: int, args, dist_info: DistInfo):
