@@ -6,6 +6,7 @@ the global batch against the world size, the token windows of both splits.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,10 +73,10 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
                        seed=cfg.runtime.seed, init_from=init_from)
     _check_global_batch(wanted.global_batch_size, dist_info)
     run_config = load_or_create_run_config(run_dir, wanted, explicit_global_batch=cfg.optim.global_batch_size,
-                                           write=dist_info.is_main)
+                                           write=dist_info.is_main, resuming=latest is not None)
     _check_global_batch(run_config.global_batch_size, dist_info)
-    if dist_info.is_main and not saved_config.is_file():
-        save_model_config(config, saved_config)
+    if dist_info.is_main and (latest is None or not saved_config.is_file()):
+        save_model_config(config, saved_config)  # without a checkpoint, one left by a killed start is stale
     train_windows, val_windows = _windows(data, block_size)
 
     if model is None:
@@ -87,7 +88,7 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
     if latest is not None:
         _resume(start, latest, cfg.runtime.seed, dist_info)
     elif dist_info.is_main:
-        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")
+        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")  # a stale one (killed start) is replaced
     return start
 
 
@@ -154,6 +155,21 @@ def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
 
 
 def _copy_tokenizer(source: Path, target: Path) -> None:
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(source, target)
+    """RUN_DIR/tokenizer: the data's tokenizer (a new run's; what a killed start left is replaced whole)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not target.is_symlink() and target.is_dir() and _same_files(source, target):
+        return
+    tmp = target.with_name(f".{target.name}-{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp)
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.unlink()
+    os.rename(tmp, target)
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    return files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file()) and all(
+        (a / f).read_bytes() == (b / f).read_bytes() for f in files)
