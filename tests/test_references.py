@@ -13,7 +13,8 @@ SUFFIXES = {".py", ".yaml", ".yml", ".tpl", ".toml", ".txt", ".md"}
 CITED_PATH = re.compile(r"(?<![\w./-])((?:training|infra|bench|tests|testbed|images|workloads|docs|policy|trainstack)/[\w./-]*\w"
                         r"\.(?:py|md|yaml|yml|json|tpl|txt|lock|toml))(?![\w/])")
 CITED_DOC = re.compile(r"(?<![\w./-])([\w-]+\.md)\b")  # a bare document name, e.g. contracts.md
-OUTPUTS = ("bench/results/",)  # where a command is told to write: need not exist yet
+OUTPUTS = ("bench/results/",)
+UPSTREAM = re.compile(r"[\w.-]+/[\w.-]+#\d+|github\.com/")  # a line citing another repository  # where a command is told to write: need not exist yet
 
 
 def source_files() -> list[Path]:
@@ -33,9 +34,12 @@ def missing_references(files, root: Path) -> list[str]:
             if not (root / cited).exists() and not cited.startswith(OUTPUTS):
                 missing.append(f"{path.relative_to(root)}: {cited}")
         # Tests name made-up documents as their data (a.md, b.md); the check of bare names skips them.
-        for cited in set(CITED_DOC.findall(text)) if path.relative_to(root).parts[0] != "tests" else ():
-            if cited not in documents and not any(cited in p for p in CITED_PATH.findall(text)):
-                missing.append(f"{path.relative_to(root)}: {cited}")
+        for line in text.splitlines() if path.relative_to(root).parts[0] != "tests" else ():
+            if UPSTREAM.search(line):
+                continue  # an upstream project's document (pytorch/pytorch#123 ... RELEASE.md)
+            for cited in CITED_DOC.findall(line):
+                if cited not in documents and not any(cited in p for p in CITED_PATH.findall(line)):
+                    missing.append(f"{path.relative_to(root)}: {cited}")
     return sorted(missing)
 
 
@@ -49,5 +53,6 @@ def test_a_stale_path_and_a_missing_document_are_found(tmp_path):
     (tmp_path / "training").mkdir()
     (tmp_path / "README.md").write_text("")
     source = tmp_path / "training" / "a.py"
-    source.write_text("# see training/cli.py, training/a.py, contracts.md and README.md\n")
+    source.write_text("# see training/cli.py, training/a.py, contracts.md and README.md\n"
+                      "# pytorch/pytorch#1 (RELEASE.md) is upstream's\n")
     assert missing_references([source], tmp_path) == ["training/a.py: contracts.md", "training/a.py: training/cli.py"]
