@@ -29,6 +29,7 @@ from training import tokenizer as tok
 from training.data import FORMAT_VERSION, META_FILE
 from training.errors import UserError, storage_error, storage_failure
 from training.log import info
+from training.paths import check_usable
 from training.preemption import exit_on_signals
 from training.sources import (
     Sources,
@@ -170,6 +171,7 @@ def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
 
 def prepare(args: argparse.Namespace) -> Path:
     out = Path(args.out)
+    check_usable(out, "--out")
     try:  # atomically: of two prepares starting at once, only the one that made it may remove it
         out.mkdir(parents=True)
         created = True

@@ -40,6 +40,7 @@ from training.model import (
     shape_of,
 )
 from training.optim import Schedule, make_optimizer, set_lr
+from training.paths import check_usable
 from training.preemption import PreemptionWatcher, exit_on_signals
 from training.run_config import RunConfig, check_tokenizer_matches_model, load_or_create_run_config
 from training.run_dir import RunDirClaim, check_location
@@ -55,8 +56,11 @@ def run(args: argparse.Namespace) -> int:
         if dist_info.is_distributed else None
     try:
         with exit_on_signals():  # the training loop has its own handlers (PreemptionWatcher)
+            check_usable(Path(args.data), "--data")
+            check_usable(run_dir, "--out")
             data = load_meta(args.data)
             check_location(run_dir, data.root)
+            _check_not_own_source(args, run_dir)
             claim = distributed.on_main(lambda: RunDirClaim(run_dir), dist_info)
             return _train(args, dist_info, data, run_dir, claim)
     except BaseException:
@@ -143,6 +147,10 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
                      f"saved by {len(states['trainer']['rng'])} workers, now {dist_info.world_size})")
             resumed_schedule = states["trainer"].get("schedule")
         del states
+        if dist_info.is_main and start_step >= args.max_steps:
+            log_info(f"the run is already at step {start_step}, at or past --max-steps {args.max_steps}: there is "
+                     "nothing left to train" + ("" if args.no_export else " (the export is written again)")
+                     + "; raise --max-steps to train on")
     elif dist_info.is_main:
         _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")  # a stale one (killed start) is replaced
 
@@ -295,6 +303,19 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     if uploader is not None:
         uploader.wait(args.snapshot_wait)
     return 0
+
+
+def _check_not_own_source(args, run_dir: Path) -> None:
+    """The weights a run starts from cannot live in the directory it writes (its export would replace them)."""
+    out = run_dir.resolve()
+    for flag in ("--distill-from", "--init-from"):
+        source = getattr(args, flag[2:].replace("-", "_"), None)
+        if not source or not Path(source).exists():
+            continue  # a hub name
+        where = Path(source).resolve()
+        if where == out or out in where.parents:
+            raise UserError(f"{flag} {source} is this run's own --out {run_dir} (its checkpoints and export would "
+                            f"replace what {flag} reads); give the new run another --out")
 
 
 def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
