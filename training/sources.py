@@ -24,6 +24,7 @@ import json
 import lzma
 import re
 import sys
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".zst": _z
 
 
 def _decompression_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [OSError, EOFError, lzma.LZMAError]
+    errors: list[type[BaseException]] = [OSError, EOFError, lzma.LZMAError, zlib.error]  # zlib: corrupt .gz data
     try:
         import zstandard
 

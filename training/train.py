@@ -21,7 +21,15 @@ from torch.nn.parallel import DistributedDataParallel
 
 from training import checkpoint, distill, distributed, metrics, recorder, snapshots, wandb_logger
 from training.checkpoint_writer import BackgroundCheckpointer
-from training.data import DataMeta, SampleOrder, TokenWindows, load_meta, micro_batches, rank_samples
+from training.data import (
+    DataMeta,
+    SampleOrder,
+    TokenWindows,
+    check_data,
+    load_meta,
+    micro_batches,
+    rank_samples,
+)
 from training.distributed import DistInfo
 from training.errors import UserError
 from training.export import export_model
@@ -120,11 +128,12 @@ def _train(args: argparse.Namespace, dist_info: DistInfo, data: DataMeta, run_di
     if dist_info.is_main and (latest is None or not saved_config.is_file()):
         save_model_config(config, saved_config)  # without a checkpoint, one left by a killed start is stale
 
-    train_windows = TokenWindows(data.shards("train"), data.dtype, block_size)
+    train_windows = TokenWindows(data.shards("train"), data.dtype, block_size, data.vocab_size)
     if len(train_windows) == 0:
         raise UserError(f"the training split has {data.split_tokens('train')} tokens, fewer than one block of "
                         f"{block_size + 1}; add more text or lower --block-size")
-    val_windows = TokenWindows(data.shards("val"), data.dtype, block_size)
+    val_windows = TokenWindows(data.shards("val"), data.dtype, block_size, data.vocab_size)
+    check_data(data, [train_windows, val_windows])  # before the first step: the export needs the tokenizer
     if len(val_windows) == 0:
         warn(f"the validation split has {data.split_tokens('val')} tokens, fewer than one block; "
              "validation is skipped (prepare with a larger --val-fraction to enable it)")
