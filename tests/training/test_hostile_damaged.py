@@ -109,3 +109,78 @@ def test_a_malformed_meta_json_is_one_line(damaged_data, tmp_path, edit):
     before = tree(damaged_data)
     one_line_error(train(damaged_data, tmp_path / "run", "--max-steps", "2"), "meta.json")
     assert tree(damaged_data) == before
+
+
+# ---------------------------------------------------------------- 9: damaged artefacts
+@pytest.fixture(scope="module")
+def exported_run(data_dir, tmp_path_factory):
+    run = tmp_path_factory.mktemp("exported") / "run"
+    assert train(data_dir, run, "--max-steps", "2", "--checkpoint-every", "2")[0] == 0
+    return run
+
+
+DAMAGE = {
+    "truncated-weights": lambda e: (e / "model.safetensors").write_bytes((e / "model.safetensors").read_bytes()[:1000]),
+    "empty-weights": lambda e: (e / "model.safetensors").write_bytes(b""),
+    "garbage-weights": lambda e: (e / "model.safetensors").write_bytes(b"\xff" * 4096),
+    "garbage-config": lambda e: (e / "config.json").write_bytes(b"\x00not json{"),
+    "config-list": lambda e: (e / "config.json").write_text("[1, 2, 3]"),
+    "garbage-tokenizer": lambda e: (e / "tokenizer.json").write_bytes(b"garbage"),
+}
+
+
+@pytest.fixture
+def damaged_run(exported_run, tmp_path, request):
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    DAMAGE[request.param](run / "export")
+    return run
+
+
+@pytest.mark.parametrize("damaged_run", sorted(DAMAGE), indirect=True)
+def test_a_damaged_export_is_one_line_and_its_run_falls_back_to_the_checkpoint(data_dir, damaged_run):
+    from tests.training.helpers import cli
+
+    export = damaged_run / "export"
+    for command in (["evaluate", str(export), "--data", str(data_dir), "--max-windows", "2"],
+                    ["sample", str(export), "--max-new-tokens", "3"]):
+        one_line_error(cli(command), f"the export {export} is damaged", "run directory")
+    code, out, err = cli(["evaluate", str(damaged_run), "--data", str(data_dir), "--max-windows", "2"])
+    assert code == 0 and "perplexity" in out, err
+    assert "is damaged" in err and "newest intact checkpoint" in err
+    code, out, err = cli(["sample", str(damaged_run), "--max-new-tokens", "3"])
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("damaged_run", ["truncated-weights"], indirect=True)
+def test_a_damaged_export_without_a_checkpoint_says_why_not(data_dir, damaged_run):
+    from tests.training.helpers import cli
+
+    shutil.rmtree(damaged_run / "checkpoints")
+    one_line_error(cli(["evaluate", str(damaged_run), "--data", str(data_dir)]), "is damaged",
+                   "no intact checkpoint to fall back to")
+
+
+@pytest.mark.parametrize("prompt", ["caf\udce9", "\udcff\udcfe", "ok \udc80 then"])
+def test_a_prompt_that_is_not_utf8(exported_run, prompt):
+    from tests.training.helpers import cli
+
+    one_line_error(cli(["sample", str(exported_run), "--prompt", prompt, "--max-new-tokens", "2"]),
+                   "--prompt", "not UTF-8")
+
+
+@pytest.mark.parametrize("garbage", [b"\xff\xfe\x00binary\x80\n", b'{"tag": "train/loss", "step": "x", "value": 1}\n',
+                                     b'{"event": "start", "time": "noon", "max_steps": "many"}\n',
+                                     b'{"tag": "a", "step": 1, "value": [1]}\n', b"[1,2]\n" + bytes(range(256))])
+def test_report_on_a_metrics_file_with_garbage(exported_run, tmp_path, garbage):
+    from tests.training.helpers import cli
+
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    with open(run / "metrics.jsonl", "ab") as f:
+        f.write(garbage)
+    (run / "wandb_run.json").write_bytes(b"\xff garbage")
+    for flags in ([], ["--json"]):
+        code, out, err = cli(["report", str(run), *flags])
+        assert code == 0, err
+        assert "Traceback" not in err
