@@ -10,7 +10,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-stamp
 POLICY_VENV := policy/venv
 POLICY_STAMP := $(POLICY_VENV)/.installed-stamp
 
-.PHONY: setup demo test test-image lint bench clean
+.PHONY: setup demo test test-image lint bench clean schema
 
 setup: $(STAMP) $(CHECKOV_STAMP) $(POLICY_STAMP)
 
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -r requirements.txt -e ".[infra,dev]"
+	$(PY) -m pip install -q -r requirements.txt -e ".[train,dev]"
 	touch $@
 
 # checkov's dependencies conflict with the Pulumi SDK's, so it lives in a venv of its own.
@@ -62,6 +62,10 @@ bench: $(STAMP)
 	$(PY) bench/cpu_vs_hf_trainer.py
 	$(PY) bench/recovery.py
 	$(PY) bench/checkpoint_share.py
+
+# schema.json: the component package's schema, inferred from trainstack/components (tests/library checks it).
+schema: $(STAMP)
+	$(PY) -m trainstack.schema
 
 clean:
 	rm -rf .demo .pytest_cache .ruff_cache

@@ -17,7 +17,7 @@ from infra.training_job import chart_default_values
 
 TRAINER_SELECTOR = "app.kubernetes.io/instance={job},app.kubernetes.io/component=trainer"
 TENSORBOARD_PORT = 6006  # the chart's tensorboard.port
-# Where the README has `python -m training prepare --out` write the data set before uploading it.
+# Where docs/training.md has `python -m training prepare --out` write the data set before uploading it.
 LOCAL_DATA_DIR = "data/prepared"
 # Not uploaded: prepare's datasets cache (several times the shards' size) and an unfinished meta.json.
 UPLOAD_EXCLUDES = (".cache/*", ".meta.json.tmp")

@@ -22,6 +22,7 @@ KUEUE_NAMESPACE = "kueue-system"
 KUEUE_RELEASE_NAME = "kueue"
 GPU_RESOURCE = "nvidia.com/gpu"
 _QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
+_QUOTA_FIELDS = {"cpu": "cpu_quota", "memory": "memory_quota", GPU_RESOURCE: "gpu_quota"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +39,9 @@ class KueueArgs:
     flavor_name: str = "training-nodes"
     queueing_strategy: str = "BestEffortFIFO"  # StrictFIFO: a big job at the head blocks smaller ones
     chart_values: Mapping[str, Any] = field(default_factory=dict)  # values for the Kueue chart itself
+    # Quota for any other resource the pods request (e.g. ephemeral-storage): Kueue admits a
+    # workload only when the ClusterQueue covers every resource it requests.
+    other_quota: Mapping[str, str] = field(default_factory=dict)
 
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):
@@ -47,6 +51,10 @@ class KueueArgs:
         validation.check_int(component, "gpu_quota", self.gpu_quota, minimum=0)
         validation.check_quantity(component, "cpu_quota", self.cpu_quota)
         validation.check_quantity(component, "memory_quota", self.memory_quota)
+        for resource, quantity in self.other_quota.items():
+            if resource in ("cpu", "memory", GPU_RESOURCE):
+                validation.fail(component, f"other_quota must not name {resource}: use {_QUOTA_FIELDS[resource]}")
+            validation.check_quantity(component, f"other_quota[{resource!r}]", quantity)
         validation.check_string_map(component, "node_labels", self.node_labels)
         validation.check_tolerations(component, "tolerations", self.tolerations)
         validation.check_dns_label(component, "queue_name", self.queue_name)
@@ -70,7 +78,8 @@ def flavor_spec(args: KueueArgs) -> dict[str, Any]:
 
 
 def cluster_queue_spec(args: KueueArgs, flavor_name: pulumi.Input[str]) -> dict[str, Any]:
-    quotas = {"cpu": args.cpu_quota, "memory": args.memory_quota, GPU_RESOURCE: args.gpu_quota}
+    quotas = {"cpu": args.cpu_quota, "memory": args.memory_quota, GPU_RESOURCE: args.gpu_quota,
+              **args.other_quota}
     return {
         # Least privilege: only workloads from the LocalQueue's namespace may use this quota.
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.namespace}},

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TRAINING_JOB_CHART_DIR = REPO_ROOT / "workloads" / "charts" / "training-job"
+# The checkout's chart; an installed trainstack carries a copy under <prefix>/share (pyproject's data-files).
+_CHECKOUT_CHART_DIR = REPO_ROOT / "workloads" / "charts" / "training-job"
+_INSTALLED_CHART_DIR = Path(sys.prefix) / "share" / "trainstack" / "charts" / "training-job"
+TRAINING_JOB_CHART_DIR = _CHECKOUT_CHART_DIR if _CHECKOUT_CHART_DIR.is_dir() else _INSTALLED_CHART_DIR
 DOCKERFILE = REPO_ROOT / "images" / "Dockerfile"
 # TensorBoard's own small CPU image; its directory is its whole build context.
 TENSORBOARD_IMAGE_DIR = REPO_ROOT / "images" / "tensorboard"

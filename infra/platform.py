@@ -12,9 +12,8 @@ torchrun starts, unless `job.train.data` points elsewhere.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pulumi
@@ -22,11 +21,20 @@ import pulumi_kubernetes as k8s
 
 from infra import validation
 from infra.config import JobConfig
-from infra.contracts import GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
+from infra.contracts import GPU_RESOURCE, GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
+from infra.job_submission import shared_job_values, submission_output
 from infra.kueue import Kueue, KueueArgs
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from infra.pod_requests import parse_quantity, queue_quota
 from infra.resource_options import child_options
-from infra.training_job import TrainingJob, TrainingJobArgs, chart_default_values, deep_merge
+from infra.training_job import (
+    TrainingJob,
+    TrainingJobArgs,
+    chart_default_values,
+    chart_values,
+    deep_merge,
+    pod_resources,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,12 +66,16 @@ def shared_claim_name(job: JobConfig) -> str:
     return f"{job.name}-shared"
 
 
-def scaled_quantity(quantity: str, factor: int) -> str:
-    """A Kubernetes quantity times a whole number: "180" x 2 = "360", "1500Gi" x 2 = "3000Gi"."""
-    match = re.fullmatch(r"(\d+)([A-Za-z]*)", str(quantity))
-    if match is None:
-        raise ValueError(f"cannot scale the quantity {quantity!r}; give whole numbers such as 180 or 1500Gi")
-    return f"{int(match.group(1)) * factor}{match.group(2)}"
+def queue_args_for(job_values: Mapping[str, Any], pods: int) -> dict[str, Any]:
+    """KueueArgs quota fields that admit `pods` pods of the pod the chart renders for these values,
+    counted as Kueue counts them (infra/pod_requests.py)."""
+    quota = queue_quota([(pod_resources(job_values), pods)])
+    return {
+        "gpu_quota": int(parse_quantity(quota.pop(GPU_RESOURCE, "0"))),
+        "cpu_quota": quota.pop("cpu", "0"),
+        "memory_quota": quota.pop("memory", "0"),
+        "other_quota": quota,
+    }
 
 
 def data_cache_values(job: JobConfig, bucket_uri: pulumi.Input[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -128,47 +140,48 @@ class TrainingPlatform(pulumi.ComponentResource):
                 provider=args.provider, tolerations=args.gpu.tolerations, node_selector=args.gpu.node_selector),
                 opts=child_options(self, None, opts, depends_on=args.gpu.ready)))
 
-        resources = deep_merge(chart_default_values()["resources"], args.gpu.pod_resources)
-        queue_name = None
+        train, cache_values = data_cache_values(job, args.bucket.uri)
+        extra_values = deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}), args.job_values)
+        job_args = TrainingJobArgs(
+            provider=args.provider,
+            image_ref=args.image_ref,
+            namespace=namespace,
+            nodes_min=job.nodes_min,
+            nodes_max=job.nodes_max,
+            procs_per_node=job.procs_per_node,
+            gpus_per_node=job.gpus_per_node,
+            pvc_name=self.claim_name,
+            service_account_annotations=args.identity.service_account_annotations,
+            node_selector=args.gpu.node_selector,
+            tolerations=args.gpu.tolerations,
+            train=with_snapshots(train, job, args.bucket.uri),
+            secret_env=job.secret_env,
+            tensorboard=job.tensorboard,
+            extra_values=extra_values,
+        )
         if job.queue:
             kueue = Kueue(f"{name}-kueue", KueueArgs(
                 provider=args.provider,
                 namespace=namespace,
-                # Room for the whole job at its largest, and nothing more.
-                gpu_quota=job.nodes_max * job.gpus_per_node,
-                cpu_quota=scaled_quantity(resources["requests"]["cpu"], job.nodes_max),
-                memory_quota=scaled_quantity(resources["requests"]["memory"], job.nodes_max),
+                # Room for the whole job at its largest, and nothing more: the pod the chart renders
+                # for this job (trainer, RxDM and any other sidecar, init containers), as Kueue counts it.
+                **queue_args_for(chart_values(job_args, job.name), job.nodes_max),
                 queue_name=job.queue_name,
                 node_labels=args.gpu.node_selector,
                 tolerations=args.gpu.tolerations,
             ), opts=child_options(self, None, opts, depends_on=namespace_objects))
-            queue_name = kueue.local_queue_name
+            job_args = replace(job_args, queue_name=kueue.local_queue_name)
 
         self.namespace = pulumi.Output.from_input(namespace)
         self.job = None
-        self.outputs = {}
+        # What `trainstack submit` needs to run more jobs like this one (infra/job_submission.py).
+        self.outputs = {"jobSubmission": submission_output(
+            job=job, namespace=self.namespace, bucket=args.bucket, gpu=args.gpu, identity=args.identity,
+            values=shared_job_values(image_ref=args.image_ref, gpu=args.gpu, claim_name=self.claim_name,
+                                     queue_name=job_args.queue_name, secret_env=job.secret_env,
+                                     tensorboard=job.tensorboard, extra_values=extra_values))}
         if job.enabled:
-            train, cache_values = data_cache_values(job, args.bucket.uri)
-            train = with_snapshots(train, job, args.bucket.uri)
-            self.job = TrainingJob(job.name, TrainingJobArgs(
-                provider=args.provider,
-                image_ref=args.image_ref,
-                namespace=namespace,
-                nodes_min=job.nodes_min,
-                nodes_max=job.nodes_max,
-                procs_per_node=job.procs_per_node,
-                gpus_per_node=job.gpus_per_node,
-                pvc_name=self.claim_name,
-                queue_name=queue_name,
-                service_account_annotations=args.identity.service_account_annotations,
-                node_selector=args.gpu.node_selector,
-                tolerations=args.gpu.tolerations,
-                train=train,
-                secret_env=job.secret_env,
-                tensorboard=job.tensorboard,
-                extra_values=deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}),
-                                        args.job_values),
-            ), opts=child_options(self, None, opts, depends_on=job_ready))
-            self.outputs = {"jobName": self.job.job_name, "jobNamespace": self.job.namespace}
+            self.job = TrainingJob(job.name, job_args, opts=child_options(self, None, opts, depends_on=job_ready))
+            self.outputs.update({"jobName": self.job.job_name, "jobNamespace": self.job.namespace})
         self.register_outputs({"namespace": self.namespace, **self.outputs})
 

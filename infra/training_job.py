@@ -25,7 +25,9 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from infra import validation
+from infra.contracts import GPU_RESOURCE
 from infra.paths import TRAINING_JOB_CHART_DIR, project_relative
+from infra.pod_requests import format_quantity, parse_quantity
 from infra.resource_options import child_options
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -66,6 +68,7 @@ REPLACE_ON_CHANGES = (
     "values.serviceAccount.name",
     "values.env",
     "values.secretEnv",
+    "values.sidecars",
     "values.podAnnotations",
     "values.podLabels",
     "values.etcd",
@@ -243,6 +246,46 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
         else:
             merged[key] = value
     return merged
+
+
+def _gpu_container_resources(values: Mapping[str, Any]) -> dict[str, Any]:
+    """templates/_helpers.tpl training-job.gpuContainerRequests / gpuContainerLimits."""
+    resources = values["resources"]
+    requests = dict(resources["requests"])
+    limits = dict(resources["limits"])
+    if "ephemeral-storage" not in requests:
+        local = parse_quantity(resources["tmpSize"])
+        if values["storage"]["cache"]["enabled"]:
+            local += parse_quantity(values["storage"]["cache"]["sizeLimit"])
+        requests["ephemeral-storage"] = format_quantity(local)
+    if int(resources["gpusPerNode"]) > 0:
+        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = int(resources["gpusPerNode"])
+    return {"requests": requests, "limits": limits}
+
+
+def pod_resources(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The resource-bearing part of the pod template the chart renders for these values (templates/job.yaml):
+    {"initContainers": [...], "containers": [...]}, each container's name, restartPolicy and resources.
+
+    For sizing a Kueue queue (infra/pod_requests.py) where the chart cannot be rendered (the Pulumi
+    program has no Helm engine); tests/workloads/test_chart_pod_requests.py holds it to the rendered pod.
+    Only the resource values are read, so the rest may still be Outputs.
+    """
+    values = deep_merge(chart_default_values(), values)
+    mode = values["gpuNetworking"]["mode"]
+    init_containers: list[dict[str, Any]] = []
+    if mode != "none":
+        init_containers.append({"name": f"{mode}-daemon", "restartPolicy": "Always",
+                                "resources": values["gpuNetworking"]["rxdmResources"]})
+    for sidecar in values.get("sidecars") or []:
+        init_containers.append({"name": sidecar["name"], "restartPolicy": "Always",
+                                "resources": sidecar.get("resources") or {}})
+    cache = values["storage"]["cache"]
+    if cache["enabled"]:
+        init_containers.append({"name": "fetch-data", "resources": cache["resources"]})
+    name = "nccl-check" if values["ncclCheck"]["enabled"] else "trainer"
+    return {"initContainers": init_containers,
+            "containers": [{"name": name, "resources": _gpu_container_resources(values)}]}
 
 
 def chart_values(args: TrainingJobArgs, release_name: str) -> dict[str, Any]:

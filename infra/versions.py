@@ -91,6 +91,9 @@ GCP_SERVICES = (
     "storage.googleapis.com",
     "iam.googleapis.com",
     "iamcredentials.googleapis.com",
+    # Image streaming (the cluster's gcfs_config) needs the Container File System API
+    # (cloud.google.com/kubernetes-engine/docs/how-to/image-streaming, "Requirements").
+    "containerfilesystem.googleapis.com",
 )
 # GPUDirect on A3 (TCPX / TCPXO): the NCCL plugin installer's version is the chart's
 # gpuNetworking.<mode>.plugin pin (workloads/charts/training-job/values.yaml), paired there with its
@@ -103,3 +106,7 @@ PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b
 # TCPXO's pre-installation step (aperture devices, import-helper module) runs host tools through
 # nsenter; the upstream manifest uses an unpinned `ubuntu`.
 TCPXO_PREINSTALL_IMAGE = "ubuntu:24.04"
+# TCPX's optmem_max tuning (container-engine-accelerators gpudirect-tcpx/optmem-max-ds.yaml) writes a
+# sysctl from a shell; upstream's gke.gcr.io/gke-distroless/bash carries no tag, so the same pinned
+# Ubuntu serves.
+OPTMEM_MAX_IMAGE = TCPXO_PREINSTALL_IMAGE

@@ -17,6 +17,13 @@ Same flags as `torchrun` (it is torch's own launcher underneath). The difference
   keep-alives come from the node's agent, a small process apart from the trainer, so a trainer busy
   compiling or checkpointing does not delay them; 1 s x 3 still tolerates a 3 s stall of the agent, and
   a node dropped by mistake only rejoins at the next round. Any value given in --rdzv-conf wins.
+- A node that is not the c10d store's host waits for it up to join_timeout. torch connects with its
+  read_timeout (60 s unless --rdzv-conf sets it), then gives up with RendezvousConnectionError
+  (torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py, _create_tcp_store, torch 2.13),
+  so a pod that came up a minute before pod 0 failed the Job's backoff count. Here the connection
+  is tried again until join_timeout has passed; store operations keep the read_timeout. A node whose
+  store host went away after it had connected (pod 0 lost) exits HOST_LOST, which the chart's
+  podFailurePolicy ignores: the pod is replaced and waits for the new pod 0.
 - Workers of `-m training` are forked from a process that has imported torch and its compiler
   once, instead of each starting a new interpreter: a restart skips about 4 s of imports
   (training/worker.py).
@@ -26,8 +33,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 SIGTERM_EXIT = 143
+# The store host (pod 0) went away after this node had joined: "restart me", like a peer's
+# preemption (training/preemption.py PEER_PREEMPTED); the chart's podFailurePolicy ignores it.
+HOST_LOST = 75
+TORCH_JOIN_TIMEOUT_DEFAULT = 600  # DynamicRendezvousHandler's join_timeout when --rdzv-conf has none
 RDZV_CONF_DEFAULTS = {"keep_alive_interval": "1", "keep_alive_max_attempt": "3"}
 
 
@@ -56,11 +68,47 @@ def honour_shutdown_timeout() -> None:
     api.PContext.close = close
 
 
+class StoreHost:
+    """Whether this node has ever reached the c10d store (then a lost connection means a lost host)."""
+
+    connected = False
+
+
+def wait_for_store_host() -> None:
+    """Retry torch's c10d store connection until the rendezvous' join_timeout has passed."""
+    from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend as backend
+    from torch.distributed.elastic.rendezvous.api import RendezvousConnectionError
+
+    original = backend._create_tcp_store
+    if getattr(original, "waits_for_store_host", False):
+        return
+
+    def create_tcp_store(params):
+        join_timeout = params.get_as_int("join_timeout", TORCH_JOIN_TIMEOUT_DEFAULT)
+        deadline = time.monotonic() + join_timeout
+        while True:
+            try:
+                store = original(params)
+            except RendezvousConnectionError as error:
+                if time.monotonic() >= deadline:
+                    raise
+                print(f"[trainstack] rendezvous store {params.endpoint} not reachable yet ({error.__cause__}); "
+                      f"waiting up to join_timeout={join_timeout}s", file=sys.stderr, flush=True)
+                time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+                continue
+            StoreHost.connected = True
+            return store
+
+    create_tcp_store.waits_for_store_host = True
+    backend._create_tcp_store = create_tcp_store
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
     import torch.distributed.run as torchrun
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.elastic.rendezvous.api import RendezvousConnectionError
 
     from training.worker import warm_start
 
@@ -71,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = torchrun.parse_args(sys.argv[1:] if argv is None else argv)
     args.rdzv_conf = with_rdzv_defaults(args.rdzv_conf)
     honour_shutdown_timeout()
+    wait_for_store_host()
     try:
         torchrun.run(args)
     except ChildFailedError as exc:
@@ -79,6 +128,12 @@ def main(argv: list[str] | None = None) -> int:
         return failure.exitcode if failure.exitcode > 0 else 1
     except SignalException as exc:
         return 128 + int(exc.sigval)
+    except RendezvousConnectionError:
+        if not StoreHost.connected:
+            raise  # never reached the host within join_timeout: a failure that counts
+        print("[trainstack] lost the rendezvous store host (pod 0); exiting for a replacement pod",
+              file=sys.stderr, flush=True)
+        return HOST_LOST
     return 0
 
 

@@ -8,16 +8,17 @@ role through instance metadata (pods use IRSA; aws-node, kube-proxy and the EFS 
 on the host network, and the EFS CSI controller falls back to the Kubernetes API for its region).
 
 Access: API authentication mode, no aws-auth ConfigMap. Access entries are keyed by principal ARN, so
-reordering `trainstack:clusterAdmins` replaces nothing; the identity running Pulumi is refused there
-(EKS already made it admin), which only the account can tell, so the check runs as a data source and
-fails the preview. The PR preview role gets read-only access (see `preview_access_policies`).
-Control-plane logs go to a log group this stack owns (bounded retention, removed by destroy).
+reordering `trainstack:clusterAdmins` replaces nothing; the identity running Pulumi is refused among the
+admins (EKS already made it admin), which only the account can tell, so preflight.py asks before any
+resource. The PR preview role gets read-only access (see `preview_access_policies`); in CI it is the
+identity running `pulumi preview`, and that is fine: its entry is the one the preview needs.
+Control-plane logs go to a log group this stack owns (bounded retention, removed by destroy; adopted
+when EKS recreated it after a destroy).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -80,29 +81,15 @@ class EksClusterArgs:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def deployer_principal(caller_arn: str) -> str:
-    """The IAM ARN behind sts:GetCallerIdentity's answer (an assumed-role session maps to its role)."""
-    match = re.fullmatch(r"arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/.+", caller_arn)
-    if match:
-        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
-    return caller_arn
+def control_plane_log_group(cluster_name: str) -> str:
+    """The log group EKS writes control-plane logs to; EKS chooses the name, not us."""
+    return f"/aws/eks/{cluster_name}/cluster"
 
 
-def _principal_identity(arn: str) -> tuple[str, str, str]:
-    """(account, kind, name): a role's path is not part of the session ARN, so it is left out."""
-    _, _, resource = arn.partition(":iam::")
-    account, _, rest = resource.partition(":")
-    kind, _, path = rest.partition("/")
-    return account, kind, path.rsplit("/", 1)[-1]
-
-
-def checked_principal(arn: str, key: str, caller_arn: str) -> str:
-    """`arn`, unless it is the identity running Pulumi: EKS gave that one an admin entry already, and a
-    second entry for it fails the apply (ResourceInUseException) after the cluster took 10 minutes."""
-    if _principal_identity(arn) == _principal_identity(deployer_principal(caller_arn)):
-        raise pulumi.RunError(f"{key}: {arn} is the identity running Pulumi ({caller_arn}), which EKS already "
-                              f"made cluster admin. Fix: remove it from {key}")
-    return arn
+def log_group_exists(name: str, parent: pulumi.Resource) -> bool:
+    """Asked while the program runs (resource options cannot wait for an Output), in previews too."""
+    found = aws.cloudwatch.get_log_groups(log_group_name_prefix=name, opts=pulumi.InvokeOptions(parent=parent))
+    return name in (found.log_group_names or ())
 
 
 def preview_access_policies(namespaces: Sequence[str]) -> dict[str, eks.AccessPolicyAssociationArgs]:
@@ -145,30 +132,36 @@ class EksCluster(pulumi.ComponentResource):
         self.account_id = caller.account_id
         self.partition = caller.arn.apply(lambda arn: arn.split(":")[1])
 
-        def entry(arn: str, key: str, policies: Mapping[str, eks.AccessPolicyAssociationArgs]) -> eks.AccessEntryArgs:
-            return eks.AccessEntryArgs(
-                principal_arn=caller.arn.apply(lambda caller_arn: checked_principal(arn, key, caller_arn)),
-                access_policies=dict(policies))
+        def entry(arn: str, policies: Mapping[str, eks.AccessPolicyAssociationArgs]) -> eks.AccessEntryArgs:
+            return eks.AccessEntryArgs(principal_arn=arn, access_policies=dict(policies))
 
         admin = {"cluster-admin": eks.AccessPolicyAssociationArgs(
             policy_arn=CLUSTER_ADMIN_POLICY_ARN,
             access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))}
         # Keyed by ARN: a list position would replace entries whenever the list is reordered.
-        access_entries = {f"admin-{access_entry_key(arn)}": entry(arn, "trainstack:clusterAdmins", admin)
+        access_entries = {f"admin-{access_entry_key(arn)}": entry(arn, admin)
                           for arn in args.cluster_admin_arns}
         if args.preview_role_arn:
             access_entries[f"preview-{access_entry_key(args.preview_role_arn)}"] = entry(
-                args.preview_role_arn, "trainstack:previewRoleArn",
-                preview_access_policies(args.preview_secret_namespaces))
+                args.preview_role_arn, preview_access_policies(args.preview_secret_namespaces))
 
         depends_on: list[pulumi.Resource] = []
         if args.control_plane_logs:
+            log_group = control_plane_log_group(args.cluster_name)
             depends_on.append(aws.cloudwatch.LogGroup(
                 f"{name}-control-plane",
-                name=f"/aws/eks/{args.cluster_name}/cluster",  # the group EKS writes to
+                name=log_group,
                 retention_in_days=CONTROL_PLANE_LOG_RETENTION_DAYS,
                 tags=tags,
-                opts=child,
+                # After `pulumi destroy` EKS still flushes late log streams and recreates the group (never
+                # expiring); creating it again then fails with ResourceAlreadyExistsException
+                # (terraform-aws-modules/terraform-aws-eks#2486, #2763). A group that exists is adopted:
+                # Pulumi imports it, then applies our retention and tags as an update (the `import`
+                # option's behaviour since pulumi/pulumi#19339, documented in pulumi/docs#16580 and
+                # #18198); one this stack already holds is simply itself (same ID: no second import,
+                # pulumi developer-docs/architecture/import.md).
+                opts=pulumi.ResourceOptions(parent=self,
+                                            import_=log_group if log_group_exists(log_group, self) else None),
             ))
 
         endpoint = args.api_endpoint

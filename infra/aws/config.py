@@ -7,6 +7,7 @@ without a traceback).
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -15,6 +16,15 @@ from dataclasses import dataclass
 import pulumi
 
 from infra import versions
+from infra.aws.limits import (
+    AWS_REGIONS,
+    MAX_NODES_PER_MANAGED_NODE_GROUP,
+    MAX_PUBLIC_ACCESS_CIDRS,
+    MAX_TAG_KEY,
+    MAX_TAG_VALUE,
+    MAX_TAGS,
+    VPC_LARGEST_PREFIX,
+)
 from infra.config import NAMESPACE, ConfigError, JobConfig, nodes_for_job, parse_job, raw_config, set_hint
 from infra.config.reader import (
     Section,
@@ -28,6 +38,7 @@ from infra.config.reader import (
     check_scaling,
     check_stack_keys,
     top,
+    unroutable_reason,
 )
 from infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
 
@@ -230,6 +241,9 @@ def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
     if network.prefixlen > 20 or not network.is_private:
         raise ConfigError(cidr_key, f"{cidr} must be a private block of size /20 or larger",
                           set_hint(cidr_key, "10.0.0.0/16"))
+    if network.prefixlen < VPC_LARGEST_PREFIX:
+        raise ConfigError(cidr_key, f"{cidr} is larger than a VPC may be (AWS allows /{VPC_LARGEST_PREFIX} to /28)",
+                          set_hint(cidr_key, f"{network.network_address}/{VPC_LARGEST_PREFIX}"))
     return NetworkConfig(availability_zones=zones, vpc_cidr=str(network),
                          nat_gateway_per_zone=top(raw, "natGatewayPerZone", as_bool, False), existing=existing)
 
@@ -252,6 +266,10 @@ def _system_instance_type(section: Section) -> str:
     return value
 
 
+# Tags trainstack puts on resources itself, with the user's: they count toward AWS's 50.
+TRAINSTACK_TAGS = ("app", "pulumi-stack", "Name")
+
+
 def _parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
     key = f"{NAMESPACE}:tags"
     tags = top(raw, "tags", as_str_map, {})
@@ -259,9 +277,17 @@ def _parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
         if name.lower().startswith("aws:") or name.startswith("kubernetes.io/") or name.startswith("k8s.io/"):
             raise ConfigError(f"{key}.{name}", "is in a reserved namespace (aws:, kubernetes.io/, k8s.io/ belong to "
                               "AWS, EKS and the cluster autoscaler)", f"pulumi config rm --path '{key}.{name}'")
-        if name in ("app", "pulumi-stack"):
+        if name in TRAINSTACK_TAGS:
             raise ConfigError(f"{key}.{name}", "is set by trainstack on every resource (cost reports and the orphan "
                               "audit rely on it)", f"pulumi config rm --path '{key}.{name}'")
+        if len(name) > MAX_TAG_KEY or len(tags[name]) > MAX_TAG_VALUE:
+            raise ConfigError(f"{key}.{name}", f"AWS tag keys hold at most {MAX_TAG_KEY} characters and values "
+                              f"{MAX_TAG_VALUE} (this key has {len(name)}, its value {len(tags[name])})",
+                              f"shorten {key}.{name}")
+    room = MAX_TAGS - len(TRAINSTACK_TAGS)
+    if len(tags) > room:
+        raise ConfigError(key, f"{len(tags)} tags: AWS allows {MAX_TAGS} per resource, and trainstack adds "
+                          f"{len(TRAINSTACK_TAGS)} ({', '.join(TRAINSTACK_TAGS)})", f"keep at most {room} in {key}")
     return tags
 
 
@@ -270,7 +296,7 @@ def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
     section = Section(key, raw.get(key), ("instanceType", "min", "desired", "max", "diskSizeGb"))
     min_size = section.get("min", as_int, 1, minimum=1)
     desired = section.get("desired", as_int, 1, minimum=1)
-    max_size = section.get("max", as_int, 2, minimum=1)
+    max_size = section.get("max", as_int, 2, minimum=1, maximum=MAX_NODES_PER_MANAGED_NODE_GROUP)
     check_scaling(key, min_size, max_size, desired)
     return NodeGroupConfig(
         instance_types=(_system_instance_type(section),),
@@ -298,7 +324,8 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[
     pods_per_instance = gpus_per_instance // job.gpus_per_node
     instances_to_start, instances_for_job = nodes_for_job(job, gpus_per_instance)
     min_size = gpu.get("min", as_int, 0, minimum=0)
-    max_size = gpu.get("max", as_int, max(instances_for_job, min_size), minimum=1)
+    max_size = gpu.get("max", as_int, max(instances_for_job, min_size), minimum=1,
+                       maximum=MAX_NODES_PER_MANAGED_NODE_GROUP)
     # No job, no GPU nodes: spot GPUs are the bill, so they scale to zero unless asked otherwise. With the
     # autoscaler the job's pending pods grow the group; without it, `pulumi up` sets the size.
     follows_job = instances_for_job if job.enabled and not autoscaler else 0
@@ -384,8 +411,15 @@ def _parse_api_endpoint(raw: Mapping[str, str]) -> ApiEndpointConfig:
                           f"pulumi config set --path '{cidrs_key}[0]' \"$(curl -s https://checkip.amazonaws.com)/32\" "
                           f"(list 0.0.0.0/0 to accept any address, or set {endpoint_key} private)")
     cidrs = top(raw, "apiPublicAccessCidrs", as_cidr_list, ())
+    if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
+        raise ConfigError(cidrs_key, f"{len(cidrs)} blocks: EKS accepts at most {MAX_PUBLIC_ACCESS_CIDRS} public "
+                          "access CIDR ranges per cluster", f"merge blocks until at most {MAX_PUBLIC_ACCESS_CIDRS} remain")
     for cidr in cidrs:
         network = ipaddress.IPv4Network(cidr)
+        unroutable = unroutable_reason(cidr)
+        if unroutable is not None:
+            raise ConfigError(cidrs_key, f"{cidr} is in the {unroutable} block: no client reaches the public "
+                              "endpoint from there", "list public addresses, e.g. 203.0.113.7/32")
         if any(network.subnet_of(block) for block in _RFC1918):
             raise ConfigError(cidrs_key, f"{cidr} is a private block: the public endpoint never sees those addresses "
                               "(from inside the VPC the private endpoint answers)",
@@ -422,6 +456,11 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
     region = raw.get("aws:region")
     if not region:
         raise ConfigError("aws:region", "not set", "pulumi config set aws:region us-west-2")
+    if region not in AWS_REGIONS:
+        close = difflib.get_close_matches(region, sorted(AWS_REGIONS), n=1)
+        raise ConfigError("aws:region", f"{region!r} is not an AWS Region" + (f" (did you mean {close[0]}?)"
+                          if close else ""), f"pulumi config set aws:region {close[0] if close else 'us-west-2'} "
+                          "(aws ec2 describe-regions lists them; a Region newer than infra/aws/limits.py goes there)")
 
     name_key = f"{NAMESPACE}:clusterName"
     cluster_name = top(raw, "clusterName", as_str, f"{NAMESPACE}-{stack}")

@@ -27,7 +27,10 @@ from infra.static_volume import static_volume
 from infra.training_job import chart_default_values
 
 EFS_CSI_CONTROLLER_NAMESPACE = "kube-system"
-EFS_CSI_CONTROLLER_SERVICE_ACCOUNT = "efs-csi-controller-sa"  # what the add-on's controller runs as
+# The add-on's controller (efs-csi-controller-sa) and node plugin (efs-csi-node-sa) both assume the role:
+# AWS's add-on page rewrites eksctl's trust policy to StringLike `efs-csi-*`
+# (docs.aws.amazon.com/eks/latest/userguide/add-ons-aws-efs-csi-driver.html, "Required IAM permissions").
+EFS_CSI_SERVICE_ACCOUNTS = "efs-csi-*"
 EFS_CSI_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
 NFS_PORT = 2049
 
@@ -70,7 +73,7 @@ class EfsStorage(pulumi.ComponentResource):
             oidc_provider_arn=cluster.oidc_provider_arn,
             oidc_issuer=cluster.oidc_issuer,
             namespace=EFS_CSI_CONTROLLER_NAMESPACE,
-            service_account=EFS_CSI_CONTROLLER_SERVICE_ACCOUNT,
+            service_account=EFS_CSI_SERVICE_ACCOUNTS,
             managed_policy_arns=(EFS_CSI_POLICY_ARN,),
             tags=tags,
         ), opts=child)

@@ -17,24 +17,29 @@ class IrsaRoleArgs:
     oidc_provider_arn: pulumi.Input[str]
     oidc_issuer: pulumi.Input[str]  # without https://, the form the trust condition keys use
     namespace: str
-    service_account: str
+    service_account: str  # may hold `*` (see trust_policy)
     managed_policy_arns: Sequence[str] = ()
     inline_policy: pulumi.Input[str] | None = None  # a policy document, JSON
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
 def trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str) -> str:
-    """Only tokens issued by the cluster, for this service account, meant for STS, may assume the role."""
+    """Only tokens issued by the cluster, for this service account, meant for STS, may assume the role.
+
+    A `*` in `service_account` matches several accounts of the namespace (StringLike), e.g. `efs-csi-*`
+    for both the EFS CSI controller and its node plugin.
+    """
+    subject = {f"{oidc_issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}"}
+    audience = {f"{oidc_issuer}:aud": "sts.amazonaws.com"}
+    condition = ({"StringLike": subject, "StringEquals": audience} if "*" in service_account
+                 else {"StringEquals": {**subject, **audience}})
     return json.dumps({
         "Version": "2012-10-17",
         "Statement": [{
             "Effect": "Allow",
             "Principal": {"Federated": oidc_provider_arn},
             "Action": "sts:AssumeRoleWithWebIdentity",
-            "Condition": {"StringEquals": {
-                f"{oidc_issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
-                f"{oidc_issuer}:aud": "sts.amazonaws.com",
-            }},
+            "Condition": condition,
         }],
     }, sort_keys=True)
 

@@ -1,10 +1,13 @@
 """Preflight: what only the AWS account can answer, asked during `pulumi preview` before anything is created.
 
+- Is every chosen availability zone one of the region's, available to this account? (ec2:DescribeAvailabilityZones)
 - Is every instance type (GPU and system) offered in every chosen availability zone?
   (ec2:DescribeInstanceTypeOfferings; an EKS node group whose subnets include a zone without the
   type fails only after the cluster has been created, 15 minutes in.)
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
+- Is a cluster admin the identity running Pulumi? (sts:GetCallerIdentity; EKS already made that one
+  admin, and a second access entry fails the apply after the cluster was created.)
 
 Each answer is an Output whose apply raises a one-line pulumi.RunError; `gate()` combines them into
 an Output that the stack's resources depend on, so a wrong answer fails the preview and nothing is
@@ -43,6 +46,17 @@ def checked_offerings(result: aws.ec2.GetInstanceTypeOfferingsResult, wanted: di
     return True
 
 
+def checked_zones(result: aws.GetAvailabilityZonesResult, zones: Sequence[str], region: str) -> bool:
+    available = list(result.names or ())
+    missing = [zone for zone in zones if zone not in available]
+    if missing:
+        verb = "is not an available zone" if len(missing) == 1 else "are not available zones"
+        raise pulumi.RunError(f"{NAMESPACE}:availabilityZones: {', '.join(missing)} {verb} of {region} for this "
+                              f"account (available: {', '.join(available) or 'none'}). Fix: list only available zones "
+                              f"in {NAMESPACE}:availabilityZones")
+    return True
+
+
 def checked_cluster_version(result: aws.eks.GetClusterVersionsResult, version: str, region: str) -> bool:
     if not any(v.cluster_version == version for v in result.cluster_versions or ()):
         raise pulumi.RunError(f"{NAMESPACE}:kubernetesVersion: EKS offers no Kubernetes {version} in {region}. Fix: "
@@ -66,6 +80,36 @@ def checked_addon(result: aws.eks.GetAddonVersionResult, pinned: str, kubernetes
     return True
 
 
+def deployer_principal(caller_arn: str) -> str:
+    """The IAM ARN behind sts:GetCallerIdentity's answer (an assumed-role session maps to its role)."""
+    match = re.fullmatch(r"arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/.+", caller_arn)
+    if match:
+        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
+    return caller_arn
+
+
+def _principal_identity(arn: str) -> tuple[str, str, str]:
+    """(account, kind, name): a role's path is not part of the session ARN, so it is left out."""
+    _, _, resource = arn.partition(":iam::")
+    account, _, rest = resource.partition(":")
+    kind, _, path = rest.partition("/")
+    return account, kind, path.rsplit("/", 1)[-1]
+
+
+def checked_admins(admin_arns: Sequence[str], caller_arn: str) -> bool:
+    """No cluster admin is the identity running Pulumi: EKS gave that one an admin entry already, and a
+    second entry for it fails the apply (ResourceInUseException) after the cluster took 10 minutes.
+
+    Cluster admins only: the preview role is the identity running `pulumi preview` in CI, and the
+    cluster it previews was created by someone else (whose entry EKS made), so its own entry is wanted.
+    """
+    for arn in admin_arns:
+        if _principal_identity(arn) == _principal_identity(deployer_principal(caller_arn)):
+            raise pulumi.RunError(f"trainstack:clusterAdmins: {arn} is the identity running Pulumi ({caller_arn}), "
+                                  "which EKS already made cluster admin. Fix: remove it from trainstack:clusterAdmins")
+    return True
+
+
 def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource) -> pulumi.Output[list]:
     """An Output that resolves to [] once every check passed: give it to resources as depends_on."""
     invoke = pulumi.InvokeOutputOptions(parent=parent, provider=provider)
@@ -76,8 +120,13 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource) -
                                          most_recent=True, opts=invoke).apply(
             lambda result: checked_addon(result, versions.EFS_CSI_ADDON_VERSION, cfg.kubernetes_version)),
     ]
+    if cfg.cluster_admin_arns:
+        checks.append(aws.get_caller_identity_output(opts=invoke).apply(
+            lambda caller: checked_admins(cfg.cluster_admin_arns, caller.arn)))
     zones = cfg.network.availability_zones
     if cfg.network.existing is None and zones:
+        checks.append(aws.get_availability_zones_output(state="available", opts=invoke).apply(
+            lambda result: checked_zones(result, zones, cfg.region)))
         wanted = {t: f"{NAMESPACE}:gpuNodes.instanceTypes" for t in cfg.gpu_nodes.instance_types}
         wanted.update({t: f"{NAMESPACE}:systemNodes.instanceType" for t in cfg.system_nodes.instance_types})
         checks.append(aws.ec2.get_instance_type_offerings_output(

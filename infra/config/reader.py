@@ -83,9 +83,10 @@ def as_str_list(value: Any, key: str, *, allow_empty: bool = False) -> tuple[str
         raise ConfigError(key, f"expected a list of strings, got {value!r}", set_hint(key + "[0]", "<text>"))
     if not value and not allow_empty:
         raise ConfigError(key, "must not be empty", set_hint(key + "[0]", "<text>"))
-    if len(set(value)) != len(value):
+    stripped = [v.strip() for v in value]  # " g5.xlarge" and "g5.xlarge" are one value to every cloud API
+    if len(set(stripped)) != len(stripped):
         raise ConfigError(key, f"lists a value twice: {value!r}", f"remove the repeat from {key}")
-    return tuple(v.strip() for v in value)
+    return tuple(stripped)
 
 
 def as_str_map(value: Any, key: str) -> dict[str, str]:
@@ -124,9 +125,45 @@ def as_cidr_list(value: Any, key: str, *, allow_empty: bool = False) -> tuple[st
     return cidrs
 
 
+# Config namespaces of each cloud's providers; a stack on one cloud refuses the other's keys (they would
+# be ignored without a word, e.g. gcp:project on the aws stack).
+CLOUD_NAMESPACES = {"aws": ("aws", "eks"), "gcp": ("gcp", "google-native", "google-beta")}
+
+
+# Blocks no client address is ever in (RFC 6890 special-purpose registry, RFC 6598 for 100.64.0.0/10):
+# an allow-list entry inside one lets nobody in, and the cloud APIs refuse some of them outright.
+UNROUTABLE_BLOCKS: Mapping[str, ipaddress.IPv4Network] = {
+    "\"this network\" (0.0.0.0/8)": ipaddress.IPv4Network("0.0.0.0/8"),
+    "loopback (127.0.0.0/8)": ipaddress.IPv4Network("127.0.0.0/8"),
+    "link-local (169.254.0.0/16)": ipaddress.IPv4Network("169.254.0.0/16"),
+    "shared carrier-grade NAT space (100.64.0.0/10)": ipaddress.IPv4Network("100.64.0.0/10"),
+    "multicast (224.0.0.0/4)": ipaddress.IPv4Network("224.0.0.0/4"),
+    "reserved (240.0.0.0/4)": ipaddress.IPv4Network("240.0.0.0/4"),
+}
+
+
+def unroutable_reason(cidr: str, *, allow_shared: bool = False) -> str | None:
+    """Which special-purpose block `cidr` lies in, or None; 0.0.0.0/0 (any address) is routable."""
+    network = ipaddress.IPv4Network(cidr)
+    for name, block in UNROUTABLE_BLOCKS.items():
+        if allow_shared and block.prefixlen == 10:
+            continue
+        if network.prefixlen >= block.prefixlen and network.subnet_of(block):
+            return name
+    return None
+
+
 def check_stack_keys(raw: Mapping[str, str], allowed: tuple[str, ...], provider: str, provider_keys: tuple[str, ...],
                      provider_fix: str = "") -> None:
-    """Every `trainstack:*` key is one the stack reads, and every `<provider>:*` one its explicit provider takes."""
+    """Every `trainstack:*` key is one the stack reads, every `<provider>:*` one its explicit provider takes,
+    and no key belongs to another cloud's providers."""
+    for key in sorted(raw):
+        namespace = key.split(":", 1)[0]
+        for cloud, namespaces in CLOUD_NAMESPACES.items():
+            if cloud != provider and namespace in namespaces:
+                raise ConfigError(key, f"belongs to {cloud.upper()}, and this stack builds on {provider.upper()} "
+                                  "(the key would be ignored)", f"pulumi config rm {key}, or select the {cloud} "
+                                  f"stack (pulumi stack select {cloud})")
     ours = {key.split(":", 1)[1] for key in raw if key.startswith(NAMESPACE + ":")}
     reject_unknown(NAMESPACE + ":", ours, allowed)
     for key in sorted(raw):

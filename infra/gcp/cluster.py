@@ -1,10 +1,9 @@
 """The GKE cluster: zonal (regional as an option), private nodes, Workload Identity, Dataplane V2, shielded
-nodes, the Filestore and GCS FUSE CSI drivers, and a maintenance exclusion that keeps GKE from
+nodes, the Filestore CSI driver (GCS FUSE's off: nothing mounts a bucket), and a maintenance exclusion that keeps GKE from
 upgrading nodes under a running job. The default node pool is removed (node_pool.py makes ours).
 
-Two questions only the account can answer are asked of the GCP API, so `pulumi preview` fails on a
-real account before anything is created: is the zone one of the region's, and which patch of the
-configured Kubernetes minor GKE offers there.
+The control-plane version comes from preflight.py (the release channel's newest patch of the
+configured minor), which also confirms the zone before any resource is registered.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from infra.gcp.config import GcpStackConfig
-from infra.gcp.machine_types import GpuDirectProfile, meets_gpu_direct_minimum
 from infra.gcp.network import GkeNetwork
 
 # Upgrades of nodes and minor versions wait while the exclusion holds (until the minor's end of
@@ -33,33 +31,8 @@ class GkeClusterArgs:
     config: GcpStackConfig
     network: GkeNetwork
     services: Sequence[pulumi.Resource]  # the APIs, enabled first
-
-
-def offered_version(result: gcp.container.GetEngineVersionsResult, minor: str, location: str,
-                    gpu_direct: Sequence[GpuDirectProfile] = ()) -> str:
-    """The newest control-plane version GKE offers for `minor` in `location`; fails the preview otherwise,
-    or when it is older than what a GPUDirect pool needs."""
-    version = result.latest_master_version or ""
-    if not version.startswith(minor + "."):
-        offered = sorted({".".join(v.split(".")[:2]) for v in result.valid_master_versions or ()})
-        raise pulumi.RunError(f"trainstack:kubernetesVersion: GKE offers no {minor}.x in {location} (it offers "
-                              f"{', '.join(offered) or 'none'}). Fix: pulumi config set trainstack:kubernetesVersion "
-                              f"<one of those>")
-    for profile in gpu_direct:
-        minimum = meets_gpu_direct_minimum(profile, version)
-        if minimum is not None:
-            raise pulumi.RunError(f"trainstack:kubernetesVersion: GKE {version} is older than GPUDirect-{profile.mode.upper()} "
-                                  f"needs ({minimum} or newer for {minor}). Fix: pulumi config set "
-                                  "trainstack:kubernetesVersion <a newer minor>")
-    return version
-
-
-def checked_zone(result: gcp.compute.GetZonesResult, zone: str, region: str) -> str:
-    if zone not in (result.names or ()):
-        raise pulumi.RunError(f"trainstack:zone: {zone} is not an available zone of {region} for this project "
-                              f"(available: {', '.join(result.names or ()) or 'none'}). Fix: pulumi config set "
-                              "trainstack:zone <one of those>")
-    return zone
+    # A version the release channel offers (preflight.channel_version): GKE refuses one outside it.
+    control_plane_version: pulumi.Input[str]
 
 
 def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
@@ -84,21 +57,16 @@ class GkeCluster(pulumi.ComponentResource):
     cluster: gcp.container.Cluster
     cluster_name: pulumi.Output[str]
     location: str
-    node_zone: pulumi.Output[str]  # the configured zone, once the API confirmed it (node pools use it)
+    node_zone: pulumi.Output[str]  # the configured zone (preflight confirmed it is one of the region's)
     kubeconfig_json: pulumi.Output[str]  # secret
     provider: k8s.Provider
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:gcp:GkeCluster", name, None, opts)
         cfg = args.config
-        invoke = pulumi.InvokeOptions(parent=self)
         gpu_direct = [pool.gpu_direct for pool in cfg.gpu_pools if pool.gpu_direct is not None]
         self.location = cfg.location
-        self.node_zone = gcp.compute.get_zones_output(project=cfg.project, region=cfg.region, opts=invoke).apply(
-            lambda result: checked_zone(result, cfg.zone, cfg.region))
-        version = gcp.container.get_engine_versions_output(
-            project=cfg.project, location=cfg.location, version_prefix=f"{cfg.kubernetes_version}.", opts=invoke,
-        ).apply(lambda result: offered_version(result, cfg.kubernetes_version, cfg.location, gpu_direct))
+        self.node_zone = pulumi.Output.from_input(cfg.zone)
 
         authorized = None
         if cfg.api_authorized_networks:
@@ -112,7 +80,7 @@ class GkeCluster(pulumi.ComponentResource):
             project=cfg.project,
             location=cfg.location,
             node_locations=[self.node_zone] if cfg.regional else None,
-            min_master_version=version,
+            min_master_version=args.control_plane_version,
             release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cfg.release_channel),
             # Our node pools are separate resources: changing one never replaces the cluster.
             remove_default_node_pool=True,
@@ -141,7 +109,9 @@ class GkeCluster(pulumi.ComponentResource):
             addons_config=gcp.container.ClusterAddonsConfigArgs(
                 gcp_filestore_csi_driver_config=gcp.container.ClusterAddonsConfigGcpFilestoreCsiDriverConfigArgs(
                     enabled=True),
-                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True),
+                # Off: nothing mounts a bucket (the trainer reads and writes gs:// itself); a driver
+                # nobody uses is one more privileged DaemonSet on every node.
+                gcs_fuse_csi_driver_config=gcp.container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=False),
                 gce_persistent_disk_csi_driver_config=(
                     gcp.container.ClusterAddonsConfigGcePersistentDiskCsiDriverConfigArgs(enabled=True)),
             ),

@@ -7,6 +7,7 @@ is asked of the GCP API during `pulumi preview` (see cluster.py).
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -29,8 +30,19 @@ from infra.config.reader import (
     check_stack_keys,
     top,
     top_section,
+    unroutable_reason,
 )
 from infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
+from infra.gcp.limits import (
+    GCP_REGIONS,
+    MAX_AUTHORIZED_NETWORKS,
+    MAX_LABELS,
+    MAX_NODES_PER_POOL_ZONE,
+    RESOURCE_NAME,
+    SHARED_RESERVATION,
+    nearest_zonal_capacity,
+    zonal_capacity_fits,
+)
 from infra.gcp.machine_types import (
     FIXED_GPU_MACHINES,
     GPU_DIRECT,
@@ -224,7 +236,7 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
                           f"node's images; GPU nodes need at least {MIN_GPU_DISK_GB} GB",
                           set_hint(f"{key}.diskSizeGb", "100"))
     min_nodes = pool.get("min", as_int, 0, minimum=0)
-    max_nodes = pool.get("max", as_int, max(min_nodes, 2), minimum=0)
+    max_nodes = pool.get("max", as_int, max(min_nodes, 2), minimum=0, maximum=MAX_NODES_PER_POOL_ZONE)
     check_scaling(key, min_nodes, max_nodes)
     gpu_direct = _parse_gpu_direct(pool, machine_type)
     capacity = pool.get("capacity", as_choice, "SPOT", choices=CAPACITY_TYPES)
@@ -232,6 +244,11 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
     if (capacity == "RESERVATION") != (reservation is not None):
         raise ConfigError(f"{key}.reservation", "a reservation name goes with capacity RESERVATION, and only with it",
                           f"set both {key}.capacity RESERVATION and {key}.reservation <name>, or neither")
+    if reservation is not None and not (RESOURCE_NAME.fullmatch(reservation)
+                                         or SHARED_RESERVATION.fullmatch(reservation)):
+        raise ConfigError(f"{key}.reservation", f"{reservation!r} is not a reservation name (lowercase letters, digits "
+                          "and -, starting with a letter, at most 63; or projects/<project>/reservations/<name> for a "
+                          "shared one)", f"{set_hint(f'{key}.reservation', '<name>')} (gcloud compute reservations list)")
     placement = pool.get("placement", as_choice, "COMPACT" if gpu_direct else "ANY", choices=("COMPACT", "ANY"))
     if placement == "COMPACT" and capacity == "RESERVATION":
         # GKE refuses a compact placement policy on a pool that consumes a specific reservation: the
@@ -361,7 +378,7 @@ def _parse_network(raw: Mapping[str, str]) -> NetworkConfig:
 def _parse_system_pool(raw: Mapping[str, str]) -> SystemPoolConfig:
     section = top_section(raw, "systemNodes", ("machineType", "min", "max", "diskSizeGb"))
     min_nodes = section.get("min", as_int, 1, minimum=1)
-    max_nodes = section.get("max", as_int, max(min_nodes, 3), minimum=1)
+    max_nodes = section.get("max", as_int, max(min_nodes, 3), minimum=1, maximum=MAX_NODES_PER_POOL_ZONE)
     check_scaling(section.key, min_nodes, max_nodes)
     machine_type = section.get("machineType", as_str, "e2-standard-4")
     if machine_type in FIXED_GPU_MACHINES or n1_vcpus(machine_type) is None and not re.fullmatch(
@@ -383,7 +400,16 @@ def _parse_filestore(raw: Mapping[str, str]) -> FilestoreConfig | None:
     if not smallest <= capacity <= largest:
         raise ConfigError(f"{key}.capacityGb", f"a {tier} Filestore share holds {smallest} to {largest} GiB, not "
                           f"{capacity}", set_hint(f"{key}.capacityGb", str(smallest)))
+    if tier == "ZONAL" and not zonal_capacity_fits(capacity):
+        nearest = nearest_zonal_capacity(capacity)
+        raise ConfigError(f"{key}.capacityGb", f"a ZONAL Filestore share grows in steps of 256 GiB up to 9984 and of "
+                          f"2560 GiB from 10240; {capacity} lies between them", set_hint(f"{key}.capacityGb",
+                                                                                         str(nearest)))
     return FilestoreConfig(tier=tier, capacity_gb=capacity)
+
+
+# Labels trainstack sets itself (trainstack-capacity on on-demand GPU pools): they count toward GCP's 64.
+TRAINSTACK_LABELS = ("app", "pulumi-stack", "trainstack-capacity")
 
 
 def _parse_labels(raw: Mapping[str, str], stack: str) -> dict[str, str]:
@@ -398,8 +424,27 @@ def _parse_labels(raw: Mapping[str, str], stack: str) -> dict[str, str]:
         if name.startswith("goog"):
             raise ConfigError(f"{key}.{name}", "starts with goog, which Google reserves for its own labels",
                               f"rename {key}.{name}")
+    room = MAX_LABELS - len(TRAINSTACK_LABELS)
+    if len(labels) > room:
+        raise ConfigError(key, f"{len(labels)} labels: GCP allows {MAX_LABELS} per resource, and trainstack adds up to "
+                          f"{len(TRAINSTACK_LABELS)} ({', '.join(TRAINSTACK_LABELS)})", f"keep at most {room} in {key}")
     stack_label = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
     return {"app": "trainstack", "pulumi-stack": stack_label, **labels}
+
+
+def _parse_authorized_networks(raw: Mapping[str, str]) -> tuple[str, ...]:
+    key = f"{NAMESPACE}:apiAuthorizedNetworks"
+    cidrs = top(raw, "apiAuthorizedNetworks", as_cidr_list, (), allow_empty=True)
+    if len(cidrs) > MAX_AUTHORIZED_NETWORKS:
+        raise ConfigError(key, f"{len(cidrs)} blocks: a private GKE cluster takes at most {MAX_AUTHORIZED_NETWORKS} "
+                          "authorized networks", f"merge blocks until at most {MAX_AUTHORIZED_NETWORKS} remain")
+    for cidr in cidrs:
+        # Private and shared (100.64/10) ranges may reach the endpoint from inside a VPC; these never do.
+        unroutable = unroutable_reason(cidr, allow_shared=True)
+        if unroutable is not None:
+            raise ConfigError(key, f"{cidr} is in the {unroutable} block: no client reaches the control plane from "
+                              "there", "list the addresses you connect from, e.g. 203.0.113.7/32")
+    return cidrs
 
 
 def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = None) -> GcpStackConfig:
@@ -415,6 +460,11 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         raise ConfigError("gcp:project", f"{project!r} is not a project ID (6-30 lowercase letters, digits and -)",
                           "pulumi config set gcp:project <your-project-id> (the ID, not the display name)")
     region = raw.get("gcp:region", "").strip() or DEFAULT_REGION
+    if region not in GCP_REGIONS:
+        close = difflib.get_close_matches(region, sorted(GCP_REGIONS), n=1)
+        raise ConfigError("gcp:region", f"{region!r} is not a Google Cloud region" + (f" (did you mean {close[0]}?)"
+                          if close else ""), f"pulumi config set gcp:region {close[0] if close else DEFAULT_REGION} "
+                          "(gcloud compute regions list; a region newer than infra/gcp/limits.py goes there)")
     zone_key = f"{NAMESPACE}:zone"
     zone = top(raw, "zone", as_str, DEFAULT_ZONES.get(region))
     if zone is None:
@@ -439,7 +489,7 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         raise ConfigError(version_key, f"Kubernetes {version} is older than trainstack supports on GKE (native "
                           f"sidecars, Filestore CSI and Kueue need {versions.GKE_OLDEST_KUBERNETES_VERSION} or newer)",
                           set_hint(version_key, versions.GKE_MIN_KUBERNETES_VERSION))
-    cidrs = top(raw, "apiAuthorizedNetworks", as_cidr_list, (), allow_empty=True)
+    cidrs = _parse_authorized_networks(raw)
 
     gpu_pools, job_pool, job = _parse_gpu_pools_and_job(raw)
     filestore = _parse_filestore(raw)

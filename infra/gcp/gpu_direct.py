@@ -6,6 +6,7 @@
   /home/kubernetes/bin/nvidia/lib64, which the chart mounts); its version is the chart's pin.
 - The NRI device injector DaemonSet, which honours the chart's `devices.gke.io/container.*`
   annotation (the RxDM sidecar gets the GPU devices without being privileged).
+- On TCPX (A3 High) nodes, upstream's optmem_max tuning DaemonSet.
 All of it on the cluster's provider, created after the cluster; the job waits for it.
 """
 
@@ -101,6 +102,36 @@ def installer_spec(profile: GpuDirectProfile, accelerator: str) -> dict[str, Any
     }
 
 
+# The socket option memory the TCPX plugin needs per connection: upstream's value
+# (container-engine-accelerators gpudirect-tcpx/optmem-max-ds.yaml); the node default is 20480.
+TCPX_OPTMEM_MAX = 131072
+
+
+def optmem_max_spec(accelerator: str) -> dict[str, Any]:
+    """container-engine-accelerators gpudirect-tcpx/optmem-max-ds.yaml: raise net.core.optmem_max on A3 High
+    nodes once (an init container), then idle. hostNetwork: the sysctl is per network namespace."""
+    return {
+        "affinity": _affinity(accelerator),
+        "hostNetwork": True,
+        "tolerations": [{"operator": "Exists"}],
+        "initContainers": [{
+            "name": "optmem-max",
+            "image": versions.OPTMEM_MAX_IMAGE,
+            "command": ["/bin/bash", "-c",
+                        f"set -x; cat /proc/sys/net/core/optmem_max; echo {TCPX_OPTMEM_MAX} > /proc/sys/net/core/optmem_max"],
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+            "securityContext": {"privileged": True},  # writes the node's /proc/sys
+        }],
+        "containers": [{
+            "name": "pause",
+            "image": versions.PAUSE_IMAGE,
+            "securityContext": {"runAsUser": 2023, "runAsGroup": 2023, "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+                                "readOnlyRootFilesystem": True},
+        }],
+    }
+
+
 def device_injector_spec() -> dict[str, Any]:
     """container-engine-accelerators nri_device_injector/nri-device-injector.yaml, pinned by digest."""
     return {
@@ -150,8 +181,11 @@ class GpuDirect(pulumi.ComponentResource):
                 spec={"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet",
                                                           "name": network_name}},
                 opts=child_options(self, args.provider, opts, depends_on=[params])))
-        for component, spec in ((f"nccl-{args.profile.mode}-installer", installer_spec(args.profile, args.accelerator)),
-                                ("device-injector", device_injector_spec())):
+        daemon_sets = [(f"nccl-{args.profile.mode}-installer", installer_spec(args.profile, args.accelerator)),
+                       ("device-injector", device_injector_spec())]
+        if args.profile.mode == "tcpx":  # upstream tunes A3 High (TCPX) nodes only
+            daemon_sets.append(("optmem-max", optmem_max_spec(args.accelerator)))
+        for component, spec in daemon_sets:
             labels = {"k8s-app": component}
             self.ready.append(k8s.apps.v1.DaemonSet(
                 f"{name}-{component}",

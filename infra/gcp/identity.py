@@ -16,8 +16,11 @@ from infra.gcp.naming import service_account_id
 from infra.ordering import available_after
 from infra.resource_options import child_options
 
-# The role Google made for node service accounts: logging, monitoring, metadata; nothing else.
-NODE_ROLES = ("roles/container.defaultNodeServiceAccount",)
+# The role Google made for node service accounts: logging, monitoring, metadata. Image streaming adds
+# Service Usage Consumer in the project that holds the images (ours) for nodes that do not run as the
+# default account (cloud.google.com/kubernetes-engine/docs/how-to/image-streaming, "Requirements").
+IMAGE_STREAMING_ROLE = "roles/serviceusage.serviceUsageConsumer"
+NODE_ROLES = ("roles/container.defaultNodeServiceAccount", IMAGE_STREAMING_ROLE)
 JOB_BUCKET_ROLE = "roles/storage.objectUser"  # read, write and delete objects; not the bucket's settings
 WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
 GKE_SERVICE_ACCOUNT_ANNOTATION = "iam.gke.io/gcp-service-account"

@@ -93,6 +93,9 @@ class SystemNodePool(pulumi.ComponentResource):
             cluster=args.cluster.cluster_name,
             location=args.cluster.location,
             node_locations=[args.cluster.node_zone],
+            # Without it the pool starts empty, and kube-system, Kueue and the DaemonSets wait for the
+            # autoscaler to notice them; afterwards the autoscaler owns the count.
+            initial_node_count=config.min_nodes,
             autoscaling=gcp.container.NodePoolAutoscalingArgs(
                 total_min_node_count=config.min_nodes, total_max_node_count=config.max_nodes),
             management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),

@@ -1,22 +1,66 @@
-"""Preflight: is each GPU pool's machine type offered in the node zone, asked during `pulumi preview`.
+"""Preflight: what only the GCP account can answer, asked during `pulumi preview` before anything is created.
 
-compute.machineTypes.list (gcp.compute.get_machine_types) answers for the project and zone, and for
-A2/A3/A4/G2 machines also which GPUs come with them. pulumi-gcp has no data source for accelerator
-types, so the GPU an N1 pool attaches (nvidia-tesla-t4) is not checked here: GKE refuses a zone
-without it when it creates the node pool. The zone and the GKE version are checked in cluster.py.
+- Is the zone one of the region's, for this project? (compute.zones.list: gcp.compute.get_zones)
+- Which version does the release channel offer for the configured minor? (container getServerConfig:
+  gcp.container.get_engine_versions). GKE refuses a control-plane version outside the cluster's
+  channel, so the version is the channel's newest patch of the minor, never any valid version; and it
+  must meet what a GPUDirect pool needs.
+- Is each GPU pool's machine type offered in the zone? (compute.machineTypes.list, which for A2/A3/A4/
+  G2 machines also says which GPUs come with them). pulumi-gcp has no data source for accelerator
+  types, so the GPU an N1 pool attaches (nvidia-tesla-t4) is not checked here: GKE refuses a zone
+  without it when it creates the node pool.
 
-Like cluster.py's checks, each answer is an Output whose apply raises a one-line pulumi.RunError;
-`gate()` combines them for the stack's resources to depend on. They need credentials; under mocks
-the tests answer them.
+Each answer is an Output whose apply raises a one-line pulumi.RunError; `gate()` combines them for
+every resource of the stack to depend on, so a wrong answer stops the preview (and `up
+--skip-preview`) before anything is registered. They need credentials; under mocks the tests answer them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 
 from infra.config import NAMESPACE
 from infra.gcp.config import GcpStackConfig, GpuPoolConfig
+from infra.gcp.machine_types import GpuDirectProfile, meets_gpu_direct_minimum
+
+
+def checked_zone(result: gcp.compute.GetZonesResult, zone: str, region: str) -> bool:
+    if zone not in (result.names or ()):
+        raise pulumi.RunError(f"{NAMESPACE}:zone: {zone} is not an available zone of {region} for this project "
+                              f"(available: {', '.join(result.names or ()) or 'none'}). Fix: pulumi config set "
+                              f"{NAMESPACE}:zone <one of those>")
+    return True
+
+
+def channel_version(result: gcp.container.GetEngineVersionsResult, channel: str, minor: str, location: str,
+                    gpu_direct: Sequence[GpuDirectProfile] = ()) -> str:
+    """The newest patch of `minor` that the release `channel` offers in `location`.
+
+    `release_channel_latest_version[channel]` is the first of the channel's validVersions that starts
+    with the data source's version_prefix (terraform-provider-google,
+    google/services/container/data_source_google_container_engine_versions.go, which pulumi-gcp 10.2
+    bridges); `valid_master_versions` holds versions of every channel, and a cluster enrolled in a
+    channel may not be created at one outside it.
+    """
+    version = (result.release_channel_latest_version or {}).get(channel, "")
+    if not version.startswith(minor + "."):
+        defaults = result.release_channel_default_version or {}
+        offered = f"its default is {defaults[channel]}" if defaults.get(channel) else "it offers none there"
+        raise pulumi.RunError(f"{NAMESPACE}:kubernetesVersion: GKE's {channel} channel offers no {minor}.x in "
+                              f"{location} ({offered}). Fix: pulumi config set {NAMESPACE}:kubernetesVersion "
+                              f"<a minor of the {channel} channel>, or pulumi config set {NAMESPACE}:releaseChannel "
+                              "<a channel that has it>")
+    for profile in gpu_direct:
+        minimum = meets_gpu_direct_minimum(profile, version)
+        if minimum is not None:
+            raise pulumi.RunError(f"{NAMESPACE}:kubernetesVersion: GKE {version} is older than GPUDirect-"
+                                  f"{profile.mode.upper()} needs ({minimum} or newer for {minor}). Fix: pulumi config "
+                                  f"set {NAMESPACE}:kubernetesVersion <a newer minor>")
+    return version
 
 
 def checked_machine_type(result: gcp.compute.GetMachineTypesResult, pool: GpuPoolConfig, zone: str) -> bool:
@@ -36,13 +80,28 @@ def checked_machine_type(result: gcp.compute.GetMachineTypesResult, pool: GpuPoo
     return True
 
 
-def gate(cfg: GcpStackConfig, provider: gcp.Provider, parent: pulumi.Resource) -> pulumi.Output[list]:
-    """An Output that resolves to [] once every pool's machine type is offered: give it as depends_on."""
+@dataclass(frozen=True)
+class Preflight:
+    ready: pulumi.Output[list]  # [] once every answer passed: every resource depends on it
+    control_plane_version: pulumi.Output[str]  # the channel's version for the configured minor
+
+
+def gate(cfg: GcpStackConfig, provider: gcp.Provider, parent: pulumi.Resource) -> Preflight:
+    """Every question asked at once; the stack's resources depend on `ready`, the cluster takes the version."""
     invoke = pulumi.InvokeOutputOptions(parent=parent, provider=provider)
+    gpu_direct = [pool.gpu_direct for pool in cfg.gpu_pools if pool.gpu_direct is not None]
+    version = gcp.container.get_engine_versions_output(
+        project=cfg.project, location=cfg.location, version_prefix=f"{cfg.kubernetes_version}.", opts=invoke,
+    ).apply(lambda result: channel_version(result, cfg.release_channel, cfg.kubernetes_version, cfg.location,
+                                           gpu_direct))
     checks = [
-        gcp.compute.get_machine_types_output(project=cfg.project, zone=cfg.zone, filter=f"name = {pool.machine_type}",
-                                             opts=invoke).apply(
+        gcp.compute.get_zones_output(project=cfg.project, region=cfg.region, opts=invoke).apply(
+            lambda result: checked_zone(result, cfg.zone, cfg.region)),
+        version,
+        *(gcp.compute.get_machine_types_output(project=cfg.project, zone=cfg.zone,
+                                               filter=f"name = {pool.machine_type}", opts=invoke).apply(
             lambda result, pool=pool: checked_machine_type(result, pool, cfg.zone))
-        for pool in cfg.gpu_pools
+          for pool in cfg.gpu_pools),
     ]
-    return pulumi.Output.all(*checks).apply(lambda _: [])
+    ready = pulumi.Output.all(*checks).apply(lambda _: [])
+    return Preflight(ready=ready, control_plane_version=pulumi.Output.all(ready, version).apply(lambda v: v[1]))

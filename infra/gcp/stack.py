@@ -26,6 +26,11 @@ from infra.gcp import preflight
 from infra.gcp.artifact_registry import ArtifactRegistry, ArtifactRegistryArgs
 from infra.gcp.cluster import GkeCluster, GkeClusterArgs
 from infra.gcp.config import GcpStackConfig
+from infra.gcp.control_plane_firewall import (
+    ControlPlaneFirewall,
+    ControlPlaneFirewallArgs,
+    control_plane_ports,
+)
 from infra.gcp.cost import estimate_gcp_cost
 from infra.gcp.filestore_storage import FilestoreStorage, FilestoreStorageArgs
 from infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
@@ -36,6 +41,7 @@ from infra.gcp.network import GkeNetwork, GkeNetworkArgs
 from infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs, NodePoolArgs, SystemNodePool
 from infra.gcp.project_services import ProjectServices, ProjectServicesArgs
 from infra.gcp.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
+from infra.paths import TRAINING_JOB_CHART_DIR, project_relative
 from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
 from infra.training_job import image_values
 
@@ -55,8 +61,8 @@ class GcpStack(pulumi.ComponentResource):
         google = gcp.Provider(f"{name}-gcp", project=cfg.project, region=cfg.region,
                               default_labels=dict(cfg.labels), opts=pulumi.ResourceOptions(parent=self))
         # Nothing is created before the account confirms what only it knows (preflight.py).
-        child = pulumi.ResourceOptions(parent=self, providers={"gcp": google},
-                                       depends_on=preflight.gate(cfg, google, parent=self))
+        checks = preflight.gate(cfg, google, parent=self)
+        child = pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=checks.ready)
 
         services = ProjectServices(f"{name}-apis", ProjectServicesArgs(
             project=cfg.project, services=versions.GCP_SERVICES), opts=child)
@@ -65,7 +71,8 @@ class GcpStack(pulumi.ComponentResource):
 
         network = GkeNetwork(f"{name}-network", GkeNetworkArgs(region=cfg.region, config=cfg.network),
                              opts=after_apis)
-        cluster = GkeCluster(f"{name}-gke", GkeClusterArgs(config=cfg, network=network, services=services.enabled),
+        cluster = GkeCluster(f"{name}-gke", GkeClusterArgs(config=cfg, network=network, services=services.enabled,
+                                                            control_plane_version=checks.control_plane_version),
                              opts=child)
         node_account = NodeServiceAccount(f"{name}-nodes", NodeServiceAccountArgs(
             project=cfg.project, cluster_name=cfg.cluster_name), opts=after_apis)
@@ -119,8 +126,16 @@ class GcpStack(pulumi.ComponentResource):
                 claim_namespace=cfg.job.namespace, claim_name=shared_claim_name(cfg.job),
                 protect=cfg.protect_shared_filesystem), opts=after_apis)
 
-        job_pool = cfg.job_pool
+        # The private control plane must reach the webhooks of what the platform installs (Kueue) first.
+        installed_charts = [project_relative(TRAINING_JOB_CHART_DIR)] + ([versions.KUEUE_CHART.chart]
+                                                                          if cfg.job.queue else [])
         job_ready: list[pulumi.Resource] = [system_pool.pool]
+        if control_plane_ports(installed_charts):
+            job_ready.append(ControlPlaneFirewall(f"{name}-control-plane-calls", ControlPlaneFirewallArgs(
+                network_name=network.network_name, master_cidr=cfg.network.master_cidr, charts=installed_charts),
+                opts=after_apis))
+
+        job_pool = cfg.job_pool
         if job_pool.gpu_direct is not None:
             profile = job_pool.gpu_direct
             networks = gpu_networks[profile.mode]

@@ -7,10 +7,11 @@ below, camelCase.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
-from tests import stack_runs
+from tests import pulumi_harness, stack_runs
 from tests.pulumi_harness import ProgramResult
 from tests.stack_runs import REPO, as_cli_config, short  # noqa: F401 - re-exported for the AWS tests
 
@@ -87,6 +88,9 @@ def offer_everything(args: dict) -> dict:
     return {"id": "us-west-2", "instanceTypes": [t for t, _ in pairs], "locations": [z for _, z in pairs],
             "locationTypes": ["availability-zone"] * len(pairs)}
 GET_SUBNET = "aws:ec2/getSubnet:getSubnet"
+GET_LOG_GROUPS = "aws:cloudwatch/getLogGroups:getLogGroups"
+GET_AVAILABILITY_ZONES = "aws:index/getAvailabilityZones:getAvailabilityZones"
+AVAILABLE_ZONES = ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d")  # what the mocked account has
 GET_CALLER_IDENTITY = "aws:index/getCallerIdentity:getCallerIdentity"
 # Who runs `pulumi up` in these tests: a role assumed through SSO, as most people do.
 DEPLOYER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/AWSReservedSSO_Deployer"
@@ -161,6 +165,11 @@ def provider_calls(token: str, args: dict) -> dict:
     if token == GET_SUBNET:
         return {"id": args["id"], **EXISTING_SUBNETS.get(args["id"], {"availabilityZone": "us-west-2a",
                                                                        "vpcId": "vpc-0abc"})}
+    if token == GET_AVAILABILITY_ZONES:
+        return {"id": "us-west-2", "names": list(AVAILABLE_ZONES), "zoneIds": [f"usw2-az{i}" for i in range(1, 5)],
+                "groupNames": ["us-west-2"] * 4, "state": args.get("state")}
+    if token == GET_LOG_GROUPS:  # a fresh account: no log groups (CloudWatchAccount models one that has some)
+        return {"id": ACCOUNT, "logGroupNamePrefix": args.get("logGroupNamePrefix"), "logGroupNames": [], "arns": []}
     if token == GET_CALLER_IDENTITY:
         return {"id": ACCOUNT, "accountId": ACCOUNT, "arn": DEPLOYER_SESSION_ARN, "userId": "AROAEXAMPLE:alice"}
     raise NotImplementedError(f"unmocked invoke {token}")
@@ -176,3 +185,54 @@ def run_main(config: Mapping[str, str] | None = None, *, preview: bool = False, 
 def run_main_expecting_error(config: Mapping[str, str], *, stack: str = "aws"
                              ) -> tuple[BaseException, list[str], ProgramResult]:
     return stack_runs.run_main_expecting_error(config, stack=stack, outputs=provider_outputs, calls=provider_calls)
+
+
+class ResourceAlreadyExistsException(Exception):
+    """What CloudWatch Logs answers CreateLogGroup for a name that exists."""
+
+
+class CloudWatchAccount:
+    """The log groups of one mocked account across several runs: what the service, not the mocks, remembers.
+
+    CreateLogGroup of an existing name fails (ResourceAlreadyExistsException); an import must name one
+    that exists; `destroy` models what EKS does after the cluster is deleted: its control-plane group is
+    there again. `watch(monkeypatch)` lets it see each registration's import ID (the harness's outputs
+    callback is given type, name and inputs only).
+    """
+
+    def __init__(self) -> None:
+        self.groups: set[str] = set()
+        self.imported: list[str] = []
+        self._registration = threading.local()
+
+    def watch(self, monkeypatch) -> None:
+        original = pulumi_harness._Mocks.new_resource
+        account = self
+
+        def new_resource(mocks, args):
+            account._registration.import_id = args.resource_id or None
+            return original(mocks, args)
+
+        monkeypatch.setattr(pulumi_harness._Mocks, "new_resource", new_resource)
+
+    def outputs(self, type_: str, name: str, inputs: dict) -> dict:
+        if type_ == LOG_GROUP:
+            group, import_id = inputs["name"], getattr(self._registration, "import_id", None)
+            if import_id is not None:
+                assert import_id == group and group in self.groups, f"import of a missing log group {import_id}"
+                self.imported.append(group)
+            elif group in self.groups:
+                raise ResourceAlreadyExistsException(f"The specified log group already exists: {group}")
+            self.groups.add(group)
+        return provider_outputs(type_, name, inputs)
+
+    def calls(self, token: str, args: dict) -> dict:
+        if token == GET_LOG_GROUPS:
+            names = sorted(g for g in self.groups if g.startswith(args.get("logGroupNamePrefix") or ""))
+            return {"id": ACCOUNT, "logGroupNamePrefix": args.get("logGroupNamePrefix"), "logGroupNames": names,
+                    "arns": [f"arn:aws:logs:us-west-2:{ACCOUNT}:log-group:{n}" for n in names]}
+        return provider_calls(token, args)
+
+    def destroy(self) -> None:
+        """`pulumi destroy` deletes the groups; EKS then recreates its control-plane group from late streams."""
+        self.groups = {g for g in self.groups if g.startswith("/aws/eks/")}

@@ -230,9 +230,10 @@ def _calls_answering(token: str, answer: dict):
     # The same role under a path: the session ARN carries no path, the name still matches.
     ({"trainstack:clusterAdmins": ["arn:aws:iam::123456789012:role/sso/AWSReservedSSO_Deployer"]}, None, None,
      "is the identity running Pulumi"),
-    ({"trainstack:previewRoleArn": "arn:aws:iam::123456789012:user/ci"}, GET_CALLER_IDENTITY,
+    # An IAM user running Pulumi, listed as an admin.
+    ({"trainstack:clusterAdmins": ["arn:aws:iam::123456789012:user/ci"]}, GET_CALLER_IDENTITY,
      {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/ci", "userId": "AIDAEXAMPLE"},
-     "trainstack:previewRoleArn: arn:aws:iam::123456789012:user/ci is the identity running Pulumi"),
+     "trainstack:clusterAdmins: arn:aws:iam::123456789012:user/ci is the identity running Pulumi"),
     ({"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a", "subnet-elsewhere"]}},
      None, None, "trainstack:existingNetwork.privateSubnetIds: subnet-elsewhere is in vpc-0other, not in vpc-0abc"),
 ])

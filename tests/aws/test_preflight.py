@@ -9,7 +9,11 @@ import pytest
 
 from tests import pulumi_harness
 from tests.aws.stack_runs import (
+    ACCOUNT,
+    DEPLOYER_ROLE_ARN,
+    EKS_CLUSTER,
     GET_ADDON_VERSION,
+    GET_CALLER_IDENTITY,
     GET_CLUSTER_VERSIONS,
     GET_INSTANCE_TYPE_OFFERINGS,
     config_with,
@@ -77,3 +81,57 @@ def test_an_existing_network_skips_the_zone_check():
     existing = {"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-1", "subnet-2"]}}
     result = run_main(config_with(existing), preview=True)
     assert GET_INSTANCE_TYPE_OFFERINGS not in [token for token, _ in result.invokes]
+
+
+def _registered_when_refused(monkeypatch, config, calls=provider_calls) -> tuple[str, set[str]]:
+    """Run a preview that preflight must refuse: (its one error line, the resource types it registered)."""
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_main(config, preview=True, calls=calls)
+    return str(raised.value), {r.type for r in monitors[0].recorded}
+
+
+def test_a_cluster_admin_who_runs_pulumi_is_refused_before_any_cloud_resource(monkeypatch):
+    # sts answers with the deployer's SSO session; the same role listed as an admin would fail the
+    # apply (ResourceInUseException) once the cluster exists. Nothing but providers and the stack's
+    # components may be registered when that is found out.
+    line, registered = _registered_when_refused(
+        monkeypatch, config_with({"trainstack:clusterAdmins": [DEPLOYER_ROLE_ARN]}))
+
+    assert line.startswith(f"trainstack:clusterAdmins: {DEPLOYER_ROLE_ARN} is the identity running Pulumi")
+    assert "\n" not in line and ". Fix: " in line
+    assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered
+
+
+def test_the_ci_preview_role_running_pulumi_gets_its_read_only_entry():
+    # In CI `pulumi preview` runs as trainstack:previewRoleArn itself (an assumed-role session of it),
+    # as the README tells users to configure it: that must not be refused.
+    preview_role = f"arn:aws:iam::{ACCOUNT}:role/github-preview"
+
+    def calls(token: str, args: dict) -> dict:
+        if token == GET_CALLER_IDENTITY:
+            return {"id": ACCOUNT, "accountId": ACCOUNT, "userId": "AROAEXAMPLE:gha",
+                    "arn": f"arn:aws:sts::{ACCOUNT}:assumed-role/github-preview/GitHubActions"}
+        return provider_calls(token, args)
+
+    result = run_main(config_with({"trainstack:previewRoleArn": preview_role}), preview=True, calls=calls)
+    entries = result.one(EKS_CLUSTER).inputs["accessEntries"]
+    assert entries[f"preview-{ACCOUNT}-role-github-preview"]["principalArn"] == preview_role
+    assert "ClusterAdmin" not in str(entries)
+
+
+def test_a_subnet_of_another_vpc_is_refused_before_any_cloud_resource(monkeypatch):
+    # The existing network's subnets are looked up while the program runs (blocking invokes), before
+    # anything but providers and components is registered.
+    existing = {"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a",
+                                                                                        "subnet-elsewhere"]}}
+    line, registered = _registered_when_refused(monkeypatch, config_with(existing))
+    assert line.startswith("trainstack:existingNetwork.privateSubnetIds: subnet-elsewhere is in vpc-0other")
+    assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered

@@ -10,9 +10,11 @@ import pytest
 from tests.aws.stack_runs import (
     EKS_CLUSTER,
     GET_ADDON_VERSION,
+    GET_AVAILABILITY_ZONES,
     GET_CALLER_IDENTITY,
     GET_CLUSTER_VERSIONS,
     GET_INSTANCE_TYPE_OFFERINGS,
+    GET_LOG_GROUPS,
     JOB_ENABLED,
     K8S_PROVIDER,
     RELEASE,
@@ -54,10 +56,11 @@ def test_preview_leaves_what_it_cannot_know_unknown(preview):
 
 
 def test_preview_asks_the_account_only_what_it_must(preview):
-    # No token for a registry that does not exist yet: only preflight.py's questions and who is running it
-    # (the deployer check on clusterAdmins and previewRoleArn).
+    # No token for a registry that does not exist yet: only preflight.py's questions, who is running it (the
+    # cluster's account and partition), and whether EKS left its control-plane log group behind (adopted).
     assert sorted(token for token, _ in preview.invokes) == sorted(
-        [GET_CLUSTER_VERSIONS, GET_ADDON_VERSION, GET_INSTANCE_TYPE_OFFERINGS, GET_CALLER_IDENTITY])
+        [GET_CLUSTER_VERSIONS, GET_ADDON_VERSION, GET_INSTANCE_TYPE_OFFERINGS, GET_CALLER_IDENTITY, GET_LOG_GROUPS,
+         GET_AVAILABILITY_ZONES])
     offerings = next(args for token, args in preview.invokes if token == GET_INSTANCE_TYPE_OFFERINGS)
     assert offerings["locationType"] == "availability-zone"
     assert filter_values(offerings, "instance-type") == ["g4dn.xlarge", "g5.xlarge", "g6.xlarge", "t3.medium"]

@@ -2,11 +2,12 @@
 
 Config: Pulumi.aws.yaml itself, with the job switched on (`trainstack:job.enabled true`, phase two of
 the documented flow) unless a test says otherwise. What cannot be checked here (the providers' own
-validation, what pulumi-eks creates inside its components, AWS's answers) is listed in README.md ("AWS" > "How this is tested").
+validation, what pulumi-eks creates inside its components, AWS's answers) is listed in docs/aws.md ("How this is tested").
 """
 
 from __future__ import annotations
 
+import fnmatch
 import ipaddress
 import json
 
@@ -62,6 +63,8 @@ from tests.aws.stack_runs import (
     TRAINING_JOB,
     VPC,
     VPC_ENDPOINT,
+    CloudWatchAccount,
+    ResourceAlreadyExistsException,
     config_with,
     run_main,
     stack_file_config,
@@ -385,17 +388,22 @@ def test_node_role_has_the_worker_policies_before_nodes_use_it(up):
 # --- IRSA ----------------------------------------------------------------------------------------------
 
 
-def test_efs_csi_role_trusts_exactly_the_controller_service_account(up):
+def test_efs_csi_role_trusts_the_controller_and_the_node_plugin(up):
+    # As AWS's add-on page has it: StringLike efs-csi-*, so efs-csi-node-sa may assume the role too.
     statement = trust_statement(up, "trainstack-efs-csi-driver-role")
     assert statement == {
         "Effect": "Allow",
         "Principal": {"Federated": OIDC_PROVIDER_ARN},
         "Action": "sts:AssumeRoleWithWebIdentity",
-        "Condition": {"StringEquals": {
-            f"{OIDC_ISSUER}:sub": "system:serviceaccount:kube-system:efs-csi-controller-sa",
-            f"{OIDC_ISSUER}:aud": "sts.amazonaws.com",
-        }},
+        "Condition": {
+            "StringLike": {f"{OIDC_ISSUER}:sub": "system:serviceaccount:kube-system:efs-csi-*"},
+            "StringEquals": {f"{OIDC_ISSUER}:aud": "sts.amazonaws.com"},
+        },
     }
+    pattern = statement["Condition"]["StringLike"][f"{OIDC_ISSUER}:sub"]
+    for account in ("efs-csi-controller-sa", "efs-csi-node-sa"):
+        assert fnmatch.fnmatchcase(f"system:serviceaccount:kube-system:{account}", pattern)
+    assert not fnmatch.fnmatchcase("system:serviceaccount:default:efs-csi-node-sa", pattern)
     (attachment,) = [a for a in up.by_type(ROLE_POLICY_ATTACHMENT) if a.name.startswith("trainstack-efs-csi")]
     assert attachment.inputs["policyArn"] == EFS_CSI_POLICY_ARN
 
@@ -696,3 +704,29 @@ def test_the_shared_filesystem_is_protected_until_the_config_releases_it(up):
     assert released.one(FILE_SYSTEM).protect is False
     assert up.exports["saveResultsCommand"].endswith(
         f"aws s3 sync results/train s3://{up.exports['bucketName']}/results/train/")
+
+
+def test_a_second_up_after_destroy_adopts_the_log_group_eks_recreated(monkeypatch):
+    # After `pulumi destroy` EKS flushes late control-plane logs and recreates /aws/eks/<name>/cluster;
+    # a fresh `up` with the same cluster name must not try to create it again.
+    account = CloudWatchAccount()
+    account.watch(monkeypatch)
+    first = run_main(outputs=account.outputs, calls=account.calls)
+    assert account.groups == {"/aws/eks/trainstack-aws/cluster"} and account.imported == []
+    assert first.one(LOG_GROUP).inputs["retentionInDays"] == 90
+
+    account.destroy()
+    assert account.groups == {"/aws/eks/trainstack-aws/cluster"}  # EKS made it again, never expiring
+    second = run_main(outputs=account.outputs, calls=account.calls)
+    assert account.imported == ["/aws/eks/trainstack-aws/cluster"]  # adopted, not created
+    log_group = second.one(LOG_GROUP)
+    assert log_group.inputs["retentionInDays"] == 90  # the import then applies our retention
+    assert log_group.urn in second.one(EKS_CLUSTER).dependencies
+
+
+def test_the_account_model_refuses_a_second_create():
+    # Guards the test above: the modelled service refuses what CloudWatch Logs refuses.
+    account = CloudWatchAccount()
+    account.outputs(LOG_GROUP, "g", {"name": "/aws/eks/x/cluster"})
+    with pytest.raises(ResourceAlreadyExistsException):
+        account.outputs(LOG_GROUP, "g", {"name": "/aws/eks/x/cluster"})

@@ -19,7 +19,15 @@ from tests.stack_runs import REPO, as_cli_config, short  # noqa: F401 - re-expor
 STACK_FILE = REPO / "Pulumi.gcp.yaml"
 PROJECT = "ml-research-123"
 ZONES = ("us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f")
-GKE_VERSIONS = ("1.35.1-gke.1200000", "1.34.4-gke.1100000", "1.34.3-gke.1300000", "1.33.7-gke.1000000")
+# What the mocked getServerConfig offers, per release channel, newest first. RAPID has a newer 1.34 patch
+# than REGULAR: the newest valid version is not one a REGULAR cluster may be created at.
+CHANNEL_VERSIONS = {
+    "RAPID": ("1.36.0-gke.1000000", "1.35.2-gke.1000000", "1.34.5-gke.1000000"),
+    "REGULAR": ("1.35.1-gke.1200000", "1.34.4-gke.1100000", "1.34.3-gke.1300000", "1.33.7-gke.1000000"),
+    "STABLE": ("1.34.3-gke.1300000", "1.33.7-gke.1000000"),
+}
+GKE_VERSIONS = tuple(sorted({v for vs in CHANNEL_VERSIONS.values() for v in vs},
+                            key=lambda v: [int(n) for n in v.replace("-gke.", ".").split(".")], reverse=True))
 ENDPOINT = "34.123.45.67"
 CA_CERTIFICATE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
 FILESTORE_IP = "10.123.0.2"
@@ -110,7 +118,12 @@ def provider_calls(token: str, args: dict) -> dict:
     if token == GET_ENGINE_VERSIONS:
         prefix = args.get("versionPrefix", "")
         offered = [v for v in GKE_VERSIONS if v.startswith(prefix)]
+        # As terraform-provider-google's data source fills them (data_source_google_container_engine_versions.go).
+        channel_latest = {channel: next(v for v in vs if v.startswith(prefix))
+                          for channel, vs in CHANNEL_VERSIONS.items() if any(v.startswith(prefix) for v in vs)}
         return {"latestMasterVersion": offered[0] if offered else "", "validMasterVersions": offered,
+                "releaseChannelLatestVersion": channel_latest,
+                "releaseChannelDefaultVersion": {channel: vs[1] for channel, vs in CHANNEL_VERSIONS.items()},
                 "location": args.get("location")}
     if token == GET_MACHINE_TYPES:
         return {"machineTypes": [machine_type(args["filter"].removeprefix("name = "))], "zone": args.get("zone"),

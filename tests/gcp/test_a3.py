@@ -9,6 +9,7 @@ import pytest
 from infra.gcp.config import parse_gcp_config
 from infra.gcp.gpu_direct import plugin_image
 from infra.gcp.machine_types import GPU_DIRECT
+from infra.pod_requests import parse_quantity, pod_requests
 from infra.training_job import chart_default_values
 from tests import stack_runs
 from tests.gcp.stack_runs import (
@@ -26,6 +27,7 @@ from tests.gcp.stack_runs import (
     provider_outputs,
 )
 from tests.golden import assert_matches_golden
+from tests.workloads.chart import render
 
 STACK_FILE = REPO / "Pulumi.gcp-a3.yaml"
 GOLDEN = REPO / "tests" / "gcp" / "golden" / "gcp-a3-stack.json"
@@ -60,7 +62,8 @@ def test_four_gpu_vpcs_with_one_subnet_each_reach_the_pool(up):
     subnets = [s for s in up.by_type(SUBNETWORK) if "gpunet" in s.inputs.get("name", "")]
     assert len(subnets) == 4
     cidrs = {s.inputs["name"]: s.inputs["ipCidrRange"] for s in subnets}
-    firewalls = up.by_type(FIREWALL)
+    # The GPU VPCs' own rules (the control plane's rule to Kueue lives in the cluster's network).
+    firewalls = [f for f in up.by_type(FIREWALL) if f.name != "trainstack-control-plane-calls"]
     assert len(firewalls) == 4
     for firewall in firewalls:
         (source,) = firewall.inputs["sourceRanges"]
@@ -117,7 +120,14 @@ def test_networking_objects_and_daemonsets_are_on_the_cluster_after_it(up):
     networks = up.by_type(GKE_NETWORK)
     assert sorted(n.inputs["metadata"]["name"] for n in networks) == ["vpc1", "vpc2", "vpc3", "vpc4"]
     daemonsets = {d.inputs["metadata"]["name"]: d for d in up.by_type(DAEMON_SET)}
-    assert set(daemonsets) == {"nccl-tcpx-installer", "device-injector"}
+    assert set(daemonsets) == {"nccl-tcpx-installer", "device-injector", "optmem-max"}
+    # upstream's optmem_max tuning for TCPX (container-engine-accelerators gpudirect-tcpx/optmem-max-ds.yaml)
+    optmem = daemonsets["optmem-max"].inputs["spec"]["template"]["spec"]
+    assert optmem["hostNetwork"] is True
+    [tune] = optmem["initContainers"]
+    assert "echo 131072 > /proc/sys/net/core/optmem_max" in tune["command"][-1]
+    assert optmem["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["nvidia-h100-80gb"]
     installer = daemonsets["nccl-tcpx-installer"].inputs["spec"]["template"]["spec"]
     # The installer's plugin is the one the chart's RxDM sidecar is paired with.
     tcpx = chart_default_values()["gpuNetworking"]["tcpx"]["plugin"]
@@ -149,7 +159,13 @@ def test_kueue_queue_is_a3_queue_with_the_pools_quota_after_its_release(up):
     assert queue.inputs["metadata"]["name"] == "a3-queue"
     assert up.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue").inputs["metadata"]["name"] == "a3-queue"
     quotas = {r["name"]: r["nominalQuota"] for r in queue.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
-    assert quotas == {"cpu": "360", "memory": "3000Gi", "nvidia.com/gpu": 16}
+    # Two pods of what the chart renders for this job, counted as Kueue counts them: the trainer
+    # plus the RxDM sidecar (181 CPUs, 1501Gi each), and the local disk for /tmp and the data cache.
+    assert quotas == {"cpu": "362", "memory": "3002Gi", "nvidia.com/gpu": 16, "ephemeral-storage": "264Gi"}
+    rendered = render(up.one(RELEASE, "train").inputs["values"])
+    pod = next(o for o in rendered if o["kind"] == "Job")["spec"]["template"]["spec"]
+    assert {name: parse_quantity(q) for name, q in quotas.items()} == {
+        name: 2 * value for name, value in pod_requests(pod).items()}
     for kind in ("ResourceFlavor", "ClusterQueue", "LocalQueue"):
         assert release.urn in up.one(f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}").dependencies
     assert release.inputs["name"] == KUEUE_RELEASE
@@ -234,7 +250,8 @@ def test_filestore_below_the_zonal_minimum_stops():
 def test_gke_patch_below_the_gpu_direct_minimum_fails_the_preview():
     def calls(token, args):
         if token == GET_ENGINE_VERSIONS:
-            return {"latestMasterVersion": "1.31.10-gke.1000", "validMasterVersions": ["1.31.10-gke.1000"]}
+            return {"latestMasterVersion": "1.31.10-gke.1000", "validMasterVersions": ["1.31.10-gke.1000"],
+                    "releaseChannelLatestVersion": {"REGULAR": "1.31.10-gke.1000"}}
         return provider_calls(token, args)
 
     config = a3_config({"trainstack:gpuPools": {"a3": {"machineType": "a3-megagpu-8g"}},

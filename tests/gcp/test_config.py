@@ -144,8 +144,10 @@ def _calls_answering(token: str, answer: dict):
 @pytest.mark.parametrize(("token", "answer", "fragment"), [
     (GET_ZONES, {"names": ["us-central1-b", "us-central1-c"]},
      "trainstack:zone: us-central1-a is not an available zone of us-central1 for this project"),
-    (GET_ENGINE_VERSIONS, {"latestMasterVersion": "", "validMasterVersions": ["1.35.1-gke.1", "1.36.0-gke.2"]},
-     "trainstack:kubernetesVersion: GKE offers no 1.34.x in us-central1-a (it offers 1.35, 1.36)"),
+    (GET_ENGINE_VERSIONS, {"latestMasterVersion": "", "validMasterVersions": [],
+                           "releaseChannelLatestVersion": {}, "releaseChannelDefaultVersion": {"REGULAR": "1.35.1-gke.1"}},
+     "trainstack:kubernetesVersion: GKE's REGULAR channel offers no 1.34.x in us-central1-a (its default is "
+     "1.35.1-gke.1)"),
 ])
 def test_what_only_the_account_knows_fails_the_preview_with_one_line(token, answer, fragment):
     with pytest.raises(pulumi.RunError) as raised:

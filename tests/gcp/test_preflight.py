@@ -1,12 +1,25 @@
-"""Preflight (infra/gcp/preflight.py) under mocks: each GPU pool's machine type must be offered in the
-node zone, with the GPUs the config expects; both answers are tested."""
+"""Preflight (infra/gcp/preflight.py) under mocks: the zone, the release channel's version and each GPU
+pool's machine type; both answers are tested, and a wrong one registers no cloud resource."""
 
 from __future__ import annotations
 
 import pulumi
 import pytest
 
-from tests.gcp.stack_runs import GET_MACHINE_TYPES, REPO, config_with, machine_type, provider_calls, run_main
+from tests import pulumi_harness
+from tests.gcp.stack_runs import (
+    CHANNEL_VERSIONS,
+    CLUSTER,
+    GET_ENGINE_VERSIONS,
+    GET_MACHINE_TYPES,
+    GET_ZONES,
+    GKE_VERSIONS,
+    REPO,
+    config_with,
+    machine_type,
+    provider_calls,
+    run_main,
+)
 from tests.stack_runs import config_with as stack_config_with
 
 
@@ -50,3 +63,49 @@ def test_a_machine_with_other_gpus_than_expected_fails_the_preview():
         run_main(config, stack="gcp-a3", preview=True, calls=_answering(answer))
     assert ("trainstack:gpuPools.a3.machineType: a3-highgpu-8g in us-central1-c comes with 4 x nvidia-h100-80gb, "
             "not 8 x nvidia-h100-80gb") in str(raised.value)
+
+
+def test_the_control_plane_version_is_the_release_channels_not_any_valid_one():
+    # The mocked API offers 1.34.5 on RAPID only; a REGULAR cluster created at it would be refused by GKE.
+    assert GKE_VERSIONS[0:3] == ("1.36.0-gke.1000000", "1.35.2-gke.1000000", "1.35.1-gke.1200000")
+    regular = run_main(preview=True).one(CLUSTER).inputs
+    assert (regular["releaseChannel"], regular["minMasterVersion"]) == ({"channel": "REGULAR"}, "1.34.4-gke.1100000")
+    assert "1.34.5-gke.1000000" in CHANNEL_VERSIONS["RAPID"]
+    rapid = run_main(config_with({"trainstack:releaseChannel": "RAPID"}), preview=True).one(CLUSTER).inputs
+    assert rapid["minMasterVersion"] == "1.34.5-gke.1000000"
+    stable = run_main(config_with({"trainstack:releaseChannel": "STABLE"}), preview=True).one(CLUSTER).inputs
+    assert stable["minMasterVersion"] == "1.34.3-gke.1300000"
+
+
+def _registered_when_refused(monkeypatch, token: str, answer: dict) -> tuple[str, set[str]]:
+    """Run a preview whose preflight answer is wrong: (its one error line, the resource types registered)."""
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    def calls(called: str, args: dict) -> dict:
+        return answer if called == token else provider_calls(called, args)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_main(config_with(), preview=True, calls=calls)
+    return str(raised.value), {r.type for r in monitors[0].recorded}
+
+
+@pytest.mark.parametrize(("token", "answer", "line"), [
+    (GET_ZONES, {"names": ["us-central1-b", "us-central1-c"]},
+     "trainstack:zone: us-central1-a is not an available zone of us-central1 for this project"),
+    (GET_ENGINE_VERSIONS, {"releaseChannelLatestVersion": {"RAPID": "1.34.5-gke.1000000"}},
+     "trainstack:kubernetesVersion: GKE's REGULAR channel offers no 1.34.x in us-central1-a"),
+    (GET_MACHINE_TYPES, {"machineTypes": [], "filter": "name = n1-standard-4", "id": "x"},
+     "trainstack:gpuPools.t4.machineType: n1-standard-4 is not offered in us-central1-a"),
+])
+def test_a_refused_preflight_registers_no_cloud_resource(monkeypatch, token, answer, line):
+    # Every answer gates every resource: `pulumi up --skip-preview` must not create a VPC, a NAT or a
+    # bucket before a zone that does not exist is found out (only providers and our components).
+    message, registered = _registered_when_refused(monkeypatch, token, answer)
+    assert message.startswith(line) and "\n" not in message and ". Fix: " in message
+    assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered

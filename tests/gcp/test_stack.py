@@ -2,7 +2,7 @@
 
 Config: Pulumi.gcp.yaml plus gcp:project, with the job switched on unless a test says otherwise. What
 cannot be checked here (the provider's own validation, GCP's answers, quotas, spot capacity) is
-listed in README.md ("GCP" > "How this is tested").
+listed in docs/gcp.md ("How this is tested").
 """
 
 from __future__ import annotations
@@ -91,7 +91,10 @@ def test_cluster_is_zonal_private_shielded_with_workload_identity_and_dataplane_
     assert cluster["deletionProtection"] is False
     addons = cluster["addonsConfig"]
     assert addons["gcpFilestoreCsiDriverConfig"] == {"enabled": True}
-    assert addons["gcsFuseCsiDriverConfig"] == {"enabled": True}
+    # The GCS FUSE driver is on only if something mounts a bucket through it: nothing does.
+    fuse_volumes = [pv for pv in up.by_type(PV) if pv.inputs["spec"].get("csi", {}).get("driver")
+                    == "gcsfuse.csi.storage.gke.io"]
+    assert addons["gcsFuseCsiDriverConfig"] == {"enabled": bool(fuse_volumes)} == {"enabled": False}
     assert cluster["releaseChannel"] == {"channel": "REGULAR"}
     # The newest 1.34 patch GKE offers (the mocked API answers 1.34.4 first).
     assert cluster["minMasterVersion"] == "1.34.4-gke.1100000"
@@ -138,10 +141,23 @@ def test_nodes_use_their_own_least_privilege_account_and_the_metadata_server(up)
         assert node["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
         assert node["metadata"] == {"disable-legacy-endpoints": "true"}
     roles = {m.inputs["role"] for m in up.by_type(PROJECT_IAM_MEMBER)}
-    assert roles == {"roles/container.defaultNodeServiceAccount"}
+    assert roles == {"roles/container.defaultNodeServiceAccount", "roles/serviceusage.serviceUsageConsumer"}
     reader = up.one(REPOSITORY_IAM_MEMBER).inputs
     assert reader["role"] == "roles/artifactregistry.reader"
     assert reader["member"] == f"serviceAccount:{node_email}"
+
+
+def test_image_streaming_has_its_api_and_the_node_accounts_role(up):
+    # gcfs_config without the Container File System API (and, for a custom node account, Service Usage
+    # Consumer in the images' project) leaves nodes pulling whole images, or failing to pull.
+    defaults = up.one(CLUSTER).inputs["nodePoolDefaults"]["nodeConfigDefaults"]
+    assert defaults["gcfsConfig"] == {"enabled": True}
+    assert "containerfilesystem.googleapis.com" in {s.inputs["service"] for s in up.by_type(SERVICE)}
+    node_member = up.one(SERVICE_ACCOUNT, "trainstack-nodes")
+    grants = {m.inputs["role"]: m for m in up.by_type(PROJECT_IAM_MEMBER)}
+    consumer = grants["roles/serviceusage.serviceUsageConsumer"]
+    assert consumer.inputs["project"] == PROJECT  # where the Artifact Registry repository is
+    assert consumer.inputs["member"].endswith(f"{node_member.inputs['accountId']}@{PROJECT}.iam.gserviceaccount.com")
 
 
 def test_system_pool_is_small_and_always_up(up):
@@ -149,6 +165,11 @@ def test_system_pool_is_small_and_always_up(up):
     assert pool["nodeConfig"]["machineType"] == "e2-standard-4"
     assert "guestAccelerators" not in pool["nodeConfig"]
     assert pool["autoscaling"]["totalMinNodeCount"] == 1
+    # Its nodes exist from the start (a pool without an initial count starts empty).
+    assert pool["initialNodeCount"] == 1
+    bigger = run_main(config_with({"trainstack:systemNodes": {"min": 2, "max": 4}}))
+    assert bigger.one(NODE_POOL, "trainstack-system").inputs["initialNodeCount"] == 2
+    assert "initialNodeCount" in up.one(NODE_POOL, "trainstack-system").ignore_changes  # the autoscaler's after
 
 
 def test_job_identity_is_workload_identity_with_the_bucket_only(up):

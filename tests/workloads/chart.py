@@ -25,6 +25,7 @@ PROFILES = {
     "a3-nemo": ("a3-highgpu", "nemo-megatron"),
     "a3-nccl-check": ("a3-highgpu", "nccl-check"),
     "a3-mega-nccl-check": ("a3-megagpu", "nccl-check"),
+    "a3-allreduce-check": ("a3-highgpu", "nccl-allreduce"),
 }
 
 RELEASE = "gpt2-run"
@@ -70,9 +71,15 @@ def is_nccl_check(name: str) -> bool:
     return bool(load_values(name).get("ncclCheck", {}).get("enabled"))
 
 
-# Sets whose Job trains (a `trainer` container), and sets whose Job runs the NCCL check instead.
+def nccl_check_runner(name: str) -> str:
+    return deep_merge(chart_values(), load_values(name))["ncclCheck"]["runner"]
+
+
+# Sets whose Job trains (a `trainer` container), and sets whose Job runs the NCCL check instead:
+# nccl-tests in the plugin image, or an all-reduce in the training image.
 TRAINING_SETS = [name for name in VALUE_SETS if not is_nccl_check(name)]
-NCCL_CHECK_SETS = [name for name in VALUE_SETS if is_nccl_check(name)]
+NCCL_CHECK_SETS = [name for name in VALUE_SETS if is_nccl_check(name) and nccl_check_runner(name) == "nccl-tests"]
+ALLREDUCE_CHECK_SETS = [name for name in VALUE_SETS if is_nccl_check(name) and nccl_check_runner(name) == "trainer"]
 
 
 def render_templates(values: dict[str, Any], *, release: str = RELEASE, namespace: str = NAMESPACE,

@@ -80,6 +80,27 @@ BAD_VALUES = {
                                               "podLabels.app.kubernetes.io/instance: the chart and the Job controller"),
     "pod label the Job controller sets": ({"podLabels": {"batch.kubernetes.io/job-name": "x"}},
                                           "podLabels.batch.kubernetes.io/job-name"),
+    # What the API server would refuse, or the templates would turn into something else (issue 17, item 18).
+    "queue name over 63 characters": ({"kueue": {"queueName": "q" * 64}}, "/kueue/queueName"),
+    "negative shm size": ({"resources": {"shmSize": -1}}, "/resources/shmSize"),
+    "zero shm size": ({"resources": {"shmSize": "0Gi"}}, "/resources/shmSize"),
+    "negative request": ({"resources": {"requests": {"cpu": -4}}}, "/resources/requests/cpu"),
+    "gpus given again in requests": ({"resources": {"requests": {"nvidia.com/gpu": 8}}}, "/resources/requests"),
+    "gpus given again in limits": ({"resources": {"limits": {"nvidia.com/gpu": 8}}}, "/resources/limits"),
+    "grace period of zero": ({"job": {"terminationGracePeriodSeconds": 0}}, "/job/terminationGracePeriodSeconds"),
+    "grace period shorter than the shutdown timeout": ({"job": {"terminationGracePeriodSeconds": 30}},
+                                                       "/job/terminationGracePeriodSeconds"),
+    "tmp size in decimal units": ({"resources": {"tmpSize": "32G"}}, "/resources/tmpSize"),
+    "cache size as a number": ({"storage": {"cache": {"sizeLimit": 100}}}, "/storage/cache/sizeLimit"),
+    "pod label value with a space": ({"podLabels": {"team": "ml infra"}}, "/podLabels/team"),
+    "pod label value over 63 characters": ({"podLabels": {"team": "t" * 64}}, "/podLabels/team"),
+    "service account name with capitals": ({"serviceAccount": {"name": "Trainer"}}, "/serviceAccount/name"),
+    "secret name with capitals": ({"secretEnv": [{"name": "K", "secretName": "WandB", "key": "k"}]},
+                                  "/secretEnv/0/secretName"),
+    "sidecar without an image": ({"sidecars": [{"name": "proxy"}]}, "/sidecars/0"),
+    "sidecar named like the trainer": ({"sidecars": [{"name": "trainer", "image": "r/p:1"}]}, "/sidecars/0/name"),
+    "sidecar that would not keep running": ({"sidecars": [{"name": "p", "image": "r/p:1", "restartPolicy": "Never"}]},
+                                            "/sidecars/0/restartPolicy"),
 }
 
 

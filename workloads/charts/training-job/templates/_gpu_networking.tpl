@@ -52,7 +52,8 @@ the installer DaemonSet filled on the node and the GPU device plugin mounts into
 The RxDM daemon as a native sidecar (an init container with restartPolicy Always): it starts before
 the trainer and Kubernetes stops it once the trainer has exited, so the Job still completes.
 The documented exception to the hardened profile (tests/workloads/checkov_skips.yaml): it runs as
-root with NET_ADMIN (TCPXO also NET_BIND_SERVICE) to program flow steering on the GPU NICs, reads
+root with the runtime's default capabilities plus NET_ADMIN (TCPXO also NET_BIND_SERVICE), as
+upstream runs it, to program flow steering on the GPU NICs, reads
 the node's /sys and /proc/sys through hostPath, and its root filesystem stays writable (the TCPXO
 entrypoint chmods itself and writes its health-check file). No other container gets any of this.
 */}}
@@ -104,8 +105,10 @@ entrypoint chmods itself and writes its health-check file). No other container g
     runAsNonRoot: false
     runAsUser: 0
     runAsGroup: 0
+    # Upstream's set (container-engine-accelerators gpudirect-tcpx(o)/nccl-test-latest.yaml): the
+    # runtime's default capabilities plus these. A reduced set (drop ALL) has not been proven on A3
+    # hardware, and the daemon's flow-steering and socket setup may need more than it adds.
     capabilities:
-      drop: ["ALL"]
       add: {{ ternary (list "NET_ADMIN") (list "NET_ADMIN" "NET_BIND_SERVICE") (eq $mode "tcpx") | toJson }}
     seccompProfile:
       type: RuntimeDefault

@@ -93,3 +93,50 @@ seccompProfile:
 - name: XDG_CACHE_HOME
   value: /tmp/.cache
 {{- end -}}
+
+{{/*
+A size given in Mi, Gi or Ti (the schema allows only these for tmpSize and the cache's sizeLimit)
+as a whole number of MiB, so that two of them can be added.
+*/}}
+{{- define "training-job.mebibytes" -}}
+{{- $quantity := toString . -}}
+{{- $unit := regexFind "(Mi|Gi|Ti)$" $quantity -}}
+{{- mul (int64 (trimSuffix $unit $quantity)) (get (dict "Mi" 1 "Gi" 1024 "Ti" 1048576) $unit) -}}
+{{- end -}}
+
+{{/*
+Requests of the container that uses the GPUs (trainer or NCCL check): resources.requests, the GPUs,
+and local disk for what the pod's emptyDirs may hold (/tmp, and the data cache when enabled) unless
+resources.requests names ephemeral-storage itself. The scheduler then places the pod only on a node
+with that much room; past an emptyDir's sizeLimit the kubelet evicts at once, with no grace period.
+*/}}
+{{- define "training-job.gpuContainerRequests" -}}
+{{- $requests := deepCopy .Values.resources.requests -}}
+{{- if not (hasKey $requests "ephemeral-storage") -}}
+{{- $mib := int64 (include "training-job.mebibytes" .Values.resources.tmpSize) -}}
+{{- if .Values.storage.cache.enabled -}}
+{{- $mib = add $mib (int64 (include "training-job.mebibytes" .Values.storage.cache.sizeLimit)) -}}
+{{- end -}}
+{{- $_ := set $requests "ephemeral-storage" (printf "%dMi" $mib) -}}
+{{- end -}}
+{{- if gt (int .Values.resources.gpusPerNode) 0 -}}
+{{- $_ := set $requests "nvidia.com/gpu" (int .Values.resources.gpusPerNode) -}}
+{{- end -}}
+{{- toYaml $requests -}}
+{{- end -}}
+
+{{/* resources.limits plus the GPUs. */}}
+{{- define "training-job.gpuContainerLimits" -}}
+{{- $limits := deepCopy .Values.resources.limits -}}
+{{- if gt (int .Values.resources.gpusPerNode) 0 -}}
+{{- $_ := set $limits "nvidia.com/gpu" (int .Values.resources.gpusPerNode) -}}
+{{- end -}}
+{{- toYaml $limits -}}
+{{- end -}}
+
+{{/* The user's sidecars (values `sidecars`), as native sidecars: init containers that keep running. */}}
+{{- define "training-job.userSidecars" -}}
+{{- range .Values.sidecars }}
+- {{- toYaml (merge (dict "restartPolicy" "Always") (omit . "restartPolicy")) | nindent 2 }}
+{{- end -}}
+{{- end -}}

@@ -47,11 +47,9 @@ capabilities and a writable root filesystem (host keys, hostfiles), as upstream'
       value: {{ .Files.Get "files/nccl_busbw.awk" | quote }}
   resources:
     requests:
-      {{- toYaml .Values.resources.requests | nindent 6 }}
-      nvidia.com/gpu: {{ int .Values.resources.gpusPerNode }}
+      {{- include "training-job.gpuContainerRequests" . | nindent 6 }}
     limits:
-      {{- toYaml .Values.resources.limits | nindent 6 }}
-      nvidia.com/gpu: {{ int .Values.resources.gpusPerNode }}
+      {{- include "training-job.gpuContainerLimits" . | nindent 6 }}
   securityContext:
     allowPrivilegeEscalation: false
     privileged: false
@@ -67,6 +65,72 @@ capabilities and a writable root filesystem (host keys, hostfiles), as upstream'
   volumeMounts:
     - name: dshm
       mountPath: /dev/shm
+    {{- with include "training-job.gpuNetworking.volumeMounts" . | trim }}
+    {{- . | nindent 4 }}
+    {{- end }}
+{{- end -}}
+
+
+{{/*
+The NCCL check in the training image (ncclCheck.runner trainer): the trainer's image, launcher,
+rendezvous, NCCL environment and hardened profile, running files/nccl_allreduce.py (mounted from
+the release's ConfigMap) instead of the trainer. Only the workload differs from a training pod, so
+a NCCL that does not work with the GPUDirect plugin fails here, before any training is scheduled.
+*/}}
+{{- define "training-job.ncclAllReduceContainer" -}}
+{{- $check := .Values.ncclCheck -}}
+{{- $settings := include "training-job.gpuNetworking.settings" . | fromJson -}}
+- name: nccl-check
+  image: {{ include "training-job.imageRef" .Values.image | quote }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  command: {{ toJson .Values.job.launcher }}
+  args:
+    {{- concat (include "training-job.torchrunFlags" . | fromJsonArray) (list "/opt/nccl-check/nccl_allreduce.py") | toYaml | nindent 4 }}
+  ports:
+    - name: rendezvous
+      containerPort: {{ int .Values.job.rdzvPort }}
+  env:
+    {{- if not .Values.job.runId }}
+    - name: TRAINSTACK_JOB_UID
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.labels['batch.kubernetes.io/controller-uid']
+    {{- end }}
+    {{- include "training-job.writableHomeEnv" . | nindent 4 }}
+    - name: PYTHONUNBUFFERED
+      value: "1"
+    - name: TORCH_DISABLE_SHARE_RDZV_TCP_STORE
+      value: "1"
+    {{- with include "training-job.gpuNetworking.env" . | trim }}
+    {{- . | nindent 4 }}
+    {{- end }}
+    {{- range .Values.env }}
+    - name: {{ .name }}
+      value: {{ .value | quote }}
+    {{- end }}
+    - name: NCCL_CHECK_EXPECTED_NCCL
+      value: {{ $settings.nccl | quote }}
+    - name: NCCL_CHECK_BYTES
+      value: {{ $check.maxBytes | quote }}
+    - name: NCCL_CHECK_ITERATIONS
+      value: {{ int $check.iterations | quote }}
+    - name: NCCL_CHECK_MIN_BUSBW
+      value: {{ $check.minBusBandwidthGBps | toString | quote }}
+  resources:
+    requests:
+      {{- include "training-job.gpuContainerRequests" . | nindent 6 }}
+    limits:
+      {{- include "training-job.gpuContainerLimits" . | nindent 6 }}
+  securityContext:
+    {{- include "training-job.containerSecurityContext" . | nindent 4 }}
+  volumeMounts:
+    - name: dshm
+      mountPath: /dev/shm
+    - name: tmp
+      mountPath: /tmp
+    - name: nccl-check
+      mountPath: /opt/nccl-check
+      readOnly: true
     {{- with include "training-job.gpuNetworking.volumeMounts" . | trim }}
     {{- . | nindent 4 }}
     {{- end }}

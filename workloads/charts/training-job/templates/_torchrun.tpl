@@ -43,18 +43,24 @@ a stale rendezvous; stable for the Job's life, so upgrades and pod restarts keep
 {{- toJson $args -}}
 {{- end -}}
 
-{{- define "training-job.torchrunArgs" -}}
+{{/* torchrun's own flags (a JSON list): the trainer and the in-image NCCL check share them. */}}
+{{- define "training-job.torchrunFlags" -}}
 {{- $j := .Values.job -}}
 {{- $nodes := $j.nodes -}}
-{{- $args := list
+{{- toJson (list
   (printf "--nnodes=%d:%d" (int $nodes.min) (int $nodes.max))
   (printf "--nproc-per-node=%d" (int $j.procsPerNode))
   (printf "--max-restarts=%d" (int $j.maxRestarts))
   (printf "--rdzv-backend=%s" $j.rdzvBackend)
   (printf "--rdzv-endpoint=%s" (include "training-job.rdzvEndpoint" .))
   (printf "--rdzv-id=%s" (include "training-job.runId" .))
-  (printf "--rdzv-conf=join_timeout=%d,last_call_timeout=%d" (int $j.joinTimeoutSeconds) (int $j.lastCallTimeoutSeconds))
--}}
+  (printf "--rdzv-conf=join_timeout=%d,last_call_timeout=%d" (int $j.joinTimeoutSeconds) (int $j.lastCallTimeoutSeconds))) -}}
+{{- end -}}
+
+{{- define "training-job.torchrunArgs" -}}
+{{- $j := .Values.job -}}
+{{- $nodes := $j.nodes -}}
+{{- $args := include "training-job.torchrunFlags" . | fromJsonArray -}}
 {{- $c := .Values.command -}}
 {{- if $c.script -}}
 {{- $args = concat $args (list $c.script) $c.args -}}

@@ -30,7 +30,7 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 {{- $check := $v.ncclCheck.enabled -}}
 {{- $gpuNet := $v.gpuNetworking.mode -}}
 {{- /* The check runs its mode's NCCL plugin image, not the training image. */ -}}
-{{- if and (not $check) (not $v.image.digest) (not $v.image.tag) -}}
+{{- if and (not (and $check (eq $v.ncclCheck.runner "nccl-tests"))) (not $v.image.digest) (not $v.image.tag) -}}
 {{- fail "image.digest or image.tag is required (a digest pins the exact image)" -}}
 {{- end -}}
 {{- $tbImage := $v.tensorboard.image | default dict -}}

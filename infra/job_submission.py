@@ -1,0 +1,62 @@
+"""The stack output `jobSubmission`: what any job on this cluster shares, for `trainstack submit`.
+
+The stack's own job (trainstack:job) and the jobs the CLI submits are the same chart with the same
+cluster-side values: image, GPU placement, pod resources, shared volume, data cache, GPU networking,
+TensorBoard image, queue and the cloud identity's annotations. They come from `chart_values` here,
+the function that renders the stack's own TrainingJob, so the two cannot drift; only what belongs to
+one job (its name, node range, trainer flags, snapshot prefix) is left for the CLI to add.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+
+from infra.config import JobConfig
+from infra.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
+from infra.training_job import SecretEnv, TrainingJobArgs, chart_values
+
+# Chart values that belong to one job: the CLI sets them per submission, never from the stack.
+PER_JOB_KEYS = ("job", "train", "serviceAccount")
+
+
+def shared_job_values(*, image_ref: pulumi.Input[str], gpu: GpuPlacement, claim_name: pulumi.Input[str] | None,
+                      queue_name: pulumi.Input[str] | None, secret_env: Sequence[SecretEnv],
+                      tensorboard: bool, extra_values: Mapping[str, Any]) -> dict[str, Any]:
+    """The chart values every job on this stack gets, rendered by the stack job's own `chart_values`."""
+    args = TrainingJobArgs(
+        provider=None,  # type: ignore[arg-type]  # chart_values never reads it; only a Release does
+        image_ref=image_ref,
+        gpus_per_node=gpu.gpus_per_node,
+        procs_per_node=gpu.gpus_per_node,
+        pvc_name=claim_name,
+        queue_name=queue_name,
+        node_selector=gpu.node_selector,
+        tolerations=gpu.tolerations,
+        secret_env=secret_env,
+        tensorboard=tensorboard,
+        extra_values=extra_values,
+    )
+    values = chart_values(args, release_name="")
+    return {key: value for key, value in values.items() if key not in PER_JOB_KEYS}
+
+
+def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: ObjectStore, gpu: GpuPlacement,
+                      identity: WorkloadIdentity, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The `jobSubmission` stack output (read by trainstack/jobs/stack_outputs.py)."""
+    return {
+        "namespace": namespace,
+        "bucketUri": bucket.uri,
+        "gpusPerNode": gpu.gpus_per_node,
+        "nodeType": gpu.accelerator,
+        "queueName": values.get("kueue", {}).get("queueName"),
+        # The stack's own job (a Helm release like any other), so `list` can show it and `submit` avoid it.
+        "stackJob": job.name if job.enabled else None,
+        "serviceAccountAnnotations": dict(identity.service_account_annotations),
+        # The one Kubernetes ServiceAccount the cloud identity trusts (IRSA's sub, GKE's Workload Identity
+        # member): the stacks bind it to the job's name, and the stack job's release creates it.
+        "identityServiceAccount": job.name,
+        "values": dict(values),
+    }

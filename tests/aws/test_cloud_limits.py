@@ -1,0 +1,95 @@
+"""Values inside our types but outside what AWS documents (infra/aws/limits.py): each family is refused in one
+line before any resource, and what the account alone knows (its zones) fails the preview before any resource."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from infra.aws.limits import MAX_NODES_PER_MANAGED_NODE_GROUP, MAX_PUBLIC_ACCESS_CIDRS, MAX_TAGS
+from tests import pulumi_harness
+from tests.aws.stack_runs import (
+    GET_AVAILABILITY_ZONES,
+    config_with,
+    provider_calls,
+    run_main,
+    run_main_expecting_error,
+)
+from tests.stack_runs import assert_one_config_error_line
+
+CIDRS = "trainstack:apiPublicAccessCidrs"
+TAGS = "trainstack:tags"
+
+# (case id, overrides, the key the message must name, a fragment of the message)
+OUTSIDE_AWS_LIMITS = [
+    # VPC IPv4 blocks are /16 to /28.
+    ("VPC block larger than /16", {"trainstack:vpcCidr": "10.0.0.0/8"}, "trainstack:vpcCidr",
+     "larger than a VPC may be (AWS allows /16 to /28)"),
+    # 50 tags per resource, counting the 3 trainstack adds; keys 128, values 256 characters.
+    ("too many tags", {TAGS: {f"team{i}": "ml" for i in range(MAX_TAGS - 2)}}, TAGS,
+     "48 tags: AWS allows 50 per resource, and trainstack adds 3"),
+    ("tag key too long", {TAGS: {"k" * 129: "v"}}, f"{TAGS}.{'k' * 129}", "tag keys hold at most 128"),
+    ("tag value too long", {TAGS: {"team": "v" * 257}}, f"{TAGS}.team", "values 256"),
+    ("Name tag (trainstack sets it)", {TAGS: {"Name": "mine"}}, f"{TAGS}.Name", "is set by trainstack"),
+    # EKS: 40 public access CIDRs per cluster.
+    ("too many public CIDRs", {CIDRS: [f"203.0.{i}.0/24" for i in range(MAX_PUBLIC_ACCESS_CIDRS + 1)]}, CIDRS,
+     "41 blocks: EKS accepts at most 40"),
+    ("loopback as a public CIDR", {CIDRS: ["127.0.0.1/32"]}, CIDRS, "is in the loopback (127.0.0.0/8) block"),
+    ("link-local as a public CIDR", {CIDRS: ["169.254.169.254/32"]}, CIDRS, "link-local (169.254.0.0/16)"),
+    ("shared address space as a public CIDR", {CIDRS: ["100.64.0.0/16"]}, CIDRS,
+     "shared carrier-grade NAT space (100.64.0.0/10)"),
+    ("multicast as a public CIDR", {CIDRS: ["224.0.0.1/32"]}, CIDRS, "multicast"),
+    # The same instance type twice, once with a space: one pool to EC2.
+    ("instance types equal but for whitespace", {"trainstack:gpuNodes": {"instanceTypes": ["g5.xlarge", " g5.xlarge"]}},
+     "trainstack:gpuNodes.instanceTypes", "lists a value twice"),
+    # 450 nodes per managed node group (EKS's quota).
+    ("GPU group over the node group limit", {"trainstack:gpuNodes": {"max": MAX_NODES_PER_MANAGED_NODE_GROUP + 1}},
+     "trainstack:gpuNodes.max", "must be at most 450"),
+    ("system group over the node group limit", {"trainstack:systemNodes": {"max": 451}}, "trainstack:systemNodes.max",
+     "must be at most 450"),
+    # Regions: named as unknown, not as a missing price.
+    ("unknown region", {"aws:region": "us-west-9"}, "aws:region", "'us-west-9' is not an AWS Region"),
+    ("region typo", {"aws:region": "us-wset-2"}, "aws:region", "(did you mean us-west-2?)"),
+    # The other cloud's keys are refused, not ignored.
+    ("GCP key on the AWS stack", {"gcp:project": "ml-research-123"}, "gcp:project",
+     "belongs to GCP, and this stack builds on AWS"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key", "fragment"), [case[1:] for case in OUTSIDE_AWS_LIMITS],
+                         ids=[case[0] for case in OUTSIDE_AWS_LIMITS])
+def test_a_value_aws_would_refuse_stops_before_any_resource_with_one_line(overrides, key, fragment):
+    assert_one_config_error_line(*run_main_expecting_error(config_with(overrides)), key, fragment)
+
+
+def test_limits_are_not_refused_at_the_limit():
+    result = run_main(config_with({
+        TAGS: {f"team{i}": "ml" for i in range(MAX_TAGS - 3)},
+        CIDRS: ["0.0.0.0/0"],  # any address is allowed (the user asked for it)
+        "trainstack:vpcCidr": "10.0.0.0/16",
+    }))
+    assert result.registrations
+
+
+def test_a_zone_the_account_lacks_fails_the_preview_before_any_cloud_resource(monkeypatch):
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    def calls(token: str, args: dict) -> dict:
+        if token == GET_AVAILABILITY_ZONES:
+            return {"id": "us-west-2", "names": ["us-west-2a", "us-west-2b", "us-west-2c"], "zoneIds": [],
+                    "groupNames": []}
+        return provider_calls(token, args)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_main(config_with(), preview=True, calls=calls)
+    message = str(raised.value)
+    assert message.startswith("trainstack:availabilityZones: us-west-2d is not an available zone of us-west-2")
+    assert "\n" not in message and ". Fix: " in message
+    registered = {r.type for r in monitors[0].recorded}
+    assert registered and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered

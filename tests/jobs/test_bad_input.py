@@ -1,0 +1,113 @@
+"""Bad input to every command: one line, exit 2, and nothing sent to the cluster (no helm/kubectl call,
+or only the read-only `helm list` that finds out a name is unknown or taken)."""
+
+from __future__ import annotations
+
+import pytest
+
+READ_ONLY = ["helm list"]
+
+
+def _one_line(err: str) -> str:
+    assert err.count("\n") == 1 and err.startswith("trainstack "), err
+    assert "Fix: " in err
+    return err
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--", "--lr", "nan"], "the trainer flags after --: the trainer refuses it"),
+    (["--", "--no-such-flag"], "the trainer refuses it"),
+    (["--", "--out", "/tmp/elsewhere"], "--out would move the run off the shared volume"),
+    (["--", "--data", "/tmp/data"], "--data would move the run"),
+    (["--", "--snapshot-uri", "s3://other/x"], "--snapshot-uri is set by trainstack"),
+    (["--nodes", "1:3"], "3 pods need 3 GPU nodes (g4dn.xlarge), but the stack's GPU pool has at most 2"),
+    (["--nodes", "3:1"], "--nodes: nodesMin (3) is greater than nodesMax (1)"),
+    (["--nodes", "two"], "--nodes 'two': expected N or MIN:MAX"),
+    (["--image", "ghcr.io/me/img"], "--image: image reference 'ghcr.io/me/img' has neither a digest nor a tag"),
+    (["--sweep", "lr=1,2", "--sweep", "warmup-steps=1,2,3,4,5,6,7,8,9"], "18 jobs, more than the 16"),
+    (["--sweep", "learning-rate=1e-3"], "--sweep learning-rate: not a flag of the trainer"),
+    (["--sweep", "lr"], "expected KEY=V1,V2"),
+    (["--sweep", "lr=1e-3,1E-3"], "give the same job name"),
+    (["--sweep", "lr=1e-3", "--", "--lr", "3e-4"], "--lr is set twice"),
+    (["--sweep", "lr=3e-4,abc"], "the trainer refuses it: argument --lr"),
+    (["--sweep", "no-export=1,0"], "is a switch, not a value"),
+    (["--module", "x", "--sweep", "lr=1,2"], "--sweep varies trainer flags"),
+])
+def test_submit_refuses_before_the_cluster(argv, says, cluster, cli, outputs_file):
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("aws"), *argv)
+    assert code == 2 and out == ""
+    assert says in _one_line(err)
+    assert cluster.calls == []
+
+
+@pytest.mark.parametrize("name", ["Exp", "1exp", "exp_1", "a" * 51])
+def test_submit_refuses_a_bad_name(name, cluster, cli, outputs_file):
+    code, _, err = cli("submit", name, "--outputs", outputs_file("aws"))
+    assert code == 2 and _one_line(err).startswith("trainstack submit: NAME: ")
+    assert cluster.calls == []
+
+
+def test_a_sweep_name_over_the_release_limit(cluster, cli, outputs_file):
+    code, _, err = cli("submit", "a" * 40, "--outputs", outputs_file("aws"), "--sweep", "warmup-steps=10")
+    assert code == 2 and "NAME: " in _one_line(err) and "is not a valid name" in err
+    assert cluster.calls == []
+
+
+@pytest.mark.parametrize("missing", ["jobSubmission", "kubeconfig", "estimatedHourlyUsd"])
+@pytest.mark.parametrize("command", [["submit", "exp"], ["list"], ["logs", "exp"], ["cancel", "exp"],
+                                     ["results", "exp"]])
+def test_missing_outputs(command, missing, cluster, cli, outputs_file):
+    path = outputs_file("gcp", lambda exports: exports.pop(missing))
+    code, _, err = cli(*command, "--outputs", path)
+    assert code == 2 and f"the stack's outputs lack {missing}" in _one_line(err)
+    assert cluster.calls == []
+
+
+def test_hidden_secrets(cluster, cli, outputs_file):
+    path = outputs_file("gcp", lambda exports: exports.update(kubeconfig="[secret]"))
+    code, _, err = cli("list", "--outputs", path)
+    assert code == 2 and "--show-secrets" in _one_line(err)
+    assert cluster.calls == []
+
+
+def test_no_outputs_file(cluster, cli, tmp_path):
+    code, _, err = cli("list", "--outputs", str(tmp_path / "nope.json"))
+    assert code == 2 and "cannot read it" in _one_line(err)
+
+
+def test_no_pulumi_cli(cluster, cli):
+    code, _, err = cli("list", "--stack", "aws")  # PATH holds only the fake helm and kubectl
+    assert code == 2 and "the pulumi CLI is not on PATH" in _one_line(err)
+
+
+@pytest.mark.parametrize("command", [["logs", "ghost"], ["logs", "ghost", "-f"], ["cancel", "ghost"]])
+def test_an_unknown_job(command, cluster, cli, outputs_file):
+    cluster.set_state({"releases": [{"name": "exp", "chart": "training-job-0.1.0", "status": "deployed"}]})
+    code, _, err = cli(*command, "--outputs", outputs_file("aws"))
+    assert code == 2 and "no job 'ghost' on this stack (jobs: exp)" in _one_line(err)
+    assert cluster.verbs() == READ_ONLY
+
+
+def test_cancelling_the_stacks_own_job_is_pulumis(cluster, cli, outputs_file):
+    path = outputs_file("aws", lambda exports: exports["jobSubmission"].update(stackJob="train"))
+    code, _, err = cli("cancel", "train", "--outputs", path)
+    assert code == 2 and "trainstack:job.enabled false" in _one_line(err)
+    assert cluster.calls == []
+
+
+def test_results_of_a_bad_name(cluster, cli, outputs_file):
+    code, _, err = cli("results", "../other", "--outputs", outputs_file("aws"))
+    assert code == 2 and "NAME: " in _one_line(err)
+
+
+def test_missing_tools(cluster, cli, outputs_file, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    code, _, err = cli("list", "--outputs", outputs_file("aws"))
+    assert code == 2 and "helm is not on PATH" in _one_line(err)
+
+
+@pytest.mark.parametrize("argv", [[], ["exp", "--all"]])
+def test_cancel_takes_a_name_or_all(argv, cluster, cli, outputs_file):
+    code, _, err = cli("cancel", *argv, "--outputs", outputs_file("aws"))
+    assert code == 2 and "cancel takes a NAME or --all" in _one_line(err)
+    assert cluster.calls == []

@@ -1,0 +1,139 @@
+"""`list`, `logs`, `cancel` and `results` against the fake cluster, its Jobs made by the chart itself."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+from tests.workloads.chart import one, render
+
+from .kueue_schema import validate_workload, workload_for
+
+
+def _at(hours_ago: float) -> str:
+    # Now, not at import: the cost column counts seconds.
+    return (datetime.now(timezone.utc) - timedelta(hours=hours_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _condition(kind: str, hours_ago: float, reason: str) -> dict:
+    # metav1.Condition: type, status, reason, message and lastTransitionTime are required.
+    return {"type": kind, "status": "True", "reason": reason, "message": reason, "lastTransitionTime": _at(hours_ago)}
+
+
+def _cluster_with_jobs(cluster, cli, outputs_path) -> None:
+    """Submit six jobs through the CLI, then give each the status a real cluster would."""
+    assert cli("submit", "queued", "--outputs", outputs_path, "--nodes", "1")[0] == 0
+    assert cli("submit", "admitted", "--outputs", outputs_path, "--nodes", "1")[0] == 0
+    assert cli("submit", "running", "--outputs", outputs_path, "--nodes", "2")[0] == 0
+    assert cli("submit", "done", "--outputs", outputs_path, "--nodes", "1")[0] == 0
+    assert cli("submit", "broke", "--outputs", outputs_path, "--nodes", "1")[0] == 0
+    assert cli("submit", "lrs", "--outputs", outputs_path, "--nodes", "1", "--sweep", "lr=3e-4,1e-3")[0] == 0
+    jobs, workloads = [], []
+    for call in cluster.calls:
+        if call["argv"][0] != "install":
+            continue
+        name = call["argv"][1]
+        job = one(render(json.loads(call["stdin"]), release=name, namespace="default"), "Job")
+        job["metadata"]["creationTimestamp"] = _at(3)
+        job["spec"]["suspend"] = False  # the chart creates it suspended; Kueue unsuspends it on admission
+        conditions: list[dict] = []
+        status: dict = {}
+        if name == "queued":
+            job["spec"]["suspend"] = True
+        elif name == "admitted":
+            conditions = [_condition("QuotaReserved", 0.1, "QuotaReserved"), _condition("Admitted", 0.1, "Admitted")]
+        elif name in ("running", "lrs-lr-3e-4"):
+            status = {"active": job["spec"]["parallelism"], "startTime": _at(1)}
+            conditions = [_condition("Admitted", 1, "Admitted")]
+        elif name == "done":
+            status = {"startTime": _at(2), "completionTime": _at(1), "succeeded": 1,
+                      "conditions": [_condition("Complete", 1, "Completed")]}
+            conditions = [_condition("Finished", 1, "Succeeded")]
+        elif name == "broke":
+            status = {"startTime": _at(1.5), "failed": 1, "conditions": [_condition("Failed", 1, "BackoffLimitExceeded")]}
+            conditions = [_condition("Finished", 1, "Failed")]
+        else:  # lrs-lr-1e-3 waits for quota
+            job["spec"]["suspend"] = True
+        job["status"] = status
+        workload = workload_for(job, conditions=conditions)
+        validate_workload(workload)  # the fake answers as Kueue v0.19.2 could
+        jobs.append(job)
+        workloads.append(workload)
+    state = cluster.state
+    cluster.set_state({**state, "jobs": jobs, "workloads": workloads})
+    cluster.calls_file.write_text("")
+
+
+def test_list_shows_state_gpus_age_cost_and_groups_sweeps(cluster, cli, outputs_file):
+    path = outputs_file("aws")  # the queue is on: Kueue's Workloads decide queued vs admitted
+    _cluster_with_jobs(cluster, cli, path)
+    code, out, err = cli("list", "--outputs", path)
+    assert code == 0, err
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:-1] if not line.startswith("sweep")}
+    # g4dn.xlarge: 1 GPU per node, $0.3761 per node-hour in the stack's outputs (infra/cost/prices.yaml).
+    assert rows["queued"] == ["queued", "1", "3h", "$0.00"]
+    assert rows["admitted"] == ["admitted", "1", "3h", "$0.00"]
+    assert rows["running"] == ["running", "2", "3h", "$0.75"]  # 2 nodes x 1 h
+    assert rows["done"] == ["succeeded", "1", "3h", "$0.38"]
+    assert rows["broke"] == ["failed", "1", "3h", "$0.19"]  # ended at its Failed condition, 0.5 h
+    lines = out.splitlines()
+    sweep = next(i for i, line in enumerate(lines) if line.startswith("sweep lrs"))
+    assert lines[sweep].split()[2:5] == ["2", "jobs", "2"]  # GPUs held or asked for
+    assert [line.split()[:2] for line in lines[sweep + 1:sweep + 3]] == [["lrs-lr-1e-3", "queued"],
+                                                                        ["lrs-lr-3e-4", "running"]]
+    assert cluster.verbs() == ["helm list", "kubectl get", "kubectl get"]
+
+
+def test_list_without_a_queue_asks_no_workloads(cluster, cli, outputs_file):
+    code, out, _ = cli("list", "--outputs", outputs_file("gcp"))
+    assert code == 0 and out.startswith("NAME")
+    assert [c["argv"][:2] for c in cluster.calls] == [["list", "--all"], ["get", "jobs"]]
+
+
+def test_logs_reads_every_pod_of_the_job(cluster, cli, outputs_file):
+    path = outputs_file("aws")
+    assert cli("submit", "exp", "--outputs", path)[0] == 0
+    cluster.set_state({**cluster.state, "logs": "[pod/exp-0-abc/trainer] step 10 loss 3.2\n"})
+    code, out, _ = cli("logs", "exp", "-f", "--outputs", path)
+    assert code == 0
+    call = cluster.calls[-1]
+    assert call["tool"] == "kubectl" and call["argv"][:3] == ["logs", "--selector", "batch.kubernetes.io/job-name=exp"]
+    assert "--follow" in call["argv"] and "--prefix" in call["argv"]
+
+
+def test_cancel_uninstalls_and_keeps_the_bucket(cluster, cli, outputs_file, stack_exports):
+    path = outputs_file("gcp")
+    assert cli("submit", "exp", "--outputs", path)[0] == 0
+    code, out, _ = cli("cancel", "exp", "--outputs", path)
+    assert code == 0
+    assert cluster.verbs()[-2:] == ["helm list", "helm uninstall"]
+    assert cluster.calls[-1]["argv"][:2] == ["uninstall", "exp"]
+    assert cluster.state["releases"] == []
+    bucket = stack_exports("gcp")["jobSubmission"]["bucketUri"]
+    assert f"its checkpoints stay in {bucket}/runs/exp/" in out
+    # The name is free again: a new job of that name resumes from the same prefix.
+    assert cli("submit", "exp", "--outputs", path)[0] == 0
+
+
+def test_results_names_the_prefix_and_the_fetch_command(cluster, cli, outputs_file, stack_exports):
+    for stack, fetch in (("aws", "aws s3 sync"), ("gcp", "gcloud storage rsync --recursive")):
+        code, out, _ = cli("results", "exp", "--outputs", outputs_file(stack))
+        prefix = f"{stack_exports(stack)['jobSubmission']['bucketUri']}/runs/exp"
+        assert code == 0
+        assert f"checkpoints: {prefix}/checkpoints/" in out and f"export:      {prefix}/export/" in out
+        assert f"fetch:       {fetch} {prefix}/ ./exp/" in out
+    assert cluster.calls == []  # the bucket outlives the job: no cluster needed
+
+
+def test_cancel_all_leaves_the_stacks_own_job_to_pulumi(cluster, cli, outputs_file):
+    path = outputs_file("aws", lambda exports: exports["jobSubmission"].update(stackJob="train"))
+    for name in ("a", "b"):
+        assert cli("submit", name, "--outputs", path)[0] == 0
+    cluster.set_state({"releases": [*cluster.state["releases"],
+                                    {"name": "train", "chart": "training-job-0.1.0", "status": "deployed"},
+                                    {"name": "other", "chart": "something-else-1.0.0", "status": "deployed"}]})
+    code, out, _ = cli("cancel", "--all", "--outputs", path)
+    assert code == 0
+    assert [c["argv"][1] for c in cluster.calls if c["argv"][0] == "uninstall"] == ["a", "b"]
+    assert [r["name"] for r in cluster.state["releases"]] == ["train", "other"]
+    assert cli("cancel", "--all", "--outputs", path)[1] == "no jobs to cancel\n"

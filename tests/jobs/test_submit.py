@@ -1,0 +1,136 @@
+"""`trainstack submit`: what reaches the cluster is the chart rendered with valid, per-job values."""
+
+from __future__ import annotations
+
+import json
+
+import kubernetes_validate
+import pytest
+
+from tests.workloads.chart import KUBERNETES_VERSION, one, render, trainer
+
+from .kueue_schema import validate_workload, workload_for
+
+STACKS = ("aws", "gcp", "gcp-a3")
+
+
+def _installs(cluster):
+    return [c for c in cluster.calls if c["tool"] == "helm" and c["argv"][0] == "install"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_objects_sent_validate_strictly(stack, cluster, cli, outputs_file, stack_exports):
+    code, out, err = cli("submit", "exp-a", "--outputs", outputs_file(stack), "--nodes", "1:2",
+                         "--", "--max-steps", "50", "--lr", "3e-4")
+    assert (code, err) == (0, ""), err
+    [install] = _installs(cluster)
+    argv = install["argv"]
+    assert argv[1] == "exp-a" and argv[argv.index("--values") + 1] == "-"
+    values = json.loads(install["stdin"])
+    submission = stack_exports(stack)["jobSubmission"]
+    namespace = submission["namespace"]
+    assert argv[argv.index("--namespace") + 1] == namespace
+    objects = render(values, release="exp-a", namespace=namespace)
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    job = one(objects, "Job")
+    if submission["queueName"]:  # what Kueue makes of the Job passes Kueue's own CRD schema
+        validate_workload(workload_for(job))
+    args = trainer(objects)["args"]
+    # Its own bucket prefix, its own run directory, its own flags.
+    assert args[args.index("--snapshot-uri") + 1] == f"{submission['bucketUri']}/runs/exp-a"
+    assert args[args.index("--out") + 1].endswith("/runs/exp-a")
+    assert args[args.index("--max-steps") + 1] == "50" and args[args.index("--lr") + 1] == "3e-4"
+    labels = job["metadata"].get("labels", {})
+    assert labels.get("kueue.x-k8s.io/queue-name") == submission["queueName"]
+    account = one(objects, "ServiceAccount")
+    assert account["metadata"].get("annotations", {}) == submission["serviceAccountAnnotations"]
+    assert "submitted exp-a" in out
+
+
+def test_a_sweep_submits_one_job_per_point(cluster, cli, outputs_file):
+    code, out, err = cli("submit", "lrs", "--outputs", outputs_file("aws"), "--sweep", "lr=3e-4,6e-4,1e-3",
+                         "--", "--max-steps", "50")
+    assert code == 0, err
+    installs = _installs(cluster)
+    assert [c["argv"][1] for c in installs] == ["lrs-lr-3e-4", "lrs-lr-6e-4", "lrs-lr-1e-3"]
+    for install, lr in zip(installs, ("3e-4", "6e-4", "1e-3"), strict=True):
+        values = json.loads(install["stdin"])
+        args = trainer(render(values, release=install["argv"][1]))["args"]
+        assert args[args.index("--lr") + 1] == lr
+        assert values["podLabels"] == {"trainstack.dev/sweep": "lrs"}
+
+
+def test_a_grid_multiplies_and_names_stay_dns_labels(cluster, cli, outputs_file):
+    code, _, err = cli("submit", "g", "--outputs", outputs_file("aws"), "--sweep", "lr=1.5e-3,3E-4",
+                       "--sweep", "warmup-steps=10,20")
+    assert code == 0, err
+    assert [c["argv"][1] for c in _installs(cluster)] == [
+        "g-lr-1-5e-3-warmup-steps-10", "g-lr-1-5e-3-warmup-steps-20", "g-lr-3e-4-warmup-steps-10",
+        "g-lr-3e-4-warmup-steps-20"]
+
+
+def test_any_torchrun_target_with_another_image(cluster, cli, outputs_file):
+    code, _, err = cli("submit", "bench", "--outputs", outputs_file("gcp"), "--module", "training.bench",
+                       "--image", "ghcr.io/me/img:1.0", "--", "--steps", "3")
+    assert code == 0, err
+    values = json.loads(_installs(cluster)[0]["stdin"])
+    assert values["command"] == {"module": "training.bench", "script": "", "args": ["--steps", "3"]}
+    assert values["image"] == {"repository": "ghcr.io/me/img", "digest": "", "tag": "1.0"}
+    for obj in render(values, release="bench"):
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_same_name_twice_never_replaces_the_job(cluster, cli, outputs_file):
+    path = outputs_file("aws")
+    assert cli("submit", "exp", "--outputs", path)[0] == 0
+    code, _, err = cli("submit", "exp", "--outputs", path)
+    assert code == 2
+    assert err.count("\n") == 1 and "a job named exp already exists" in err and "pick another NAME" in err
+    assert cluster.verbs() == ["helm list", "helm install", "helm list"]  # no second install, no upgrade
+
+
+def test_a_sweep_point_that_clashes_stops_the_whole_sweep(cluster, cli, outputs_file):
+    path = outputs_file("aws")
+    assert cli("submit", "s-lr-1e-3", "--outputs", path)[0] == 0
+    code, _, err = cli("submit", "s", "--outputs", path, "--sweep", "lr=3e-4,1e-3")
+    assert code == 2 and "s-lr-1e-3 already exists" in err
+    assert [c["argv"][1] for c in _installs(cluster)] == ["s-lr-1e-3"]
+
+
+def test_the_stacks_own_job_name_is_taken(cluster, cli, outputs_file):
+    def with_stack_job(exports):
+        exports["jobSubmission"]["stackJob"] = "train"
+
+    code, _, err = cli("submit", "train", "--outputs", outputs_file("aws", with_stack_job))
+    assert code == 2 and "a job named train already exists" in err
+    assert "helm install" not in cluster.verbs()
+
+
+def test_the_workload_schema_is_strict(cluster, cli, outputs_file):
+    assert cli("submit", "exp", "--outputs", outputs_file("aws"))[0] == 0
+    job = one(render(json.loads(_installs(cluster)[0]["stdin"]), release="exp"), "Job")
+    workload = workload_for(job)
+    workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["bogus"] = 1
+    with pytest.raises(AssertionError, match="bogus"):
+        validate_workload(workload)
+
+
+def test_a_cluster_that_refuses_exits_1_with_helms_line(cluster, cli, outputs_file):
+    cluster.set_state({"install_error": "Error: INSTALLATION FAILED: admission webhook denied the request"})
+    code, _, err = cli("submit", "s", "--outputs", outputs_file("aws"), "--sweep", "lr=3e-4,1e-3")
+    assert code == 1
+    assert err == ("trainstack submit: helm install failed: Error: INSTALLATION FAILED: admission webhook denied "
+                   "the request (submitted before it: none)\n")
+    assert len(_installs(cluster)) == 1  # the sweep stops at the first refusal
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_jobs_share_the_identity_the_stacks_job_holds(stack, cluster, cli, outputs_file):
+    def with_stack_job(exports):
+        exports["jobSubmission"]["stackJob"] = exports["jobSubmission"]["identityServiceAccount"]
+
+    assert cli("submit", "exp", "--outputs", outputs_file(stack, with_stack_job))[0] == 0
+    objects = render(json.loads(_installs(cluster)[0]["stdin"]), release="exp")
+    assert not [obj for obj in objects if obj["kind"] == "ServiceAccount"]  # the stack job's release owns it
+    assert one(objects, "Job")["spec"]["template"]["spec"]["serviceAccountName"] == "train"

@@ -1,0 +1,124 @@
+"""The examples/ consumers: the Python one runs under mocks, the YAML one is checked against schema.json."""
+
+import json
+import os
+import re
+import runpy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.aws import stack_runs as aws_runs
+from tests.pulumi_harness import run_program
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+SCHEMA = json.loads((REPO / "schema.json").read_text())
+
+
+def test_each_example_has_its_project_file_and_readme():
+    for example in ("python-existing-vpc", "yaml-gke"):
+        assert (EXAMPLES / example / "Pulumi.yaml").is_file() and (EXAMPLES / example / "README.md").is_file()
+
+
+def test_python_example_builds_the_stack_in_the_existing_vpc_under_mocks():
+    example = EXAMPLES / "python-existing-vpc"
+    project = yaml.safe_load((example / "Pulumi.yaml").read_text())["name"]
+    config = {f"{project}:vpcId": "vpc-0abc", f"{project}:privateSubnetIds": json.dumps(["subnet-a", "subnet-b"]),
+              f"{project}:apiAccessCidr": "203.0.113.7/32"}
+    cwd = os.getcwd()
+    os.chdir(example)  # where `pulumi up` runs it
+    try:
+        result = run_program(lambda: runpy.run_path(str(example / "__main__.py"), run_name="__main__"),
+                             config=config, stack="dev", project=project, outputs=aws_runs.provider_outputs,
+                             calls=aws_runs.provider_calls)
+    finally:
+        os.chdir(cwd)
+
+    types = {r.type for r in result.registrations}
+    assert not types & {"aws:ec2/vpc:Vpc", "aws:ec2/subnet:Subnet", "aws:ec2/natGateway:NatGateway"}
+    facade = result.one("trainstack:index:AwsStack", "training")
+    assert result.one("trainstack:aws:AwsStack", "training").parent == facade.urn
+    assert "trainstack:index:TrainingPlatform" in types and aws_runs.EKS_CLUSTER in types
+    assert {args["id"] for token, args in result.invokes if token == aws_runs.GET_SUBNET} == {"subnet-a", "subnet-b"}
+    requirements = [line for line in (example / "requirements.txt").read_text().splitlines()
+                    if line.strip() and not line.startswith("#")]
+    assert requirements == ["../.."]  # this checkout, no [train] extra
+    assert (example / requirements[0] / "pyproject.toml").is_file()
+
+
+def schema_errors(value: Any, spec: dict, path: str) -> list[str]:
+    """`value` (a YAML property) against a schema property or type; ${...} interpolations are taken on trust."""
+    if isinstance(value, str) and re.fullmatch(r"\$\{[^}]+\}", value):
+        return []
+    if "$ref" in spec:
+        ref = spec["$ref"]
+        if ref == "pulumi.json#/Any":
+            return []
+        type_ = SCHEMA["types"][ref.removeprefix("#/types/")]
+        return object_errors(value, type_.get("properties", {}), type_.get("required", []), path)
+    kind = spec.get("type")
+    if kind == "array":
+        if not isinstance(value, list):
+            return [f"{path}: expected a list"]
+        return [e for i, item in enumerate(value) for e in schema_errors(item, spec["items"], f"{path}[{i}]")]
+    if kind == "object":
+        if not isinstance(value, dict):
+            return [f"{path}: expected an object"]
+        return [e for k, item in value.items() for e in schema_errors(item, spec["additionalProperties"], f"{path}.{k}")]
+    expected = {"string": str, "integer": int, "number": (int, float), "boolean": bool}[kind]
+    if not isinstance(value, expected) or (kind != "boolean" and isinstance(value, bool)):
+        return [f"{path}: expected {kind}, got {value!r}"]
+    return []
+
+
+def object_errors(value: Any, properties: dict, required: list[str], path: str) -> list[str]:
+    if not isinstance(value, dict):
+        return [f"{path}: expected an object"]
+    errors = [f"{path}.{key}: not a property (known: {sorted(properties)})" for key in value if key not in properties]
+    errors += [f"{path}.{key}: required" for key in required if key not in value]
+    return errors + [e for key, item in value.items() if key in properties
+                     for e in schema_errors(item, properties[key], f"{path}.{key}")]
+
+
+def yaml_example_errors(program: dict) -> list[str]:
+    errors = []
+    for name, resource in program["resources"].items():
+        component = SCHEMA["resources"].get(resource["type"])
+        if component is None:
+            errors.append(f"{name}: {resource['type']} is not in the package")
+            continue
+        errors += object_errors(resource.get("properties", {}), component["inputProperties"],
+                                component.get("requiredInputs", []), name)
+    for output, expression in program.get("outputs", {}).items():
+        resource, _, attribute = expression.strip("${}").partition(".")
+        outputs = SCHEMA["resources"][program["resources"][resource]["type"]]["properties"]
+        if attribute not in outputs:
+            errors.append(f"outputs.{output}: {resource} has no output {attribute!r}")
+    return errors
+
+
+def test_yaml_example_declares_the_gke_stack_as_the_schema_says():
+    program = yaml.safe_load((EXAMPLES / "yaml-gke" / "Pulumi.yaml").read_text())
+    assert program["runtime"] == "yaml"
+    assert (EXAMPLES / "yaml-gke" / program["packages"]["trainstack"] / "PulumiPlugin.yaml").is_file()
+    assert [r["type"] for r in program["resources"].values()] == ["trainstack:index:GcpStack"]
+    assert yaml_example_errors(program) == []
+
+
+def test_the_yaml_check_catches_a_wrong_property():
+    program = yaml.safe_load((EXAMPLES / "yaml-gke" / "Pulumi.yaml").read_text())
+    program["resources"]["training"]["properties"]["gpuPools"]["t4"]["acceleratorCnt"] = 2
+    del program["resources"]["training"]["properties"]["project"]
+    program["resources"]["training"]["properties"]["job"]["nodesMax"] = "two"
+    assert sorted(e.split(":")[0] for e in yaml_example_errors(program)) == [
+        "training.gpuPools.t4.acceleratorCnt", "training.job.nodesMax", "training.project"]
+
+
+def test_bring_your_own_cluster_snippet_in_the_docs_matches_the_schema():
+    text = (REPO / "docs" / "library.md").read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.S)]
+    (program,) = [b for b in blocks if "resources" in b]
+    assert [r["type"] for r in program["resources"].values()] == ["trainstack:index:TrainingPlatform"]
+    assert yaml_example_errors(program) == []

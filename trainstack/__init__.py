@@ -1,0 +1,1 @@
+"""trainstack: the library's import root. `trainstack.jobs` is the job CLI (`trainstack submit|list|...`)."""

@@ -1,0 +1,59 @@
+"""trainstack's hosted components: what `pulumi package add` offers every Pulumi language, and Python imports.
+
+Each is a typed façade over a component in infra/ (the one this repository's own stacks build): its
+Args are plain types, lists, dicts and nested Args dataclasses, so Pulumi's schema inference can read
+them (no `from __future__ import annotations` here: the analyzer reads annotations unevaluated), and
+handles between components are outputs (cluster name, kubeconfig, image ref), never Python objects.
+
+- TrainingPlatform: the training platform alone, on a cluster you already have (by kubeconfig).
+- NvidiaDevicePlugin, Kueue, TrainingJob: its parts, each on a cluster given by kubeconfig.
+- GpuDirectNetworks, GpuDirect: GPUDirect networking on GKE A3 (the VPCs; the in-cluster half).
+- GcpStack / AwsStack: the whole stack of Pulumi.gcp.yaml / Pulumi.aws.yaml, from the same settings.
+"""
+
+from trainstack.components.aws import (
+    AwsExistingNetworkArgs,
+    AwsStack,
+    AwsStackArgs,
+    EksGpuNodesArgs,
+    EksSystemNodesArgs,
+)
+from trainstack.components.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from trainstack.components.gcp import (
+    FilestoreArgs,
+    GcpExistingNetworkArgs,
+    GcpStack,
+    GcpStackArgs,
+    GkeGpuPoolArgs,
+    GkeNetworkArgs,
+    GkeSystemNodesArgs,
+)
+from trainstack.components.gpu_direct import (
+    GpuDirect,
+    GpuDirectArgs,
+    GpuDirectNetworks,
+    GpuDirectNetworksArgs,
+)
+from trainstack.components.job_args import JobArgs, SecretEnvArgs
+from trainstack.components.kubernetes_args import TolerationArgs
+from trainstack.components.kueue import Kueue, KueueArgs
+from trainstack.components.platform import (
+    BucketArgs,
+    GpuNodesArgs,
+    SharedStorageArgs,
+    TrainingPlatform,
+    TrainingPlatformArgs,
+)
+from trainstack.components.training_job import TrainingJob, TrainingJobArgs
+
+# The components the provider hosts, in schema order.
+HOSTED = [TrainingPlatform, NvidiaDevicePlugin, Kueue, TrainingJob, GpuDirectNetworks, GpuDirect, GcpStack, AwsStack]
+
+__all__ = [
+    "AwsExistingNetworkArgs", "AwsStack", "AwsStackArgs", "BucketArgs", "EksGpuNodesArgs", "EksSystemNodesArgs",
+    "FilestoreArgs", "GcpExistingNetworkArgs", "GcpStack", "GcpStackArgs", "GkeGpuPoolArgs", "GkeNetworkArgs",
+    "GkeSystemNodesArgs", "GpuNodesArgs", "HOSTED", "JobArgs", "SecretEnvArgs", "SharedStorageArgs",
+    "TolerationArgs", "TrainingPlatform", "TrainingPlatformArgs", "NvidiaDevicePlugin", "NvidiaDevicePluginArgs",
+    "Kueue", "KueueArgs", "TrainingJob", "TrainingJobArgs", "GpuDirect", "GpuDirectArgs", "GpuDirectNetworks",
+    "GpuDirectNetworksArgs",
+]

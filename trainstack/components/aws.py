@@ -1,0 +1,157 @@
+"""AwsStack, hosted: the whole EKS training stack from typed Args (the keys of `Pulumi.aws.yaml`).
+
+A façade over infra.aws.AwsStack. Its Args are the stack file's settings, typed; they become stack config
+again and go through parse_aws_config and the budget check exactly as `pulumi up` of this repository's
+program does, so the same settings build the same resources (tests/library/test_facades.py compares the
+graphs), as children of the infra component.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from infra.aws import AwsStack as InfraAwsStack
+from infra.aws import AwsStackArgs as InfraAwsStackArgs
+from infra.aws import parse_aws_config
+from infra.aws.cost import estimate_aws_cost
+from infra.cost import check_budget
+from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.job_args import JobArgs
+from trainstack.components.stack_config import stack_config
+
+# Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
+PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
+
+
+@dataclass(kw_only=True)
+class AwsExistingNetworkArgs:
+    """A VPC and its subnets to use instead of creating them."""
+
+    vpc_id: str
+    """The VPC, e.g. vpc-0123abcd."""
+    private_subnet_ids: list[str]
+    """Private subnets (with a NAT route) for the nodes, in two or more zones."""
+    public_subnet_ids: list[str] | None = None
+    """Public subnets for load balancers, if any."""
+
+
+@dataclass(kw_only=True)
+class EksSystemNodesArgs:
+    """The CPU node group for system pods (Kueue, TensorBoard, the autoscaler)."""
+
+    instance_type: str | None = None
+    """An x86 instance type without GPUs (default t3.medium)."""
+    min: int | None = None
+    """Nodes at least (default 1)."""
+    desired: int | None = None
+    """Nodes now (default 1)."""
+    max: int | None = None
+    """Nodes at most (default 2)."""
+    disk_size_gb: int | None = None
+    """Root volume size in GB (default 20)."""
+
+
+@dataclass(kw_only=True)
+class EksGpuNodesArgs:
+    """The GPU node group: spot or on-demand, scaling to zero."""
+
+    instance_types: list[str] | None = None
+    """x86 GPU instance types with the same GPU count, e.g. [g4dn.xlarge]."""
+    min: int | None = None
+    """Nodes at least (default 0)."""
+    desired: int | None = None
+    """Nodes now (default: what the job needs without the autoscaler, else min)."""
+    max: int | None = None
+    """Nodes at most (default: what the job needs at its largest)."""
+    disk_size_gb: int | None = None
+    """Root volume size in GB."""
+    capacity_type: str | None = None
+    """SPOT or ON_DEMAND (default SPOT)."""
+    ssh_public_key: str | None = None
+    """An OpenSSH public key for the nodes (default: no SSH)."""
+    ignore_scaling_changes: bool | None = None
+    """Leave the group's size to the cluster autoscaler (default: true with the autoscaler)."""
+
+
+@dataclass(kw_only=True)
+class AwsStackArgs:
+    """The EKS stack's settings: the keys of Pulumi.aws.yaml (trainstack:* and aws:region, aws:profile)."""
+
+    region: str
+    """The AWS region (aws:region)."""
+    profile: str | None = None
+    """A named AWS CLI profile for the provider and the kubeconfig (aws:profile)."""
+    cluster_name: str | None = None
+    """The EKS cluster's name (default trainstack-<stack>)."""
+    kubernetes_version: str | None = None
+    """The EKS Kubernetes version (one trainstack supports)."""
+    availability_zones: list[str] | None = None
+    """Two or more zones of the region (default: the region's seed zones)."""
+    vpc_cidr: str | None = None
+    """The VPC the stack creates (default 10.0.0.0/16)."""
+    nat_gateway_per_zone: bool | None = None
+    """One NAT gateway per zone instead of one in all (default false)."""
+    existing_network: AwsExistingNetworkArgs | None = None
+    """A VPC and subnets to use instead of creating them."""
+    system_nodes: EksSystemNodesArgs | None = None
+    """The CPU node group."""
+    gpu_nodes: EksGpuNodesArgs | None = None
+    """The GPU node group."""
+    job: JobArgs | None = None
+    """The training job."""
+    max_hourly_usd: float | None = None
+    """Refuse to deploy when the estimate at the groups' maximum exceeds this many USD an hour."""
+    max_run_usd: float | None = None
+    """Refuse to deploy when the job's estimated run exceeds this many USD."""
+    delete_bucket_on_destroy: bool | None = None
+    """Delete the snapshot bucket and its contents on destroy (default false)."""
+    protect_shared_filesystem: bool | None = None
+    """Refuse to destroy the EFS file system, which holds the runs (default true)."""
+    cluster_admins: list[str] | None = None
+    """IAM principals (ARNs) given cluster-admin access."""
+    preview_role_arn: str | None = None
+    """An IAM role given read-only access for pull-request previews."""
+    api_endpoint: str | None = None
+    """public or private (default public)."""
+    api_public_access_cidrs: list[str] | None = None
+    """CIDR blocks that may reach a public endpoint."""
+    control_plane_logs: list[str] | None = None
+    """EKS control-plane log types to send to CloudWatch."""
+    cluster_autoscaler: bool | None = None
+    """Run cluster-autoscaler for the GPU group (scale from and to zero; default true)."""
+    tags: dict[str, str] | None = None
+    """Extra tags on every AWS resource that takes tags (plus app and pulumi-stack)."""
+
+
+class AwsStack(pulumi.ComponentResource):
+    """The EKS GPU training stack: network, cluster, node groups, EFS, bucket, registry, image, IRSA and the training platform."""
+
+    cluster_name: pulumi.Output[str]
+    """The EKS cluster's name."""
+    kubeconfig: pulumi.Output[str]
+    """The cluster's kubeconfig (secret; tokens from `aws eks get-token`)."""
+    image_ref: pulumi.Output[str]
+    """The training image by digest."""
+    bucket_name: pulumi.Output[str]
+    """The snapshot bucket: data set, checkpoints and exports."""
+    stack_outputs: pulumi.Output[dict[str, Any]]
+    """Every output this repository's aws stack exports, by the same camelCase names."""
+
+    def __init__(self, name: str, args: AwsStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        args = args_from_inputs(AwsStackArgs, args)
+        # The stack file's parser and budget check, before anything is registered.
+        config = parse_aws_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
+        check_budget(estimate_aws_cost(config), config.budget, config.job.enabled)
+        super().__init__("trainstack:index:AwsStack", name, None, opts)
+
+        stack = InfraAwsStack(name, InfraAwsStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))
+        outputs = stack.outputs
+        self.cluster_name = pulumi.Output.from_input(outputs["clusterName"])
+        self.kubeconfig = pulumi.Output.secret(outputs["kubeconfig"])
+        self.image_ref = pulumi.Output.from_input(outputs["imageRef"])
+        self.bucket_name = pulumi.Output.from_input(outputs["bucketName"])
+        self.stack_outputs = pulumi.Output.from_input(outputs)
+        self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,
+                               "imageRef": self.image_ref, "bucketName": self.bucket_name,
+                               "stackOutputs": self.stack_outputs})

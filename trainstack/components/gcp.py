@@ -1,0 +1,189 @@
+"""GcpStack, hosted: the whole GKE training stack from typed Args (the keys of `Pulumi.gcp.yaml`).
+
+A façade over infra.gcp.GcpStack. Its Args are the stack file's settings, typed; they become stack config
+again and go through parse_gcp_config and the budget check exactly as `pulumi up` of this repository's
+program does, so the same settings build the same resources (tests/library/test_facades.py compares the
+graphs), as children of the infra component.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from infra.cost import check_budget
+from infra.gcp import GcpStack as InfraGcpStack
+from infra.gcp import GcpStackArgs as InfraGcpStackArgs
+from infra.gcp import parse_gcp_config
+from infra.gcp.cost import estimate_gcp_cost
+from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.job_args import JobArgs
+from trainstack.components.stack_config import stack_config
+
+# Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
+PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
+
+
+@dataclass(kw_only=True)
+class GkeNetworkArgs:
+    """The VPC the stack creates: the subnet and its secondary ranges."""
+
+    subnet_cidr: str | None = None
+    """The nodes' subnet (default 10.10.0.0/20)."""
+    pods_cidr: str | None = None
+    """The pods' secondary range (default 10.16.0.0/14)."""
+    services_cidr: str | None = None
+    """The services' secondary range (default 10.20.0.0/20)."""
+    master_cidr: str | None = None
+    """The control plane's private /28 (default 172.16.0.32/28)."""
+
+
+@dataclass(kw_only=True)
+class GcpExistingNetworkArgs:
+    """A VPC and subnet to use instead of creating them; the subnet must have both secondary ranges."""
+
+    network: str
+    """The VPC's name or self link."""
+    subnetwork: str
+    """The subnet's name or self link."""
+    pods_range_name: str
+    """The subnet's secondary range for pods."""
+    services_range_name: str
+    """The subnet's secondary range for services."""
+
+
+@dataclass(kw_only=True)
+class GkeSystemNodesArgs:
+    """The CPU node pool for system pods (Kueue, TensorBoard, DNS)."""
+
+    machine_type: str | None = None
+    """A general-purpose x86 machine type (default e2-standard-4)."""
+    min: int | None = None
+    """Nodes at least (default 1)."""
+    max: int | None = None
+    """Nodes at most (default 3)."""
+    disk_size_gb: int | None = None
+    """Boot disk size in GB (default 50)."""
+
+
+@dataclass(kw_only=True)
+class GkeGpuPoolArgs:
+    """A GPU node pool: spot or on-demand, scaling to zero, GKE-managed driver."""
+
+    machine_type: str | None = None
+    """e.g. n1-standard-4 (T4s attached), g2-standard-8, a3-highgpu-8g (default n1-standard-4)."""
+    accelerator_type: str | None = None
+    """e.g. nvidia-tesla-t4; fixed by the machine type on A2/A3/G2."""
+    accelerator_count: int | None = None
+    """GPUs per node; fixed by the machine type on A2/A3/G2."""
+    disk_size_gb: int | None = None
+    """Boot disk size in GB (default 100)."""
+    disk_type: str | None = None
+    """pd-ssd, pd-balanced, pd-standard or hyperdisk-balanced (default pd-ssd)."""
+    min: int | None = None
+    """Nodes at least (default 0: no job, no GPU nodes)."""
+    max: int | None = None
+    """Nodes at most (default 2)."""
+    capacity: str | None = None
+    """SPOT, ON_DEMAND, RESERVATION or FLEX_START (default SPOT)."""
+    reservation: str | None = None
+    """The reservation's name, with capacity RESERVATION."""
+    placement: str | None = None
+    """COMPACT or ANY (default COMPACT with GPUDirect, else ANY)."""
+    local_ssd_count: int | None = None
+    """Local NVMe SSDs as the node's ephemeral storage (the data cache)."""
+    gpu_direct: str | None = None
+    """auto, tcpx, tcpxo or none: GPUDirect networking on A3 (default auto)."""
+    driver_version: str | None = None
+    """The GKE-managed NVIDIA driver: DEFAULT or LATEST."""
+
+
+@dataclass(kw_only=True)
+class FilestoreArgs:
+    """The Filestore share the job's pods share."""
+
+    enabled: bool | None = None
+    """Create it (default true; a job needs it)."""
+    tier: str | None = None
+    """BASIC_HDD, BASIC_SSD, ZONAL, REGIONAL or ENTERPRISE (default BASIC_HDD)."""
+    capacity_gb: int | None = None
+    """Size in GiB, within the tier's range (default: the tier's smallest)."""
+
+
+@dataclass(kw_only=True)
+class GcpStackArgs:
+    """The GKE stack's settings: the keys of Pulumi.gcp.yaml (trainstack:* and gcp:project, gcp:region)."""
+
+    project: str
+    """The Google Cloud project that holds the cluster and pays for it (gcp:project)."""
+    region: str | None = None
+    """The region (gcp:region, default us-central1)."""
+    zone: str | None = None
+    """The zone of the nodes (default us-central1-a in us-central1; other regions must name theirs)."""
+    regional: bool | None = None
+    """Replicate the control plane across the region's zones (default false)."""
+    cluster_name: str | None = None
+    """The GKE cluster's name (default trainstack-<stack>)."""
+    release_channel: str | None = None
+    """REGULAR, STABLE or RAPID (default REGULAR)."""
+    kubernetes_version: str | None = None
+    """The minimum minor version, e.g. 1.34; the newest patch GKE offers is used."""
+    network: GkeNetworkArgs | None = None
+    """The VPC the stack creates."""
+    existing_network: GcpExistingNetworkArgs | None = None
+    """A VPC and subnet to use instead of creating one."""
+    api_authorized_networks: list[str] | None = None
+    """CIDR blocks that may reach the cluster's endpoint (default: any, still authenticated by IAM)."""
+    system_nodes: GkeSystemNodesArgs | None = None
+    """The CPU node pool."""
+    gpu_pools: dict[str, GkeGpuPoolArgs] | None = None
+    """GPU node pools by name (default one pool t4)."""
+    job_pool: str | None = None
+    """The GPU pool the job runs on (default: the only pool)."""
+    job: JobArgs | None = None
+    """The training job."""
+    shared_filesystem: FilestoreArgs | None = None
+    """The Filestore share."""
+    max_hourly_usd: float | None = None
+    """Refuse to deploy when the estimate at the pools' maximum exceeds this many USD an hour."""
+    max_run_usd: float | None = None
+    """Refuse to deploy when the job's estimated run exceeds this many USD."""
+    delete_bucket_on_destroy: bool | None = None
+    """Delete the snapshot bucket and its contents on destroy (default false)."""
+    protect_shared_filesystem: bool | None = None
+    """Refuse to destroy the Filestore share, which holds the runs (default true)."""
+    labels: dict[str, str] | None = None
+    """Extra labels on every resource (plus app and pulumi-stack)."""
+
+
+class GcpStack(pulumi.ComponentResource):
+    """The GKE GPU training stack: network, cluster, GPU pools, [GPUDirect], Filestore, bucket, registry, image, identity and the training platform."""
+
+    cluster_name: pulumi.Output[str]
+    """The GKE cluster's name."""
+    kubeconfig: pulumi.Output[str]
+    """The cluster's kubeconfig (secret; tokens from gke-gcloud-auth-plugin)."""
+    image_ref: pulumi.Output[str]
+    """The training image by digest."""
+    bucket_name: pulumi.Output[str]
+    """The snapshot bucket: data set, checkpoints and exports."""
+    stack_outputs: pulumi.Output[dict[str, Any]]
+    """Every output this repository's gcp stack exports, by the same camelCase names."""
+
+    def __init__(self, name: str, args: GcpStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        args = args_from_inputs(GcpStackArgs, args)
+        # The stack file's parser and budget check, before anything is registered.
+        config = parse_gcp_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
+        check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
+        super().__init__("trainstack:index:GcpStack", name, None, opts)
+
+        stack = InfraGcpStack(name, InfraGcpStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))
+        outputs = stack.outputs
+        self.cluster_name = pulumi.Output.from_input(outputs["clusterName"])
+        self.kubeconfig = pulumi.Output.secret(outputs["kubeconfig"])
+        self.image_ref = pulumi.Output.from_input(outputs["imageRef"])
+        self.bucket_name = pulumi.Output.from_input(outputs["bucketName"])
+        self.stack_outputs = pulumi.Output.from_input(outputs)
+        self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,
+                               "imageRef": self.image_ref, "bucketName": self.bucket_name,
+                               "stackOutputs": self.stack_outputs})

@@ -1,0 +1,116 @@
+"""TrainingJob, hosted: the training-job Helm chart on a cluster given by kubeconfig (infra.training_job)."""
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from infra.training_job import SecretEnv
+from infra.training_job import TrainingJob as InfraTrainingJob
+from infra.training_job import TrainingJobArgs as InfraTrainingJobArgs
+from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
+from trainstack.components.job_args import SecretEnvArgs
+from trainstack.components.kubernetes_args import TolerationArgs
+from trainstack.components.stack_config import config_value
+
+
+@dataclass(kw_only=True)
+class TrainingJobArgs:
+    """A multi-node torchrun job from the training-job chart; unset inputs keep the chart's defaults."""
+
+    kubeconfig: pulumi.Input[str]
+    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one."""
+    image_ref: pulumi.Input[str]
+    """The training image, <repository>@sha256:<digest> or <repository>:<tag>."""
+    cluster_name: str | None = None
+    """The cluster's name: the Kubernetes provider is replaced only when it changes."""
+    namespace: pulumi.Input[str] | None = None
+    """The job's namespace (default: default)."""
+    create_namespace: bool | None = None
+    """Create the namespace with the release (default false)."""
+    release_name: str | None = None
+    """The Helm release; names the Job and the run directory (default: the component's name)."""
+    nodes_min: int | None = None
+    """Pods the job needs to run (default 1)."""
+    nodes_max: int | None = None
+    """Pods the job runs at most (default 1)."""
+    nodes_replicas: int | None = None
+    """Pods running now, within [nodesMin, nodesMax] (default nodesMax)."""
+    gpus_per_node: int | None = None
+    """GPUs each pod takes (default 0: CPU pods)."""
+    procs_per_node: int | None = None
+    """Training processes per pod; must equal gpusPerNode on GPU nodes (default: one per GPU, 1 on CPU)."""
+    pvc_name: pulumi.Input[str] | None = None
+    """A ReadWriteMany claim for the run directory; required with nodesMax > 1 or TensorBoard."""
+    queue_name: pulumi.Input[str] | None = None
+    """A Kueue LocalQueue to submit through (all pods admitted together)."""
+    service_account_annotations: dict[str, pulumi.Input[str]] | None = None
+    """Annotations of the job's service account (IRSA role ARN, GKE Workload Identity)."""
+    node_selector: dict[str, str] | None = None
+    """Labels of the nodes the pods run on."""
+    tolerations: list[TolerationArgs] | None = None
+    """Tolerations for those nodes' taints."""
+    train: dict[str, Any] | None = None
+    """The chart's `train` values: the trainer's flags in camelCase, plus extraArgs."""
+    secret_env: list[SecretEnvArgs] | None = None
+    """Environment variables read from Kubernetes Secrets (the values never pass through Pulumi)."""
+    env: dict[str, pulumi.Input[str]] | None = None
+    """Plain, non-secret environment variables."""
+    tensorboard: bool | None = None
+    """Run TensorBoard beside the job (default false; needs pvcName)."""
+    cpu_request: str | None = None
+    """CPU request per pod (default: the chart's)."""
+    memory_request: str | None = None
+    """Memory request per pod (default: the chart's)."""
+    memory_limit: str | None = None
+    """Memory limit per pod (default: the chart's)."""
+    shm_size: str | None = None
+    """Size of /dev/shm per pod (default: the chart's)."""
+    timeout_seconds: int | None = None
+    """How long Helm waits for the release's Deployments (default 600)."""
+    extra_values: dict[str, Any] | None = None
+    """Chart values deep-merged last."""
+
+
+class TrainingJob(pulumi.ComponentResource):
+    """A multi-node torchrun job (Indexed Job + headless Service) from the training-job chart, on a cluster given by
+    kubeconfig."""
+
+    release_name: pulumi.Output[str]
+    """The Helm release."""
+    job_name: pulumi.Output[str]
+    """The Kubernetes Job."""
+    namespace: pulumi.Output[str]
+    """The job's namespace."""
+    service_account_name: pulumi.Output[str]
+    """The pods' service account."""
+
+    def __init__(self, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        args = args_from_inputs(TrainingJobArgs, args)
+        job_args = InfraTrainingJobArgs(provider=stand_in_provider(), image_ref=args.image_ref, **given(
+            namespace=args.namespace, create_namespace=args.create_namespace, release_name=args.release_name,
+            nodes_min=args.nodes_min, nodes_max=args.nodes_max, nodes_replicas=args.nodes_replicas,
+            gpus_per_node=args.gpus_per_node, procs_per_node=args.procs_per_node, pvc_name=args.pvc_name,
+            queue_name=args.queue_name, service_account_annotations=args.service_account_annotations,
+            node_selector=args.node_selector,
+            tolerations=tuple(config_value(t) for t in args.tolerations) if args.tolerations is not None else None,
+            train=args.train,
+            secret_env=tuple(SecretEnv(name=s.name, secret_name=s.secret_name, key=s.key) for s in args.secret_env)
+            if args.secret_env is not None else None,
+            env=args.env, tensorboard=args.tensorboard, cpu_request=args.cpu_request,
+            memory_request=args.memory_request, memory_limit=args.memory_limit, shm_size=args.shm_size,
+            timeout_seconds=args.timeout_seconds, extra_values=args.extra_values,
+        ))
+        job_args.validate(f"TrainingJob {name!r}", args.release_name if args.release_name is not None else name)
+        super().__init__("trainstack:index:TrainingJob", name, None, opts)
+        provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
+        job = InfraTrainingJob(name, dataclasses.replace(job_args, provider=provider),
+                               opts=pulumi.ResourceOptions(parent=self))
+        self.release_name = job.release_name
+        self.job_name = job.job_name
+        self.namespace = job.namespace
+        self.service_account_name = job.service_account_name
+        self.register_outputs({"releaseName": self.release_name, "jobName": self.job_name,
+                               "namespace": self.namespace, "serviceAccountName": self.service_account_name})

@@ -1,0 +1,140 @@
+"""`list`: each job's state, GPUs, age and cost so far, from `helm list`, the Jobs and Kueue's Workloads.
+
+States, from the Job (batch/v1) and its Workload (Kueue v1beta2):
+- succeeded / failed: the Job's Complete / Failed condition is True.
+- running: pods are active and the Job is not suspended.
+- admitted: the Workload's Admitted condition is True (or there is no queue) but no pod runs yet.
+- queued: the Job is suspended and its Workload not admitted (Kueue creates queued Jobs suspended;
+  kubernetes-sigs/kueue site/content/en/docs/concepts/workload.md, conditions QuotaReserved, Admitted,
+  Finished).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from trainstack.jobs.submission import SWEEP_LABEL
+
+CHART_NAME = "training-job"  # helm list's `chart` is "<name>-<version>"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class JobRow:
+    name: str
+    state: str
+    gpus: int
+    age_seconds: float | None
+    cost_usd: float | None
+    sweep: str | None
+
+
+def _condition(obj: Mapping[str, Any] | None, kind: str) -> bool:
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def state(job: Mapping[str, Any] | None, workload: Mapping[str, Any] | None, queued_by_kueue: bool) -> str:
+    if job is None:
+        return "queued"  # the release exists, the Job not yet (helm is creating it)
+    if _condition(job, "Complete"):
+        return "succeeded"
+    if _condition(job, "Failed"):
+        return "failed"
+    status = job.get("status") or {}
+    if not (job.get("spec") or {}).get("suspend") and status.get("active", 0) > 0:
+        return "running"
+    if queued_by_kueue and not _condition(workload, "Admitted"):
+        return "queued"
+    return "admitted"
+
+
+def gpus_per_pod(job: Mapping[str, Any]) -> int:
+    containers = job["spec"]["template"]["spec"].get("containers", [])
+    return sum(int(((c.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE, 0)) for c in containers)
+
+
+def row(name: str, job: Mapping[str, Any] | None, workload: Mapping[str, Any] | None, *, queued_by_kueue: bool,
+        gpus_per_node: int, usd_per_node: float | None, now: datetime) -> JobRow:
+    current = state(job, workload, queued_by_kueue)
+    if job is None:
+        return JobRow(name, current, 0, None, 0.0, None)
+    per_pod = gpus_per_pod(job)
+    status = job.get("status") or {}
+    pods = status.get("active", 0) if current == "running" else (job["spec"].get("parallelism") or 1)
+    created = _time(job["metadata"].get("creationTimestamp"))
+    # Billed from when the Job last started (status.startTime is reset on each resume) to its end.
+    started = _time(status.get("startTime"))
+    ended = _time(status.get("completionTime")) or next(
+        (_time(c.get("lastTransitionTime")) for c in status.get("conditions") or []
+         if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"), None)
+    cost: float | None = 0.0
+    if started is not None and current in ("running", "succeeded", "failed"):
+        hours = max(((ended or now) - started).total_seconds(), 0.0) / 3600
+        parallelism = job["spec"].get("parallelism") or 1
+        nodes = math.ceil(parallelism * per_pod / gpus_per_node) if per_pod and gpus_per_node else parallelism
+        cost = None if usd_per_node is None else hours * nodes * usd_per_node
+    labels = job["spec"]["template"].get("metadata", {}).get("labels") or {}
+    return JobRow(name=name, state=current, gpus=pods * per_pod,
+                  age_seconds=(now - created).total_seconds() if created else None,
+                  cost_usd=cost, sweep=labels.get(SWEEP_LABEL))
+
+
+def rows(releases: list[Mapping[str, Any]], jobs: Mapping[str, Any], workloads: Mapping[str, Any], *,
+         queued_by_kueue: bool, gpus_per_node: int, usd_per_node: float | None,
+         now: datetime | None = None) -> list[JobRow]:
+    """One row per training-job release; `jobs` from `kubectl get jobs -o json`, `workloads` likewise."""
+    now = now or datetime.now(timezone.utc)
+    by_name = {item["metadata"]["name"]: item for item in (jobs or {}).get("items", [])}
+    by_job: dict[str, Any] = {}
+    for item in (workloads or {}).get("items", []):
+        for owner in item["metadata"].get("ownerReferences", []):
+            if owner.get("kind") == "Job":
+                by_job[owner["name"]] = item
+    names = sorted(r["name"] for r in releases if str(r.get("chart", "")).startswith(f"{CHART_NAME}-"))
+    return [row(n, by_name.get(n), by_job.get(n), queued_by_kueue=queued_by_kueue, gpus_per_node=gpus_per_node,
+                usd_per_node=usd_per_node, now=now) for n in names]
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{int(seconds)}s"
+    if seconds < 7200:
+        return f"{int(seconds // 60)}m"
+    if seconds < 172800:
+        return f"{int(seconds // 3600)}h"
+    return f"{int(seconds // 86400)}d"
+
+
+def table(job_rows: list[JobRow]) -> str:
+    """Jobs of a sweep together under their sweep's name; the rest alone."""
+    lines = [f"{'NAME':<52} {'STATE':<10} {'GPUS':>4} {'AGE':>5} {'COST':>9}"]
+
+    def line(r: JobRow, indent: str = "") -> str:
+        cost = "?" if r.cost_usd is None else f"${r.cost_usd:.2f}"
+        return f"{indent + r.name:<52} {r.state:<10} {r.gpus:>4} {_age(r.age_seconds):>5} {cost:>9}"
+
+    sweeps: dict[str, list[JobRow]] = {}
+    for r in job_rows:
+        if r.sweep is None:
+            lines.append(line(r))
+        else:
+            sweeps.setdefault(r.sweep, []).append(r)
+    for sweep, members in sweeps.items():
+        costs = [m.cost_usd for m in members]
+        total = "?" if None in costs else f"${sum(c for c in costs if c is not None):.2f}"
+        lines.append(f"{'sweep ' + sweep:<52} {len(members)} jobs{'':<7}{sum(m.gpus for m in members):>4} "
+                     f"{'':>5} {total:>9}")
+        lines.extend(line(m, "  ") for m in members)
+    lines.append("COST: GPU node-hours since each job started x the stack's price per GPU node (infra/cost/prices.yaml)")
+    return "\n".join(lines)

@@ -1,0 +1,167 @@
+"""A submission checked with the stack's own job checks, then turned into the chart's values.
+
+The checks are `trainstack:job`'s (infra/config/job.py parse_job: the name, the node range, one
+process per GPU, the queue's name, every trainer flag through the trainer's own parser, W&B's key)
+plus the GPU pool's size, as the clouds check it (nodes_for_job against the pool's maximum).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from infra.config import ConfigError, nodes_for_job, parse_job
+from infra.config.job import KEY as KEY_JOB
+from infra.config.job import JobConfig
+from infra.config.train_args import train_keys
+from infra.training_job import chart_default_values, deep_merge, image_values
+from trainstack.jobs.errors import UsageError
+from trainstack.jobs.stack_outputs import StackOutputs
+
+# The pod label that groups the jobs of one sweep (`list` shows them together).
+SWEEP_LABEL = "trainstack.dev/sweep"
+SNAPSHOT_FLAG = "--snapshot-uri"
+
+# trainstack:job keys -> what the user typed instead, and how to fix it on the command line.
+_CLI_FIXES = {
+    "name": ("NAME", "pick a name of lowercase letters, digits and -, starting with a letter, at most 50 characters"),
+    "nodesMin": ("--nodes", "give --nodes MIN:MAX with MIN <= MAX"),
+    "nodesMax": ("--nodes", "give --nodes MIN:MAX with MIN <= MAX"),
+    "train": ("the trainer flags after --", "fix them (python -m training train --help lists every flag)"),
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What torchrun runs: the trainer (flags checked), or any module or script of the image."""
+
+    trainer_flags: tuple[str, ...] = ()
+    module: str | None = None
+    script: str | None = None
+    args: tuple[str, ...] = ()  # the module's or script's own arguments (not checked)
+
+    @property
+    def is_trainer(self) -> bool:
+        return self.module is None and self.script is None
+
+
+def run_prefix(outputs: StackOutputs, name: str) -> str:
+    """Where the job's checkpoints and export go: its own prefix, as the stack's job gets (`runs/<job>`)."""
+    return f"{outputs.bucket_uri}/runs/{name}"
+
+
+def _cli_error(error: ConfigError) -> UsageError:
+    text = str(error)
+    problem, _, fix = text[len(error.key) + 2:].rpartition(". Fix: ")
+    field = error.key.removeprefix(f"{KEY_JOB}.").split(".", 1)[0].split("[", 1)[0]
+    label, cli_fix = _CLI_FIXES.get(field, (f"the stack's {error.key}", fix))
+    return UsageError(f"{label}: {problem}", cli_fix)
+
+
+def _train_values(flags: Sequence[str]) -> dict[str, Any]:
+    """Trainer flags -> trainstack:job.train: the chart's first-class flags as its keys, the rest extraArgs.
+
+    --data and --out stay in extraArgs, where the stack's check refuses them (the platform places both).
+    """
+    by_flag = {flag.flag: camel for camel, flag in train_keys().items()}
+    chart_keys = set(chart_default_values()["train"]) - {"data", "out", "extraArgs"}
+    train: dict[str, Any] = {}
+    extra: list[str] = []
+    words = list(flags)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        flag, has_inline, inline = word.partition("=")
+        key = by_flag.get(flag)
+        if flag == SNAPSHOT_FLAG:
+            raise UsageError(f"{SNAPSHOT_FLAG} is set by trainstack: each job writes under its own prefix "
+                             "(<bucket>/runs/<NAME>)", f"remove {SNAPSHOT_FLAG} from the flags after --")
+        if key in chart_keys and train_keys()[key].kind != "bool":
+            if has_inline:
+                train[key] = inline
+            elif i + 1 < len(words):
+                train[key] = words[i + 1]
+                i += 1
+            else:
+                extra.append(word)  # the trainer's parser reports the missing value
+        else:
+            extra.append(word)
+        i += 1
+    if extra:
+        train["extraArgs"] = extra
+    return train
+
+
+def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, target: Target) -> JobConfig:
+    """The stack's checks for one job; UsageError (one line) on the first problem."""
+    section: dict[str, Any] = {
+        "enabled": True,
+        "name": name,
+        "namespace": outputs.namespace,
+        "queue": outputs.queue_name is not None,
+        "secretEnv": list(outputs.values.get("secretEnv") or []),
+    }
+    if outputs.queue_name is not None:
+        section["queueName"] = outputs.queue_name
+    if nodes is not None:
+        section["nodesMin"], section["nodesMax"] = nodes
+    if target.is_trainer:
+        section["train"] = _train_values(target.trainer_flags)
+    try:
+        job = parse_job({KEY_JOB: json.dumps(section)}, outputs.gpus_per_node, outputs.node_type)
+    except ConfigError as error:
+        raise _cli_error(error) from None
+    _, nodes_for_max = nodes_for_job(job, outputs.gpus_per_node)
+    if nodes_for_max > outputs.pool_max_nodes:
+        raise UsageError(f"--nodes: {job.nodes_max} pods need {nodes_for_max} GPU nodes ({outputs.node_type}), but "
+                         f"the stack's GPU pool has at most {outputs.pool_max_nodes}",
+                         f"give --nodes {min(job.nodes_min, outputs.pool_max_nodes)}:{outputs.pool_max_nodes} or "
+                         "raise the pool's maximum in the stack config and pulumi up")
+    return job
+
+
+def check_image(image: str | None) -> dict[str, str] | None:
+    if image is None:
+        return None
+    try:
+        return image_values(image)
+    except ValueError as error:
+        raise UsageError(f"--image: {error}", "give <repository>@sha256:<digest> or <repository>:<tag>") from None
+
+
+def service_account(outputs: StackOutputs, name: str) -> dict[str, Any]:
+    """The cloud identity trusts one ServiceAccount, which the stack job's release creates: share it while
+    that release exists; otherwise the job gets its own, annotated but not yet trusted (docs/jobs.md)."""
+    trusted = outputs.identity_service_account
+    if trusted is not None and trusted == outputs.stack_job:
+        return {"create": False, "name": trusted, "annotations": {}}
+    return {"create": True, "name": name, "annotations": dict(outputs.service_account_annotations)}
+
+
+def chart_values(outputs: StackOutputs, job: JobConfig, target: Target, *, image: Mapping[str, str] | None = None,
+                 sweep: str | None = None) -> dict[str, Any]:
+    """The stack's shared values plus this job's own: what `helm install` gets."""
+    own: dict[str, Any] = {
+        "job": {"nodes": {"min": job.nodes_min, "max": job.nodes_max}, "procsPerNode": job.procs_per_node},
+        "resources": {"gpusPerNode": job.gpus_per_node},
+        "serviceAccount": service_account(outputs, job.name),
+    }
+    if target.is_trainer:
+        train = dict(job.train)
+        train["extraArgs"] = [*train.get("extraArgs", []), SNAPSHOT_FLAG, run_prefix(outputs, job.name)]
+        own["train"] = train
+    else:
+        own["command"] = {"module": target.module or "", "script": target.script or "", "args": list(target.args)}
+    if image is not None:
+        own["image"] = dict(image)
+    if sweep is not None:
+        own["podLabels"] = {SWEEP_LABEL: sweep}
+    return deep_merge(outputs.values, own)
+
+
+
+def check_name(outputs: StackOutputs, name: str) -> None:
+    """trainstack:job.name's rule alone (a one-node trainer job with the trainer's defaults passes the rest)."""
+    check(outputs, name, (1, 1), Target())
