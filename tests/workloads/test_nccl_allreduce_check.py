@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.training.helpers import free_port
+from testbed.processes import free_port
 
 from .chart import ALLREDUCE_CHECK_SETS, CHART_DIR, REPO_ROOT, chart_values, load_values, one, render
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -45,6 +46,10 @@ from training.contract.errors import UserError
 from training.contract.log import info, warn
 from training.elastic import distributed
 
+REACH_TIMEOUT_S = 30.0  # how long the first question to the store may take before it counts as unreachable
+# Clients that log each failed retry with its traceback (gcsfs: logger.exception in retry_request); with no
+# handler configured, Python's last-resort handler would print them all. The one-line error says it.
+QUIET_LOGGERS = ("gcsfs", "s3fs", "fsspec", "google.auth", "google_auth_httplib2", "aiobotocore", "botocore")
 OWNER_FILE = "snapshot_run.json"  # in RUN_DIR and at URI: the id of the run that writes here
 UPLOADED_BY = "uploaded_by.json"  # in each uploaded checkpoint, before its data
 # The small files of a run that a restored RUN_DIR needs (or that a reader of the bucket wants).
@@ -62,6 +67,10 @@ class Store:
         self.uri = uri.rstrip("/")
         scheme = self.uri.split("://", 1)[0]
         package = SNAPSHOT_SCHEMES[scheme]
+        for name in QUIET_LOGGERS:
+            quiet = logging.getLogger(name)
+            if not quiet.handlers:
+                quiet.addHandler(logging.NullHandler())
         if package == "gcsfs":
             # gcsfs would ask GCS's control plane for each bucket's layout (hierarchical or zonal), which
             # needs a permission beyond object access; plain object reads and writes are all we do.
@@ -84,8 +93,34 @@ class Store:
     def url(self, *parts: str) -> str:
         return "/".join((self.uri, *parts))
 
-    def check_reachable(self) -> None:
-        """Ask the store once up front, so a wrong bucket or missing credentials is bad input, not a late surprise."""
+    def check_reachable(self, timeout_s: float | None = None) -> None:
+        """Ask the store once up front, so a wrong bucket or missing credentials is bad input, not a late surprise.
+
+        Bounded: gcsfs retries a request 6 times with exponential backoff (gcsfs/retry.py, retry_request),
+        and looks for credentials on the metadata server first, so an unreachable GCS would take minutes.
+        """
+        timeout_s = REACH_TIMEOUT_S if timeout_s is None else timeout_s
+        box: dict = {}
+
+        def ask() -> None:
+            try:
+                self._ask()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                box["error"] = exc
+            else:
+                box["ok"] = True
+
+        worker = threading.Thread(target=ask, name="snapshot-reach", daemon=True)
+        worker.start()
+        worker.join(timeout_s)
+        if worker.is_alive():
+            raise UserError(f"--snapshot-uri {self.uri}: no answer from the store within {timeout_s:.0f}s (network, "
+                            "DNS, a proxy or the credentials lookup); check that this machine can reach it, or run "
+                            "without --snapshot-uri")
+        if "error" in box:
+            raise box["error"]
+
+    def _ask(self) -> None:
         bucket = self.root.split("/", 1)[0]
         try:
             if self.uri.startswith("s3://"):

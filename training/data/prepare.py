@@ -27,6 +27,7 @@ import numpy as np
 from training.contract.cli import parse_tokenizer_spec
 from training.contract.errors import UserError, storage_error, storage_failure
 from training.contract.log import info
+from training.contract.paths import check_usable
 from training.data import prepare_lock
 from training.data import tokenizer as tok
 from training.data.dataset import FORMAT_VERSION, META_FILE
@@ -171,6 +172,7 @@ def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
 
 def prepare(args: argparse.Namespace) -> Path:
     out = Path(args.out)
+    check_usable(out, "--out")
     try:  # atomically: of two prepares starting at once, only the one that made it may remove it
         out.mkdir(parents=True)
         created = True

@@ -24,12 +24,14 @@ import json
 import lzma
 import re
 import sys
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from training.contract.errors import UserError
 from training.contract.log import warn
+from training.contract.paths import check_usable, kind_of
 
 STRUCTURED_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
 CHUNK_CHARS = 1 << 20  # text files are read in ~1 MB pieces cut at line ends
@@ -45,7 +47,7 @@ COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".zst": _z
 
 
 def _decompression_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [OSError, EOFError, lzma.LZMAError]
+    errors: list[type[BaseException]] = [OSError, EOFError, lzma.LZMAError, zlib.error]  # zlib: corrupt .gz data
     try:
         import zstandard
 
@@ -143,11 +145,18 @@ def discover(sources: list[str], text_suffixes: set[str], out: Path) -> Sources:
             for m in matches:
                 add(m, explicit=False)
         elif Path(src).is_dir():
-            for p in sorted(p for p in Path(src).rglob("*") if p.is_file()):
-                add(p, explicit=False, root=Path(src))
+            for p in sorted(Path(src).rglob("*")):
+                if p.is_file():
+                    add(p, explicit=False, root=Path(src))
+                elif not p.is_dir():  # FIFOs, devices, sockets, links to nothing
+                    found.skip("that are not regular files (FIFOs, devices, sockets, dangling links)", p)
         elif Path(src).is_file():
             add(Path(src), explicit=True)
+        elif kind_of(Path(src)):
+            raise UserError(f"--data {src} is {kind_of(Path(src))}, not a file: prepare reads its input twice "
+                            "(checking, then tokenizing); save the text to a file and pass that")
         else:
+            check_usable(Path(src), "--data")
             raise UserError(f"--data {src} does not exist; pass text files, directories or globs")
     found.text = list(dict.fromkeys(found.text))
     found.structured = {k: list(dict.fromkeys(v)) for k, v in found.structured.items()}

@@ -65,6 +65,12 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
         raise UserError(f"{run_dir} was trained on data from a different tokenizer than --data uses; prepare the "
                         "data with the run's tokenizer (RUN_DIR/tokenizer) or use a new --out")
     if existing.init_from != wanted.init_from:
+        if existing.init_from.startswith("distill:") or wanted.init_from.startswith("distill:"):
+            def said(start: str) -> str:
+                return (f"--distill-from {start[len('distill:'):]}" if start.startswith("distill:")
+                        else f"--init-from {start}" if start else "no --init-from or --distill-from")
+            raise UserError(f"{run_dir} holds a run started with {said(existing.init_from)}, not "
+                            f"{said(wanted.init_from)}; use the same flags or a new --out")
         raise UserError(f"{run_dir} fine-tunes --init-from '{existing.init_from}', not '{wanted.init_from}'; "
                         "use the same --init-from or a new --out")
     if explicit_global_batch is not None and explicit_global_batch != existing.global_batch_size:

@@ -18,6 +18,7 @@ from training.checkpoints import snapshots
 from training.contract.config import TrainConfig
 from training.contract.errors import UserError
 from training.contract.log import info as log_info
+from training.contract.paths import check_usable
 from training.data.dataset import DataMeta, SampleOrder, load_meta, micro_batches, rank_samples
 from training.elastic import distributed
 from training.elastic.distributed import DistInfo
@@ -44,8 +45,11 @@ def run(args: argparse.Namespace) -> int:
         if dist_info.is_distributed else None
     try:
         with exit_on_signals():  # the training loop has its own handlers (PreemptionWatcher)
+            check_usable(Path(cfg.data), "--data")
+            check_usable(run_dir, "--out")
             data = load_meta(cfg.data)
             check_location(run_dir, data.root)
+            _check_not_own_source(cfg, run_dir)
             claim = distributed.on_main(lambda: RunDirClaim(run_dir), dist_info)
             return _train(cfg, dist_info, data, run_dir, claim)
     except BaseException:
@@ -139,6 +143,18 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     if uploader is not None:
         uploader.wait(cfg.snapshot.wait)
     return 0
+
+
+def _check_not_own_source(cfg: TrainConfig, run_dir: Path) -> None:
+    """The weights a run starts from cannot live in the directory it writes (its export would replace them)."""
+    out = run_dir.resolve()
+    for flag, source in (("--distill-from", cfg.distill.teacher), ("--init-from", cfg.model.init_from)):
+        if not source or not Path(source).exists():
+            continue  # a hub name
+        where = Path(source).resolve()
+        if where == out or out in where.parents:
+            raise UserError(f"{flag} {source} is this run's own --out {run_dir} (its checkpoints and export would "
+                            f"replace what {flag} reads); give the new run another --out")
 
 
 def _batches(windows, order: SampleOrder, mine: list[int], batch_size: int) -> list:
