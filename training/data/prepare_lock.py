@@ -2,8 +2,9 @@
 
 Two at once would each commit their own meta.json and delete the other's generation folder, leaving
 shards that do not match meta.json. The second one waits for the first (flock, released by the
-kernel when its holder exits, even by kill -9), then looks at DATA_DIR again: the same inputs are
-then up to date, other inputs replace the first one's result whole.
+kernel when its holder exits, even by kill -9; the holder removes the file when it is done), then
+looks at DATA_DIR again: the same inputs are then up to date, other inputs replace the first one's
+result whole.
 """
 
 from __future__ import annotations
@@ -48,4 +49,9 @@ def hold(out: Path) -> Iterator[None]:
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
-        os.close(fd)  # releases the flock; the file stays (removing it would race the next taker)
+        # Removed while still held, so DATA_DIR ends as prepare leaves it; a prepare waiting on this file
+        # then finds it gone (the inode check above) and takes a fresh one.
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                path.unlink()
+        os.close(fd)
