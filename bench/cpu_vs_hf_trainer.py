@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "cpu_vs_hf_trainer", "machine": common.machine(), "data": str(data_dir),
               "batch_size": args.batch_size, "rounds": args.rounds, "timed_steps_per_round": args.steps,
               "warmup_steps_per_round": args.warmup, "hf_optim": args.hf_optim,
-              "peers": {"hf_trainer": "transformers.Trainer", "ours": "training.step.Stepper",
+              "peers": {"hf_trainer": "transformers.Trainer", "ours": "training.trainer.step.Stepper",
                         **({"nanogpt": str(nano_module.__file__)} if nano_module else {})},
               "models": {}}
     total = args.warmup + args.steps

@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "distill_step", "device": str(device), "machine": machine, "data": str(data_dir),
               "batch_size": args.batch_size, "rounds": args.rounds, "timed_steps_per_round": args.steps,
               "block_steps": args.block_steps, "warmup_steps_per_round": args.warmup,
-              "peers": {"plain": "training.step.Stepper", "distill": "training.distill.stepper_factory",
+              "peers": {"plain": "training.trainer.step.Stepper", "distill": "training.trainer.distill.stepper_factory",
                         "hf_example": hf_note}, "models": {}}
     with tempfile.TemporaryDirectory(prefix="distill-bench-") as tmp:
         for name in args.models.split(","):

@@ -16,7 +16,7 @@ import pulumi
 
 from infra.config import JobConfig
 from infra.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
-from infra.training_job import SecretEnv, TrainingJobArgs, chart_values
+from infra.training_job import SecretEnv, TrainingJobArgs, chart_default_values, chart_values
 
 # Chart values that belong to one job: the CLI sets them per submission, never from the stack.
 PER_JOB_KEYS = ("job", "train", "serviceAccount")
@@ -59,4 +59,22 @@ def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: O
         # member): the stacks bind it to the job's name, and the stack job's release creates it.
         "identityServiceAccount": job.name,
         "values": dict(values),
+        # The trainer's --data, as the stack's job gets it: the node-local cache the fetch-data init
+        # container fills when the cache is on (infra/platform.py data_cache_values), else job.train.data.
+        # `train` is per job, so without this a CLI job would read the chart's default instead.
+        "trainData": _train_data(job, values),
     }
+
+
+def _train_data(job: JobConfig, values: Mapping[str, Any]) -> str:
+    chart = chart_default_values()
+    cache = deep_get(values, "storage", "cache") or {}
+    if cache.get("enabled"):
+        return str(cache.get("mountPath") or chart["storage"]["cache"]["mountPath"])
+    return str(job.train.get("data") or chart["train"]["data"])
+
+
+def deep_get(values: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        values = values.get(key) if isinstance(values, Mapping) else None
+    return values

@@ -11,6 +11,7 @@ learning rate, a typo in a flag) fails before any resource is registered.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from infra.config.errors import ConfigError, set_hint
@@ -93,10 +94,21 @@ def parse_train(value: Any, key: str) -> dict[str, Any]:
 
     merged = {**values, "extraArgs": extra + user_extra}
     try:
-        trainer_args(merged)
+        parsed = trainer_args(merged)
     except UserError as error:
         raise ConfigError(key, f"the trainer refuses it: {error}",
                           f"fix {key} (python -m training train --help lists every flag)") from None
+    # argparse takes any unambiguous prefix of a flag (--ou, --dat=...), so compare what the trainer
+    # parsed, not the words: the run and the data must be where the platform put them.
+    placed = {"--data": str({**chart["train"], **values}.get("data") or ""), "--out": out}
+    dests = {flag.flag: flag.dest for flag in flags.values()}
+    for name, where in placed.items():
+        got = getattr(parsed, dests[name], None)
+        if got is not None and Path(str(got)) != Path(where):
+            raise ConfigError(f"{key}.extraArgs", f"{name} (or an abbreviation of it) would move the run off the "
+                              "shared volume (or away from the data the job copies in); the platform sets it",
+                              f"remove it from {key}.extraArgs (the run directory is {key}.out, under "
+                              f"{chart['storage']['mountPath']})")
     return {**values, **({"extraArgs": merged["extraArgs"]} if merged["extraArgs"] else {})}
 
 

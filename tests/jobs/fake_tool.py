@@ -4,13 +4,24 @@ Installed on PATH under both names (tests/jobs/conftest.py). The state it answer
 (FAKE_CLUSTER_STATE): {"releases": [...helm list items], "jobs": [...batch/v1 Jobs], "workloads":
 [...Kueue Workloads], "logs": "..."}; each call is appended to FAKE_CLUSTER_CALLS as {tool, argv, stdin}.
 
-Answers follow the tools' documented output:
+Answers follow the tools' source (helm/helm at v3.21.4, kubernetes/kubectl at v0.34.0):
 - `helm list --output json`: [{name, namespace, revision, updated, status, chart, app_version}]
-  (helm.sh/docs/helm/helm_list; cmd/helm/list.go releaseElement in helm v3).
+  (cmd/helm/list.go releaseElement; the release's labels are not printed). Sorted by name, then cut to
+  `--max` (default 256; 0 means all): cmd/helm/list.go:126, pkg/action/list.go:198-214. `-l/--selector
+  k=v` keeps the releases whose labels match (cmd/helm/list.go:129, pkg/action/list.go:279-289).
+- `helm install --labels k=v,...` stores the labels on the release (cmd/helm/install.go:201).
 - `helm install` of a name in use: "Error: INSTALLATION FAILED: cannot re-use a name that is still in use"
-  (pkg/action/install.go errMissingName / availableName in helm v3), exit 1.
-- `helm uninstall` of an unknown release: "Error: uninstall: Release not loaded: NAME: release: not found".
+  (pkg/action/install.go:554 availableName), exit 1; a name taken between that check and the release's
+  creation (a race, state "install_race"): "release: already exists" (pkg/storage/driver/driver.go:31,
+  returned by secrets.go:165 from pkg/action/install.go:404).
+- `helm template` renders offline; a refusal is helm's "Error: ..." on stderr, exit 1.
+- `helm uninstall` takes `--wait` and `--cascade background|orphan|foreground` (default background,
+  cmd/helm/uninstall.go:79-89); of an unknown release: "Error: uninstall: Release not loaded: NAME:
+  release: not found".
 - `kubectl get <kind> --output json`: {"apiVersion": "v1", "kind": "List", "items": [...]}.
+- `kubectl logs --selector`: the last 10 lines of each pod unless `--tail` is given (-1: all), and with
+  `--follow` one failing pod stream ends every stream unless `--ignore-errors` (pkg/cmd/logs/logs.go:112,
+  240-241, 396-404). State "logs" is every line; "log_stream_error" a pod stream that fails.
 """
 
 from __future__ import annotations
@@ -19,6 +30,38 @@ import json
 import os
 import sys
 from pathlib import Path
+
+HELM_LIST_DEFAULT_MAX = 256  # cmd/helm/list.go:126
+KUBECTL_SELECTOR_TAIL = 10  # pkg/cmd/logs/logs.go:112
+
+
+def _option(argv: list[str], *names: str) -> str | None:
+    """The value of `--name value` or `--name=value` (the last one given), as cobra reads it."""
+    found = None
+    for i, word in enumerate(argv):
+        for name in names:
+            if word == name and i + 1 < len(argv):
+                found = argv[i + 1]
+            elif word.startswith(name + "="):
+                found = word[len(name) + 1:]
+    return found
+
+
+def _pairs(text: str) -> dict[str, str]:
+    return dict(pair.split("=", 1) for pair in text.split(",") if pair)
+
+
+def _matches(labels: dict[str, str], selector: str) -> bool:
+    for term in selector.split(","):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key) == value:
+                return False
+        else:
+            key, value = term.replace("==", "=").split("=", 1)
+            if labels.get(key) != value:
+                return False
+    return True
 
 
 def main() -> int:
@@ -34,10 +77,22 @@ def main() -> int:
         verb = argv[0]
         releases = state.setdefault("releases", [])
         if verb == "list":
-            print(json.dumps(releases))
+            selector = _option(argv, "--selector", "-l")
+            listed = sorted((r for r in releases if selector is None or _matches(r.get("labels", {}), selector)),
+                            key=lambda r: r["name"])
+            limit = int(_option(argv, "--max", "-m") or HELM_LIST_DEFAULT_MAX)
+            if limit > 0:
+                listed = listed[:limit]
+            print(json.dumps([{k: v for k, v in r.items() if k != "labels"} for r in listed]))
             return 0
         name = argv[1]
         known = any(r["name"] == name for r in releases)
+        if verb == "template":  # offline: renders the chart, reaches no cluster (state "template_error": refuse)
+            if state.get("template_error"):
+                print(state["template_error"], file=sys.stderr)
+                return 1
+            print("---")
+            return 0
         if verb == "install":
             if state.get("install_error"):  # e.g. the API server refusing the release's objects
                 print(state["install_error"], file=sys.stderr)
@@ -45,13 +100,20 @@ def main() -> int:
             if known:
                 print("Error: INSTALLATION FAILED: cannot re-use a name that is still in use", file=sys.stderr)
                 return 1
+            if state.get("install_race") == name:
+                print("Error: INSTALLATION FAILED: release: already exists", file=sys.stderr)
+                return 1
             releases.append({"name": name, "namespace": namespace, "revision": "1",
-                             "updated": "2026-11-25 12:00:00.000000 +0000 UTC", "status": "deployed",
-                             "chart": "training-job-0.1.0", "app_version": "0.1.0"})
+                             "updated": state.get("now_updated", "2026-11-25 12:00:00.000000 +0000 UTC"),
+                             "status": "deployed", "chart": "training-job-0.1.0", "app_version": "0.1.0",
+                             "labels": _pairs(_option(argv, "--labels", "-l") or "")})
             state_path.write_text(json.dumps(state))
             print(f"NAME: {name}\nSTATUS: deployed")
             return 0
         if verb == "uninstall":
+            if (_option(argv, "--cascade") or "background") not in ("background", "orphan", "foreground"):
+                print("Error: invalid cascade value", file=sys.stderr)
+                return 1
             if not known:
                 print(f"Error: uninstall: Release not loaded: {name}: release: not found", file=sys.stderr)
                 return 1
@@ -67,7 +129,14 @@ def main() -> int:
             print(json.dumps({"apiVersion": "v1", "kind": "List", "items": state.get("workloads", [])}))
             return 0
         if argv[0] == "logs":
-            print(state.get("logs", ""), end="")
+            lines = state.get("logs", "").splitlines(keepends=True)
+            tail = _option(argv, "--tail")
+            tail = int(tail) if tail is not None else (KUBECTL_SELECTOR_TAIL if _option(argv, "--selector", "-l")
+                                                       else -1)
+            print("".join(lines if tail < 0 else lines[len(lines) - tail:] if tail else []), end="")
+            if state.get("log_stream_error") and "--follow" in argv and "--ignore-errors" not in argv:
+                print(f"error: {state['log_stream_error']}", file=sys.stderr)
+                return 1
             return 0
     print(f"fake {tool}: unexpected call {argv}", file=sys.stderr)
     return 64

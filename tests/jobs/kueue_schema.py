@@ -55,7 +55,8 @@ def workload_for(job: dict[str, Any], *, conditions: list[dict[str, Any]] | None
         "kind": "Workload",
         "metadata": {"name": f"job-{job['metadata']['name']}-00000", "namespace": job["metadata"].get("namespace"),
                      "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"],
-                                          "uid": "00000000-0000-0000-0000-000000000000", "controller": True}]},
+                                          "uid": job["metadata"].get("uid", "00000000-0000-0000-0000-000000000000"),
+                                          "controller": True}]},
         "spec": {
             "queueName": job["metadata"].get("labels", {}).get("kueue.x-k8s.io/queue-name", ""),
             "podSets": [{"name": "main", "count": spec.get("parallelism", 1), "template": template}],

@@ -3,6 +3,9 @@ or only the read-only `helm list` that finds out a name is unknown or taken)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 READ_ONLY = ["helm list"]
@@ -19,6 +22,10 @@ def _one_line(err: str) -> str:
     (["--", "--no-such-flag"], "the trainer refuses it"),
     (["--", "--out", "/tmp/elsewhere"], "--out would move the run off the shared volume"),
     (["--", "--data", "/tmp/data"], "--data would move the run"),
+    # argparse's abbreviations reach the same flags: checked on what the trainer parses.
+    (["--", "--ou", "/tmp/elsewhere"], "--out (or an abbreviation of it) would move the run"),
+    (["--", "--dat", "/tmp/x"], "--data (or an abbreviation of it) would move the run"),
+    (["--", "--o=/tmp/y"], "the trainer flags after --: "),
     (["--", "--snapshot-uri", "s3://other/x"], "--snapshot-uri is set by trainstack"),
     (["--nodes", "1:3"], "3 pods need 3 GPU nodes (g4dn.xlarge), but the stack's GPU pool has at most 2"),
     (["--nodes", "3:1"], "--nodes: nodesMin (3) is greater than nodesMax (1)"),
@@ -111,3 +118,98 @@ def test_cancel_takes_a_name_or_all(argv, cluster, cli, outputs_file):
     code, _, err = cli("cancel", *argv, "--outputs", outputs_file("aws"))
     assert code == 2 and "cancel takes a NAME or --all" in _one_line(err)
     assert cluster.calls == []
+
+
+def _set(*path_and_value):
+    *path, value = path_and_value
+
+    def edit(exports):
+        node = exports
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    (_set("jobSubmission", "gpusPerNode", "abc"), "jobSubmission.gpusPerNode is 'abc'"),
+    (_set("jobSubmission", "gpusPerNode", 0), "jobSubmission.gpusPerNode is 0"),
+    (_set("jobSubmission", "namespace", None), "jobSubmission.namespace is None"),
+    (_set("jobSubmission", "namespace", ["a"]), "jobSubmission.namespace is ['a']"),
+    (_set("jobSubmission", "values", []), "jobSubmission.values is []"),
+    (_set("jobSubmission", "bucketUri", None), "jobSubmission.bucketUri is None"),
+    (_set("jobSubmission", "serviceAccountAnnotations", ["x"]), "jobSubmission.serviceAccountAnnotations is"),
+    (_set("estimatedHourlyUsd", "gpuNode", "usdPerNode", "x"), "estimatedHourlyUsd.gpuNode.usdPerNode is 'x'"),
+])
+@pytest.mark.parametrize("command", [["submit", "exp"], ["list"]])
+def test_malformed_outputs(command, edit, says, cluster, cli, outputs_file):
+    code, out, err = cli(*command, "--outputs", outputs_file("aws", edit))
+    assert code == 2 and out == "" and says in _one_line(err)
+    assert cluster.calls == []
+
+
+def test_an_outputs_file_in_utf16(cluster, cli, outputs_file, tmp_path):
+    # PowerShell 5's `>` writes UTF-16 with a byte-order mark.
+    path = tmp_path / "utf16.json"
+    path.write_bytes(Path(outputs_file("aws")).read_text(encoding="utf-8").encode("utf-16"))
+    code, _, err = cli("list", "--outputs", str(path))
+    assert code == 2 and "not UTF-8 text" in _one_line(err)
+    assert cluster.calls == []
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    # Image references the kubelet refuses (InvalidImageName) or helm's schema does.
+    (["--image", "x:y z"], "--image: 'x:y z' is not an image reference"),
+    (["--image", "@sha256:abc"], "is not an image reference"),
+    (["--image", ":tag"], "is not an image reference"),
+    (["--image", "repo@"], "is not an image reference"),
+    (["--image", "repo:"], "is not an image reference"),
+    (["--image", "Repo:UPPER"], "is not an image reference"),
+    (["--image", "repo@sha256:abc"], "is not an image reference"),
+    # What the chart's schema refuses, found by rendering it here: a digest that is not sha256 and 64 hex.
+    (["--image", "repo@sha512:" + "a" * 64], "the chart refuses job exp: at '/image/digest'"),
+    (["--module", ""], "--module is empty"),
+    (["--script", " "], "--script is empty"),
+    (["--module", "training"], "--module training is the trainer"),
+])
+def test_submit_refuses_what_the_cluster_would(argv, says, cluster, cli, outputs_file):
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("aws"), *argv)
+    assert code == 2 and out == ""
+    assert says in _one_line(err)
+    assert cluster.calls == []
+
+
+@pytest.mark.parametrize("name", ["default", "kubernetes", "exp-tensorboard", "exp-etcd", "exp-nccl-check"])
+def test_submit_refuses_a_name_another_object_has(name, cluster, cli, outputs_file):
+    code, _, err = cli("submit", name, "--outputs", outputs_file("aws"))
+    assert code == 2 and _one_line(err).startswith("trainstack submit: NAME: ")
+    assert cluster.calls == []
+
+
+def test_tensorboard_without_the_shared_volume_is_refused_by_the_chart_here(cluster, cli, outputs_file):
+    # A GCP stack with sharedFilesystem off: no claim for TensorBoard to read the run from.
+    def no_claim(exports):
+        exports["jobSubmission"]["values"]["storage"].pop("pvc", None)
+
+    code, _, err = cli("submit", "exp", "--tensorboard", "--outputs", outputs_file("gcp", no_claim))
+    assert code == 2 and "the chart refuses job exp: " in _one_line(err)
+    assert cluster.calls == []
+
+
+def test_a_multi_node_sweep_needs_a_queue(cluster, cli, outputs_file):
+    code, _, err = cli("submit", "lrs", "--outputs", outputs_file("gcp"), "--nodes", "2",
+                       "--sweep", "lr=3e-4,1e-3")
+    assert code == 2 and "on a stack without a queue" in _one_line(err)
+    assert cluster.calls == []
+
+
+def test_without_the_sdk_the_chart_is_rendered_by_helm_template(cluster, cli, outputs_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "helm_python", None)  # not installed: `import helm_python` fails
+    cluster.set_state({"template_error": "Error: execution error at (training-job/templates/_validate.tpl:34:4): "
+                                         "image.digest or image.tag is required (a digest pins the exact image)"})
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("aws"))
+    assert code == 2
+    assert "the chart refuses job exp: image.digest or image.tag is required" in _one_line(err)
+    [call] = cluster.calls  # helm template alone: offline, no kubeconfig, no install
+    assert call["argv"][:2] == ["template", "exp"] and "--kubeconfig" not in call["argv"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime, timedelta, timezone
 
 from tests.workloads.chart import one, render
+from trainstack.jobs.cli import main
 
 from .kueue_schema import validate_workload, workload_for
 
@@ -35,6 +37,7 @@ def _cluster_with_jobs(cluster, cli, outputs_path) -> None:
         name = call["argv"][1]
         job = one(render(json.loads(call["stdin"]), release=name, namespace="default"), "Job")
         job["metadata"]["creationTimestamp"] = _at(3)
+        job["metadata"]["uid"] = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))  # the API server gives each Job one
         job["spec"]["suspend"] = False  # the chart creates it suspended; Kueue unsuspends it on admission
         conditions: list[dict] = []
         status: dict = {}
@@ -137,3 +140,107 @@ def test_cancel_all_leaves_the_stacks_own_job_to_pulumi(cluster, cli, outputs_fi
     assert [c["argv"][1] for c in cluster.calls if c["argv"][0] == "uninstall"] == ["a", "b"]
     assert [r["name"] for r in cluster.state["releases"]] == ["train", "other"]
     assert cli("cancel", "--all", "--outputs", path)[1] == "no jobs to cancel\n"
+
+
+def _cli_releases(count: int) -> list[dict]:
+    # As `helm install --labels trainstack.dev/submitted-by=cli` leaves them (the fake keeps the labels).
+    return [{"name": f"job-{i:03d}", "chart": "training-job-0.1.0", "status": "deployed",
+             "updated": "2026-11-25 12:00:00.000000 +0000 UTC", "labels": {"trainstack.dev/submitted-by": "cli"}}
+            for i in range(count)]
+
+
+def test_list_and_the_name_checks_see_past_helms_default_of_256(cluster, cli, outputs_file):
+    path = outputs_file("gcp")
+    cluster.set_state({"releases": _cli_releases(300)})
+    code, out, _ = cli("list", "--outputs", path)
+    assert code == 0 and "job-299" in out
+    code, _, err = cli("submit", "job-299", "--outputs", path)
+    assert code == 2 and "a job named job-299 already exists" in err
+    assert all(c["argv"][0] != "install" for c in cluster.calls)
+
+
+def test_cancel_all_reaches_every_release_and_waits_for_the_pods(cluster, cli, outputs_file):
+    path = outputs_file("gcp")
+    cluster.set_state({"releases": _cli_releases(300)})
+    code, out, _ = cli("cancel", "--all", "--outputs", path)
+    assert code == 0 and cluster.state["releases"] == []
+    uninstalls = [c["argv"] for c in cluster.calls if c["argv"][0] == "uninstall"]
+    assert len(uninstalls) == 300
+    # Before pulumi destroy: helm returns only once the pods (which hold the shared claim) are gone.
+    for argv in uninstalls:
+        assert "--wait" in argv and argv[argv.index("--cascade") + 1] == "foreground"
+
+
+def test_cancel_all_never_touches_a_release_the_cli_did_not_install(cluster, cli, outputs_file):
+    # A stale --outputs file: saved while the stack's own job was off, so stackJob is null, but Pulumi's
+    # release "train" exists now. Only the CLI's label decides.
+    path = outputs_file("aws", lambda exports: exports["jobSubmission"].update(stackJob=None))
+    assert cli("submit", "mine", "--outputs", path)[0] == 0
+    cluster.set_state({"releases": [*cluster.state["releases"],
+                                    {"name": "train", "chart": "training-job-0.1.0", "status": "deployed"}]})
+    assert cli("cancel", "--all", "--outputs", path)[0] == 0
+    assert [c["argv"][1] for c in cluster.calls if c["argv"][0] == "uninstall"] == ["mine"]
+    assert [r["name"] for r in cluster.state["releases"]] == ["train"]
+
+
+def test_logs_print_every_line_and_survive_one_pod_stream_failing(cluster, outputs_file, capfd):
+    # capfd, not the cli fixture's capsys: kubectl writes to the terminal itself.
+    path = outputs_file("aws")
+    assert main(["submit", "exp", "--outputs", path]) == 0
+    lines = "".join(f"[pod/exp-0-abc/trainer] step {i}\n" for i in range(25))
+    cluster.set_state({**cluster.state, "logs": lines, "log_stream_error": "pod exp-1-def not found"})
+    capfd.readouterr()
+    assert main(["logs", "exp", "--outputs", path]) == 0
+    assert capfd.readouterr().out == lines  # not only the last 10 of each pod
+    assert main(["logs", "exp", "-f", "--outputs", path]) == 0
+    assert capfd.readouterr().out == lines
+
+
+def test_ctrl_c_during_logs_is_not_a_traceback(cluster, cli, outputs_file, monkeypatch):
+    path = outputs_file("aws")
+    assert cli("submit", "exp", "--outputs", path)[0] == 0
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("trainstack.jobs.cluster.Cluster.stream", interrupted)
+    code, out, err = cli("logs", "exp", "-f", "--outputs", path)
+    assert code == 130 and "Traceback" not in err
+
+
+def _helm_updated(hours_ago: float) -> str:
+    # helm list's `updated`: Go's time.String() (helm v3.21.4 cmd/helm/list.go:164-171).
+    return (datetime.now(timezone.utc) - timedelta(hours=hours_ago)).strftime("%Y-%m-%d %H:%M:%S.%f000 +0000 UTC")
+
+
+def test_list_tells_a_job_that_is_gone_from_one_that_waits(cluster, cli, outputs_file):
+    # No Job for any of them: the release's status and age say why.
+    release = {"chart": "training-job-0.1.0", "labels": {"trainstack.dev/submitted-by": "cli"}}
+    cluster.set_state({"releases": [
+        {**release, "name": "refused", "status": "failed", "updated": _helm_updated(1)},
+        {**release, "name": "installing", "status": "pending-install", "updated": _helm_updated(0)},
+        {**release, "name": "old", "status": "deployed", "updated": _helm_updated(25)},  # past the 24 h TTL
+        {**release, "name": "removed", "status": "deployed", "updated": _helm_updated(2)},
+    ]})
+    code, out, err = cli("list", "--outputs", outputs_file("aws"))
+    assert code == 0, err
+    states = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:-1]}
+    assert states == {"refused": "failed", "installing": "submitting", "old": "expired", "removed": "deleted"}
+
+
+def test_list_matches_a_workload_to_its_job_by_uid(cluster, cli, outputs_file):
+    path = outputs_file("aws")
+    assert cli("submit", "exp", "--outputs", path)[0] == 0
+    [install] = [c for c in cluster.calls if c["argv"][0] == "install"]
+    job = one(render(json.loads(install["stdin"]), release="exp", namespace="default"), "Job")
+    job["metadata"].update(uid="11111111-1111-1111-1111-111111111111", creationTimestamp=_at(0.1))
+    job["status"] = {}
+    current = workload_for(job, conditions=[])
+    # A Workload left by an earlier job named exp (cancelled and submitted again): admitted, another owner.
+    earlier = workload_for({**job, "metadata": {**job["metadata"], "uid": "22222222-2222-2222-2222-222222222222"}},
+                           conditions=[_condition("Admitted", 5, "Admitted")])
+    earlier["metadata"]["name"] = "job-exp-22222"
+    cluster.set_state({**cluster.state, "jobs": [job], "workloads": [current, earlier]})
+    code, out, err = cli("list", "--outputs", path)
+    assert code == 0, err
+    assert out.splitlines()[1].split()[:2] == ["exp", "queued"]

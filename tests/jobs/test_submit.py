@@ -134,3 +134,33 @@ def test_jobs_share_the_identity_the_stacks_job_holds(stack, cluster, cli, outpu
     objects = render(json.loads(_installs(cluster)[0]["stdin"]), release="exp")
     assert not [obj for obj in objects if obj["kind"] == "ServiceAccount"]  # the stack job's release owns it
     assert one(objects, "Job")["spec"]["template"]["spec"]["serviceAccountName"] == "train"
+
+
+def test_tensorboard_is_opt_in(cluster, cli, outputs_file):
+    path = outputs_file("gcp-a3")
+    assert cli("submit", "plain", "--outputs", path)[0] == 0
+    assert cli("submit", "watched", "--outputs", path, "--tensorboard")[0] == 0
+    kinds = {c["argv"][1]: {o["kind"] for o in render(json.loads(c["stdin"]), release=c["argv"][1])}
+             for c in _installs(cluster)}
+    assert "Deployment" not in kinds["plain"] and "Deployment" in kinds["watched"]
+
+
+def test_a_module_job_is_not_promised_the_trainers_results(cluster, cli, outputs_file):
+    code, out, err = cli("submit", "probe", "--outputs", outputs_file("aws"), "--module", "mypkg.probe", "--", "-x")
+    assert code == 0, err
+    assert "results in" not in out and "no --snapshot-uri" in out
+
+
+def test_a_multi_node_job_without_a_queue_is_warned(cluster, cli, outputs_file):
+    code, _, err = cli("submit", "big", "--outputs", outputs_file("gcp"), "--nodes", "2")
+    assert code == 0 and "warning: no queue on this stack" in err
+    assert [c["argv"][0] for c in _installs(cluster)] == ["install"]
+
+
+def test_two_submits_that_race_fail_with_helms_own_line(cluster, cli, outputs_file):
+    # The name was free when submit listed the releases, taken when helm stored the release.
+    cluster.set_state({"install_race": "exp"})
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("aws"))
+    assert code == 1 and out == ""
+    assert err == ("trainstack submit: helm install failed: Error: INSTALLATION FAILED: release: already exists "
+                   "(submitted before it: none)\n")

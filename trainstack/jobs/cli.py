@@ -11,8 +11,9 @@ import json
 import sys
 from collections.abc import Sequence
 
+from infra.config import JobConfig
 from infra.paths import TRAINING_JOB_CHART_DIR
-from trainstack.jobs import status, submission, sweep
+from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
 from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError
 from trainstack.jobs.stack_outputs import StackOutputs, load
@@ -43,12 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--sweep", action="append", default=[], metavar="FLAG=V1,V2",
                      help="one job per value (repeat for a grid)")
     sub.add_argument("--image", help="another image (<repository>@sha256:... or :tag) than the stack's")
+    sub.add_argument("--tensorboard", action="store_true",
+                     help="also run TensorBoard for this job (a Deployment that stays until cancel)")
     target = sub.add_mutually_exclusive_group()
     target.add_argument("--module", help="run this module with torchrun instead of the trainer")
     target.add_argument("--script", help="run this script with torchrun instead of the trainer")
     sub.epilog = "After --: the trainer's flags (or the module's or script's arguments)."
     command("list", "the stack's jobs: state, GPUs, age, cost so far")
-    sub = command("logs", "the job's trainer logs (every pod, prefixed)")
+    sub = command("logs", "the trainer logs of the job's current pods, each line prefixed with its pod")
     sub.add_argument("name", metavar="NAME")
     sub.add_argument("-f", "--follow", action="store_true")
     sub = command("cancel", "stop a job and remove it from the cluster (its bucket prefix stays)")
@@ -60,9 +63,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _releases(cluster: Cluster) -> list[dict]:
+# The Helm release label every CLI submission carries (`helm install --labels`, helm v3.21.4
+# cmd/helm/install.go:201), so `cancel --all` selects the CLI's releases by label and never the stack's
+# own (Pulumi's) release, whatever a stale --outputs file says its name is.
+SUBMITTED_BY_CLI = ("trainstack.dev/submitted-by", "cli")
+
+
+def _releases(cluster: Cluster, *, submitted_by_cli: bool = False) -> list[dict]:
     # --all: a failed or pending release still holds its name (helm list's default shows deployed and failed).
-    return [r for r in cluster.json("helm", ["list", "--all", "--output", "json"]) or []
+    # --max 0: helm list returns at most 256 releases by default, cut after sorting by name (helm v3.21.4
+    # cmd/helm/list.go:126, pkg/action/list.go:206-214); 0 returns all of them.
+    args = ["list", "--all", "--max", "0", "--output", "json"]
+    if submitted_by_cli:
+        args += ["--selector", "=".join(SUBMITTED_BY_CLI)]  # helm list -l (cmd/helm/list.go:129)
+    return [r for r in cluster.json("helm", args) or []
             if str(r.get("chart", "")).startswith(f"{status.CHART_NAME}-")]
 
 
@@ -73,12 +87,41 @@ def _known(cluster: Cluster, name: str) -> None:
         raise UsageError(f"no job {name!r} on this stack (jobs: {listed})", "trainstack list shows them")
 
 
+# The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix.
+TRAINER_MODULES = ("training", "training.__main__", "training.contract.cli")
+
+
+def _check_custom_target(module: str | None, script: str | None) -> None:
+    if module is not None and not module.strip() or script is not None and not script.strip():
+        option = "--module" if module is not None else "--script"
+        raise UsageError(f"{option} is empty (the chart would run its default trainer, unchecked)",
+                         f"give {option} a name, or drop it to submit the trainer")
+    if module in TRAINER_MODULES:
+        raise UsageError(f"--module {module} is the trainer: run that way its flags go unchecked and it gets "
+                         "no --snapshot-uri", "drop --module and pass the trainer's flags after --")
+
+
+def _without_gang(outputs: StackOutputs, job: JobConfig) -> bool:
+    """Without Kueue, pods of several multi-node jobs start wherever a node frees up: each job may get
+    part of its nodes and hold them for job.joinTimeoutSeconds waiting for the rest."""
+    return outputs.queue_name is None and job.nodes_min > 1
+
+
+def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
+    if _without_gang(outputs, job) and jobs > 1:
+        raise UsageError(f"a sweep of {jobs} jobs of at least {job.nodes_min} nodes each on a stack without a "
+                         "queue: they would split the GPU nodes between them and wait", "give --nodes 1 (or 1:N), "
+                         "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
+
+
 def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
     rest = list(args.rest)
     custom = args.module is not None or args.script is not None
     if custom and args.sweep:
         raise UsageError("--sweep varies trainer flags, and --module/--script runs something else",
                          "drop --sweep, or submit the trainer")
+    if custom:
+        _check_custom_target(args.module, args.script)
     nodes = _nodes(args.nodes) if args.nodes else None
     image = submission.check_image(args.image)
     points = sweep.expand(args.name, args.sweep, [] if custom else rest)
@@ -88,25 +131,37 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
                   else submission.Target(trainer_flags=(*rest, *point.flags)))
         job = submission.check(outputs, point.name, nodes, target)
         values = submission.chart_values(outputs, job, target, image=image,
-                                         sweep=args.name if args.sweep else None)
+                                         sweep=args.name if args.sweep else None, tensorboard=args.tensorboard)
+        # The chart's own schema and checks, offline: what it refuses is bad input, not a cluster error.
+        render.check_renders(values, release=point.name, namespace=outputs.namespace)
         planned.append((point.name, values))
+    _check_gang(outputs, job, len(points))
     with Cluster(outputs) as cluster:
         existing = {r["name"] for r in _releases(cluster)}
         taken = [name for name, _ in planned if name in existing or name == outputs.stack_job]
         if taken:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
                              f"pick another NAME (e.g. {args.name}-2), or trainstack cancel {taken[0]} first")
+        if _without_gang(outputs, job):
+            print(f"trainstack submit: warning: no queue on this stack, so the {job.nodes_min} nodes are not reserved "
+                  "together: another multi-node job may take some of them (trainstack:job.queue true admits all or "
+                  "nothing)", file=sys.stderr)
         for done, (name, values) in enumerate(planned):
             try:
                 # install, never upgrade: a name in use fails here too, whatever raced us.
-                cluster.run("helm", ["install", name, str(TRAINING_JOB_CHART_DIR), "--values", "-"],
-                            stdin=json.dumps(values))
+                cluster.run("helm", ["install", name, str(TRAINING_JOB_CHART_DIR), "--values", "-",
+                                     "--labels", "=".join(SUBMITTED_BY_CLI)], stdin=json.dumps(values))
             except CommandFailed as error:
                 submitted = ", ".join(n for n, _ in planned[:done]) or "none"
                 print(f"trainstack submit: {error} (submitted before it: {submitted})", file=sys.stderr)
                 return 1
             where = f"queue {outputs.queue_name}" if outputs.queue_name else f"namespace {outputs.namespace}"
-            print(f"submitted {name} to {where}; results in {submission.run_prefix(outputs, name)}/")
+            if custom:
+                # --snapshot-uri is the trainer's flag: a module or script writes where its own arguments say.
+                print(f"submitted {name} to {where}; it writes where its arguments say (no --snapshot-uri: "
+                      "trainstack places only the trainer's results)")
+            else:
+                print(f"submitted {name} to {where}; results in {submission.run_prefix(outputs, name)}/")
     return 0
 
 
@@ -117,17 +172,23 @@ def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
         workloads = (cluster.json("kubectl", ["get", "workloads.kueue.x-k8s.io", "--output", "json"])
                      if outputs.queue_name else {})
     print(status.table(status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None,
-                                   gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node)))
+                                   gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
+                                   ttl=status.ttl_seconds(outputs.values))))
     return 0
 
 
 def logs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
         _known(cluster, args.name)
-        # Every pod of the Job (the label the Job controller sets), each line prefixed with its pod.
+        # The Job's pods that exist now (the label the Job controller sets), each line prefixed with its pod.
+        # --tail=-1: with a selector kubectl prints only the last 10 lines of each pod unless --tail is given
+        # (kubernetes/kubectl v0.34.0 pkg/cmd/logs/logs.go:112,240-241).
         command = ["logs", "--selector", f"batch.kubernetes.io/job-name={args.name}", "--container", "trainer",
-                   "--prefix", "--max-log-requests", "64"]
-        return cluster.stream("kubectl", [*command, *(["--follow"] if args.follow else [])])
+                   "--prefix", "--max-log-requests", "64", "--tail=-1"]
+        # -f: one pod's stream failing (a pod deleted, a node gone) would end every stream unless
+        # --ignore-errors (logs.go:396-404, parallelConsumeRequest).
+        follow = ["--follow", "--ignore-errors"] if args.follow else []
+        return cluster.stream("kubectl", [*command, *follow])
 
 
 def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
@@ -138,14 +199,19 @@ def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
                          "pulumi config set --path trainstack:job.enabled false && pulumi up")
     with Cluster(outputs) as cluster:
         if args.all:
-            # The stack's own job is Pulumi's: pulumi destroy (or job.enabled=false) removes it.
-            names = [r["name"] for r in _releases(cluster) if r["name"] != outputs.stack_job]
+            # Only the releases the CLI installed (their label): the stack's own job is Pulumi's, and
+            # pulumi destroy (or job.enabled=false) removes it.
+            names = [r["name"] for r in _releases(cluster, submitted_by_cli=True) if r["name"] != outputs.stack_job]
+            # Before pulumi destroy: return only once the pods are gone (they hold the shared claim), not
+            # helm uninstall's default of no --wait and --cascade background (cmd/helm/uninstall.go:79-80).
+            how = ["--wait", "--cascade", "foreground"]
         else:
             _known(cluster, args.name)
             names = [args.name]
+            how = []
         for name in names:
             # Uninstall deletes the Job, its pods and Service; the bucket prefix is never touched.
-            cluster.run("helm", ["uninstall", name])
+            cluster.run("helm", ["uninstall", name, *how])
             print(f"cancelled {name}; its checkpoints stay in {submission.run_prefix(outputs, name)}/")
     if not names:
         print("no jobs to cancel")
@@ -165,6 +231,8 @@ def results(args: argparse.Namespace, outputs: StackOutputs) -> int:
     return 0
 
 
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+
 COMMANDS = {"submit": submit, "list": list_jobs, "logs": logs, "cancel": cancel, "results": results}
 
 
@@ -177,6 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         outputs = load(args.stack, args.outputs)
         return COMMANDS[args.command](args, outputs)
+    except KeyboardInterrupt:
+        # Ctrl-C (logs -f, mostly): the shell's code for an interrupt, not a traceback.
+        print(file=sys.stderr)
+        return INTERRUPTED_EXIT_CODE
     except UsageError as error:
         print(f"trainstack {args.command}: {error}", file=sys.stderr)
         return USAGE_EXIT_CODE

@@ -37,6 +37,7 @@ class StackOutputs:
     identity_service_account: str | None  # the ServiceAccount the cloud identity trusts
     values: Mapping[str, Any]  # chart values every job on this stack shares
     usd_per_node: float | None  # per GPU node-hour; None where prices.yaml has no figure
+    train_data: str | None = None  # the trainer's --data on this stack (None: a stack from before it was exported)
 
 
 def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
@@ -44,10 +45,17 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
     if outputs_file is not None:
         path = Path(outputs_file)
         try:
-            text = path.read_text()
+            data = path.read_bytes()
         except OSError as error:
             raise UsageError(f"--outputs {outputs_file}: cannot read it ({error.strerror})",
                              "pulumi stack output --json --show-secrets --stack <stack> > outputs.json") from None
+        try:
+            # JSON is UTF-8 (RFC 8259 section 8.1); PowerShell's `>` writes UTF-16 with a byte-order mark.
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise UsageError(f"--outputs {outputs_file}: not UTF-8 text (PowerShell's > writes UTF-16)",
+                             "save it with pulumi stack output --json --show-secrets | Out-File -Encoding utf8 "
+                             "outputs.json (or from a POSIX shell)") from None
         where = f"--outputs {outputs_file}"
     else:
         if stack is None:
@@ -75,6 +83,37 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
     return raw
 
 
+def _bad(field: str, expected: str, got: Any) -> UsageError:
+    return UsageError(f"the stack output {field} is {got!r}, expected {expected}",
+                      "save the outputs again with pulumi stack output --json --show-secrets (or pulumi up the "
+                      "stack with this version of trainstack)")
+
+
+def _text(value: Any, field: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise _bad(field, "a non-empty string", value)
+    return value
+
+
+def _positive_int(value: Any, field: str) -> int:
+    # An int, or an int written as a string; never a bool, a fraction or 0.
+    number = value if isinstance(value, int) and not isinstance(value, bool) else (
+        int(value) if isinstance(value, str) and value.strip().isdigit() else None)
+    if number is None or number < 1:
+        raise _bad(field, "a whole number of at least 1", value)
+    return number
+
+
+def _string_map(value: Any, field: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise _bad(field, "an object of strings", value)
+    return dict(value)
+
+
 def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
     missing = [name for name in REQUIRED if name not in raw]
     if missing:
@@ -89,26 +128,40 @@ def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
     if kubeconfig == "[secret]" or not kubeconfig:
         raise UsageError("the stack output kubeconfig is hidden or empty",
                          "read the outputs with --show-secrets")
+    if not isinstance(kubeconfig, (str, dict)):
+        raise _bad("kubeconfig", "a kubeconfig (text or object)", kubeconfig)
     hourly = raw["estimatedHourlyUsd"]
     try:
-        pool_max = int(hourly["atMax"]["nodes"])
-    except (KeyError, TypeError, ValueError):
+        pool_max = _positive_int(hourly["atMax"]["nodes"], "estimatedHourlyUsd.atMax.nodes")
+    except (KeyError, TypeError):
         raise UsageError("the stack output estimatedHourlyUsd has no atMax.nodes (the GPU pool's maximum)",
                          "pulumi up the stack with this version of trainstack, then retry") from None
-    usd = (hourly.get("gpuNode") or {}).get("usdPerNode")
+    gpu_node = hourly.get("gpuNode") if isinstance(hourly, dict) else None
+    usd = gpu_node.get("usdPerNode") if isinstance(gpu_node, dict) else None
+    if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float)) or usd < 0):
+        raise _bad("estimatedHourlyUsd.gpuNode.usdPerNode", "a price in USD (a number) or null", usd)
+    bucket = _text(submission["bucketUri"], "jobSubmission.bucketUri")
+    if not bucket.startswith(("s3://", "gs://")):
+        raise _bad("jobSubmission.bucketUri", "s3://<bucket> or gs://<bucket>", bucket)
+    values = submission["values"]
+    if not isinstance(values, dict):
+        raise _bad("jobSubmission.values", "an object of chart values", values)
     return StackOutputs(
         kubeconfig=kubeconfig if isinstance(kubeconfig, str) else json.dumps(kubeconfig),
-        namespace=submission["namespace"],
-        bucket_uri=str(submission["bucketUri"]).rstrip("/"),
-        gpus_per_node=int(submission["gpusPerNode"]),
-        node_type=str(submission["nodeType"]),
+        namespace=_text(submission["namespace"], "jobSubmission.namespace"),
+        bucket_uri=bucket.rstrip("/"),
+        gpus_per_node=_positive_int(submission["gpusPerNode"], "jobSubmission.gpusPerNode"),
+        node_type=_text(submission["nodeType"], "jobSubmission.nodeType"),
         pool_max_nodes=pool_max,
-        queue_name=submission.get("queueName"),
-        stack_job=submission.get("stackJob"),
-        service_account_annotations=dict(submission.get("serviceAccountAnnotations") or {}),
-        identity_service_account=submission.get("identityServiceAccount"),
-        values=submission["values"],
+        queue_name=_text(submission.get("queueName"), "jobSubmission.queueName", optional=True),
+        stack_job=_text(submission.get("stackJob"), "jobSubmission.stackJob", optional=True),
+        service_account_annotations=_string_map(submission.get("serviceAccountAnnotations"),
+                                                "jobSubmission.serviceAccountAnnotations"),
+        identity_service_account=_text(submission.get("identityServiceAccount"),
+                                       "jobSubmission.identityServiceAccount", optional=True),
+        values=values,
         usd_per_node=float(usd) if usd is not None else None,
+        train_data=_text(submission.get("trainData"), "jobSubmission.trainData", optional=True),
     )
 
 

@@ -4,6 +4,9 @@ States, from the Job (batch/v1) and its Workload (Kueue v1beta2):
 - succeeded / failed: the Job's Complete / Failed condition is True.
 - running: pods are active and the Job is not suspended.
 - admitted: the Workload's Admitted condition is True (or there is no queue) but no pod runs yet.
+- submitting / cancelling / failed / expired / deleted, while the Job is missing: from helm's release
+  status (pending-install, uninstalling, failed), else expired once the release is older than the
+  chart's job.ttlSecondsAfterFinished (the Job finished and Kubernetes deleted it), else deleted.
 - queued: the Job is suspended and its Workload not admitted (Kueue creates queued Jobs suspended;
   kubernetes-sigs/kueue site/content/en/docs/concepts/workload.md, conditions QuotaReserved, Admitted,
   Finished).
@@ -13,10 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from infra.training_job import chart_default_values
 from trainstack.jobs.submission import SWEEP_LABEL
 
 CHART_NAME = "training-job"  # helm list's `chart` is "<name>-<version>"
@@ -40,6 +44,45 @@ def _condition(obj: Mapping[str, Any] | None, kind: str) -> bool:
 
 def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+# helm's release status (helm v3.21.4 pkg/release/status.go) -> the row's state while the Job is missing.
+_RELEASE_STATES = {"failed": "failed", "pending-install": "submitting", "uninstalling": "cancelling"}
+
+
+def helm_time(text: Any) -> datetime | None:
+    """helm list's `updated`: Go's time.String(), "2026-11-25 12:00:00.123456789 +0000 UTC"
+    (helm v3.21.4 cmd/helm/list.go:164-171)."""
+    if not isinstance(text, str):
+        return None
+    parts = text.split()
+    if len(parts) < 3:
+        return None
+    day, clock, offset = parts[:3]
+    whole, _, fraction = clock.partition(".")
+    try:
+        return datetime.strptime(f"{day} {whole}.{(fraction + '000000')[:6]} {offset}", "%Y-%m-%d %H:%M:%S.%f %z")
+    except ValueError:
+        return None
+
+
+def ttl_seconds(values: Mapping[str, Any]) -> int | None:
+    """How long a finished Job stays (the chart's job.ttlSecondsAfterFinished) before Kubernetes deletes it."""
+    ttl = ((values.get("job") or {}) if isinstance(values, Mapping) else {}).get("ttlSecondsAfterFinished")
+    if ttl is None:
+        ttl = chart_default_values()["job"].get("ttlSecondsAfterFinished")
+    return int(ttl) if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else None
+
+
+def missing_job_state(release: Mapping[str, Any], ttl: int | None, now: datetime) -> str:
+    """The state of a release whose Job is not there: the release's own status says why."""
+    release_status = str(release.get("status", ""))
+    if release_status in _RELEASE_STATES:
+        return _RELEASE_STATES[release_status]  # failed: helm could not create the job's objects
+    updated = helm_time(release.get("updated"))
+    if ttl is not None and updated is not None and (now - updated).total_seconds() > ttl:
+        return "expired"  # finished, and its Job deleted ttlSecondsAfterFinished later
+    return "deleted"  # the release is deployed but its Job was deleted by hand
 
 
 def state(job: Mapping[str, Any] | None, workload: Mapping[str, Any] | None, queued_by_kueue: bool) -> str:
@@ -90,18 +133,31 @@ def row(name: str, job: Mapping[str, Any] | None, workload: Mapping[str, Any] | 
 
 def rows(releases: list[Mapping[str, Any]], jobs: Mapping[str, Any], workloads: Mapping[str, Any], *,
          queued_by_kueue: bool, gpus_per_node: int, usd_per_node: float | None,
-         now: datetime | None = None) -> list[JobRow]:
+         now: datetime | None = None, ttl: int | None = None) -> list[JobRow]:
     """One row per training-job release; `jobs` from `kubectl get jobs -o json`, `workloads` likewise."""
     now = now or datetime.now(timezone.utc)
     by_name = {item["metadata"]["name"]: item for item in (jobs or {}).get("items", [])}
-    by_job: dict[str, Any] = {}
+    # A Workload belongs to one Job object: match on the owner's UID, not its name (a Workload left from an
+    # earlier job of the same name is another owner; Kueue hashes the owner's UID into the Workload's name,
+    # kubernetes-sigs/kueue v0.19.2 pkg/controller/jobframework/workload_names.go).
+    by_uid: dict[str, Any] = {}
     for item in (workloads or {}).get("items", []):
         for owner in item["metadata"].get("ownerReferences", []):
-            if owner.get("kind") == "Job":
-                by_job[owner["name"]] = item
-    names = sorted(r["name"] for r in releases if str(r.get("chart", "")).startswith(f"{CHART_NAME}-"))
-    return [row(n, by_name.get(n), by_job.get(n), queued_by_kueue=queued_by_kueue, gpus_per_node=gpus_per_node,
-                usd_per_node=usd_per_node, now=now) for n in names]
+            if owner.get("kind") == "Job" and owner.get("uid"):
+                by_uid[owner["uid"]] = item
+    ordered = sorted((r for r in releases if str(r.get("chart", "")).startswith(f"{CHART_NAME}-")),
+                     key=lambda r: r["name"])
+    result = []
+    for release in ordered:
+        name = release["name"]
+        job = by_name.get(name)
+        workload = by_uid.get((job or {}).get("metadata", {}).get("uid", ""))
+        found = row(name, job, workload, queued_by_kueue=queued_by_kueue, gpus_per_node=gpus_per_node,
+                    usd_per_node=usd_per_node, now=now)
+        if job is None:
+            found = replace(found, state=missing_job_state(release, ttl, now))
+        result.append(found)
+    return result
 
 
 def _age(seconds: float | None) -> str:

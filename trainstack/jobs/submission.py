@@ -8,6 +8,7 @@ plus the GPU pool's size, as the clouds check it (nodes_for_job against the pool
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -113,6 +114,7 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
         job = parse_job({KEY_JOB: json.dumps(section)}, outputs.gpus_per_node, outputs.node_type)
     except ConfigError as error:
         raise _cli_error(error) from None
+    check_object_names(name)
     _, nodes_for_max = nodes_for_job(job, outputs.gpus_per_node)
     if nodes_for_max > outputs.pool_max_nodes:
         raise UsageError(f"--nodes: {job.nodes_max} pods need {nodes_for_max} GPU nodes ({outputs.node_type}), but "
@@ -122,13 +124,45 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
     return job
 
 
+# An image reference as the container runtime parses it (distribution/reference v0.6.0, the grammar
+# in reference.go, the patterns in regexp.go; Go's \w is ASCII, hence re.ASCII): lowercase path
+# components, a tag of word characters, an algorithm:hex digest.
+# A reference outside it is InvalidImageName in the kubelet: the pod would hold its GPU node forever.
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_REFERENCE = re.compile(
+    rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?", re.ASCII)
+
+# Objects the chart names <release>-<suffix> (templates/tensorboard.yaml, etcd.yaml, nccl-check-configmap.yaml):
+# a job named like one would collide with another job's object.
+_CHART_SUFFIXES = ("-tensorboard", "-etcd", "-nccl-check")
+# Objects every namespace already has, which a release of that name would try to create: the
+# ServiceAccount "default" and, in the default namespace, the Service "kubernetes".
+_TAKEN_BY_KUBERNETES = ("default", "kubernetes")
+
+
 def check_image(image: str | None) -> dict[str, str] | None:
     if image is None:
         return None
+    fix = "give <repository>@sha256:<digest> or <repository>:<tag>, lowercase (e.g. ghcr.io/me/img:v1)"
+    if not _IMAGE_REFERENCE.fullmatch(image):
+        raise UsageError(f"--image: {image!r} is not an image reference", fix)
     try:
         return image_values(image)
     except ValueError as error:
-        raise UsageError(f"--image: {error}", "give <repository>@sha256:<digest> or <repository>:<tag>") from None
+        raise UsageError(f"--image: {error}", fix) from None
+
+
+def check_object_names(name: str) -> None:
+    """A job's name must not be one of another object's the chart or Kubernetes already uses."""
+    if name in _TAKEN_BY_KUBERNETES:
+        raise UsageError(f"NAME: {name!r} is the name of an object Kubernetes keeps in every namespace",
+                         "pick another name")
+    clash = next((suffix for suffix in _CHART_SUFFIXES if name.endswith(suffix)), None)
+    if clash is not None:
+        raise UsageError(f"NAME: {name!r} ends in {clash}, the chart's name for another job's object",
+                         f"pick a name that does not end in {', '.join(_CHART_SUFFIXES)}")
 
 
 def service_account(outputs: StackOutputs, name: str) -> dict[str, Any]:
@@ -141,15 +175,24 @@ def service_account(outputs: StackOutputs, name: str) -> dict[str, Any]:
 
 
 def chart_values(outputs: StackOutputs, job: JobConfig, target: Target, *, image: Mapping[str, str] | None = None,
-                 sweep: str | None = None) -> dict[str, Any]:
+                 sweep: str | None = None, tensorboard: bool = False) -> dict[str, Any]:
     """The stack's shared values plus this job's own: what `helm install` gets."""
     own: dict[str, Any] = {
         "job": {"nodes": {"min": job.nodes_min, "max": job.nodes_max}, "procsPerNode": job.procs_per_node},
         "resources": {"gpusPerNode": job.gpus_per_node},
         "serviceAccount": service_account(outputs, job.name),
+        # Opt-in (submit --tensorboard): its Deployment outlives the job, on a system node, holding the claim.
+        "tensorboard": {"enabled": tensorboard},
     }
     if target.is_trainer:
         train = dict(job.train)
+        # Where fetch-data puts the data set (jobSubmission.trainData); a stack from before that output
+        # still has the cache's values.
+        cache = (outputs.values.get("storage") or {}).get("cache") or {}
+        data = outputs.train_data or (cache.get("mountPath") or chart_default_values()["storage"]["cache"]["mountPath"]
+                                      if cache.get("enabled") else None)
+        if data is not None:
+            train["data"] = data
         train["extraArgs"] = [*train.get("extraArgs", []), SNAPSHOT_FLAG, run_prefix(outputs, job.name)]
         own["train"] = train
     else:

@@ -55,7 +55,7 @@ def test_crash_during_checkpoint_write_leaves_the_previous_one_loadable(data_dir
     assert train(data_dir, run, "--max-steps", "4", "--checkpoint-every", "4", "--no-export")[0] == 0
     # A real process dies (kill -9) in the middle of writing a large checkpoint.
     writer = subprocess.Popen([sys.executable, "-c", (
-        "import sys, torch; from pathlib import Path; from training import checkpoint\n"
+        "import sys, torch; from pathlib import Path; from training.checkpoints import checkpoint\n"
         "big = {'w': torch.zeros(64_000_000)}\n"
         "checkpoint.save(Path(sys.argv[1]), 8, {'model': big, 'optimizer': big, 'trainer': {'step': 8}}, keep=3)\n"
     ), str(run)], env=env(), cwd=REPO)
@@ -224,7 +224,7 @@ def test_a_failed_background_write_is_raised_and_keeps_the_previous_checkpoint(t
 def test_the_interpreter_finishes_a_background_write_before_exiting(tmp_path):
     done = subprocess.run([sys.executable, "-c", (
         "import sys, torch; from pathlib import Path\n"
-        "from training.checkpoint_writer import BackgroundCheckpointer\n"
+        "from training.checkpoints.writer import BackgroundCheckpointer\n"
         "big = {'w': torch.randn(16_000_000)}\n"
         "BackgroundCheckpointer(Path(sys.argv[1]), keep=3).save(5, {'model': big, 'optimizer': {}, "
         "'trainer': {'step': 5}})\n"  # returns at once; the process then ends with the write in flight
