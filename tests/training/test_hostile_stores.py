@@ -29,7 +29,7 @@ def test_an_unreachable_gcs_is_one_line_within_the_bound(data_dir, tmp_path, mon
     for name, value in GCS_TEST_ENV.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", url)  # gcsfs sends every request there, without credentials
-    monkeypatch.setattr(snapshots, "REACH_TIMEOUT_S", 4.0)
+    monkeypatch.setattr(snapshots, "REACH_TIMEOUT_S", 4.0, raising=False)  # raising=False: the old code runs too
     began = time.monotonic()
     result = train(data_dir, tmp_path / "run", "--max-steps", "2", "--snapshot-uri", "gs://bucket/run")
     took = time.monotonic() - began

@@ -277,32 +277,23 @@ def check_owner(store: Store, run_dir: Path) -> None:
     """Two runs writing one URI would overwrite each other's checkpoints: refuse that up front.
 
     The URI belongs to the run named in its snapshot_run.json. RUN_DIR continues that run when it
-    is the same one (the same id) or holds no checkpoint yet (a restart on a fresh volume); a URI
-    holding files but no owner is someone else's data."""
+    is the same one (the same id) or holds no checkpoint yet (a restart on a fresh volume). A URI
+    without an owner is new, unless it holds prepared data."""
     local = _read_local_json(run_dir / OWNER_FILE)
     remote = store.read_json(OWNER_FILE)
     fix = "give each run its own --snapshot-uri"
     if remote is None:
-        if _has_files(store):
-            raise UserError(f"--snapshot-uri {store.uri} already holds other files and no {OWNER_FILE} (it is not "
-                            f"a snapshot location of a run); refusing to write among them; {fix}")
-        return
+        meta = store.read_json("meta.json")  # a prepared data directory copied to the bucket
+        if isinstance(meta, dict) and "splits" in meta:
+            raise UserError(f"--snapshot-uri {store.uri} holds a prepared data directory (meta.json), not snapshots "
+                            f"of a run; {fix}")
+        return  # other objects under the prefix are tolerated and never touched (retention is by run id)
     if local and local.get("run_uid") != remote.get("run_uid"):
         raise UserError(f"--snapshot-uri {store.uri} holds the snapshots of another run (run {remote.get('run_uid')}, "
                         f"this is {local.get('run_uid')}); {fix}")
     if not local and _has_checkpoint(run_dir):
         raise UserError(f"--snapshot-uri {store.uri} holds the snapshots of another run (run {remote.get('run_uid')}) "
                         f"and {run_dir} has checkpoints of its own; {fix}")
-
-
-def _has_files(store: Store) -> bool:
-    """Anything at the URI that a snapshot location does not hold?"""
-    ours = {*RUN_FILES, checkpoint.CHECKPOINTS, "export", "tokenizer"}
-    try:
-        names = [p.rstrip("/").rsplit("/", 1)[-1] for p in store.fs.ls(store.root, detail=False)]
-    except FileNotFoundError:
-        return False
-    return any(name not in ours for name in names)
 
 
 def _has_checkpoint(run_dir: Path) -> bool:
@@ -325,7 +316,7 @@ def restore_if_missing(store: Store, run_dir: Path) -> int | None:
         if restored:
             _restore_run_files(store, run_dir)
             owner = (store.read_json(OWNER_FILE) or {}).get("run_uid")
-            info(f"resuming run {owner} from --snapshot-uri {store.uri}: restored its checkpoint of step {step} "
+            info(f"resuming run {owner} from --snapshot-uri {store.uri}: restored the checkpoint of step {step} "
                  f"from {store.url(checkpoint.CHECKPOINTS, name)}")
             return step
     return None

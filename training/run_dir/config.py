@@ -68,9 +68,9 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
         if existing.init_from.startswith("distill:") or wanted.init_from.startswith("distill:"):
             def said(start: str) -> str:
                 return (f"--distill-from {start[len('distill:'):]}" if start.startswith("distill:")
-                        else f"--init-from {start}" if start else "no --init-from or --distill-from")
-            raise UserError(f"{run_dir} holds a run started with {said(existing.init_from)}, not "
-                            f"{said(wanted.init_from)}; use the same flags or a new --out")
+                        else f"--init-from {start}" if start else "neither --init-from nor --distill-from")
+            raise UserError(f"{run_dir} holds a run started with {said(existing.init_from)}, but this start has "
+                            f"{said(wanted.init_from)}; resume it with the same flag, or use a new --out")
         raise UserError(f"{run_dir} fine-tunes --init-from '{existing.init_from}', not '{wanted.init_from}'; "
                         "use the same --init-from or a new --out")
     if explicit_global_batch is not None and explicit_global_batch != existing.global_batch_size:
