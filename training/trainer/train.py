@@ -89,7 +89,8 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     uploader = snapshots.start_uploader(store, run_dir, cfg.cadence.keep_checkpoints,
                                         writer.metrics.event) if dist_info.is_main else None
     saves = Checkpointing(cfg, run_dir, dist_info, start.model, start.optimizer, claim=claim, uploader=uploader,
-                          trainer_state={"run_config": start.run_config.to_dict(), "schedule": vars(schedule)})
+                          trainer_state={"run_config": start.run_config.to_dict(), "schedule": vars(schedule)},
+                          start_step=start.step)  # a resume starts the --checkpoint-every-minutes timer afresh
     console = Console(cfg, start.step, dist_info)
     log = TrainLog(cfg, run_dir, dist_info, writer, console, schedule, tokens_per_step, flops_token,
                    distilling=start.teacher is not None)
