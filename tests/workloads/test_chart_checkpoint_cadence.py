@@ -10,7 +10,7 @@ from infra.config.errors import ConfigError
 from infra.config.train_args import parse_train, trainer_args
 from training.contract.cli import build_parser
 
-from .chart import chart_values, deep_merge, load_values, render, trainer
+from .chart import REPO_ROOT, chart_values, deep_merge, load_values, render, trainer
 from .test_chart_command import module_args
 
 GOOD = load_values("gpu-4x8-queue-pvc")
@@ -57,3 +57,12 @@ def test_the_stacks_job_train_key_is_the_charts_first_class_value():
 def test_the_stack_refuses_bad_minutes_before_any_resource(bad, named):
     with pytest.raises(ConfigError, match=named):
         parse_train({"checkpointEveryMinutes": bad}, KEY)
+
+
+def test_the_preemption_docs_state_the_charts_default():
+    text = (REPO_ROOT / "docs" / "kubernetes.md").read_text()
+    section = text[text.index("## Preemption"):text.index("## Values the chart refuses")]
+    minutes = chart_values()["train"]["checkpointEveryMinutes"]
+    assert f"`train.checkpointEveryMinutes`\n({minutes})" in section or \
+        f"`train.checkpointEveryMinutes` ({minutes})" in section
+    assert f"at most about {minutes} minutes" in section
