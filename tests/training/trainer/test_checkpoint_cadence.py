@@ -24,7 +24,7 @@ class Ranks:
         self.now = [0.0] * self.n
         self.posted: list[list[float] | None] = [None] * self.n
         self.exchanges = 0
-        self.barrier = threading.Barrier(self.n)
+        self.barrier = threading.Barrier(self.n, timeout=10)  # ranks that disagree fail, not hang
         self.timers = [TimedSaves(minutes, start_step, agree=self._agree_for(r), clock=self._clock_for(r))
                        for r in range(self.n)]
 
