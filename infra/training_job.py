@@ -7,7 +7,10 @@ Why `helm.v3.Release` and not `helm.v4.Chart`:
 - A Job's pod template is immutable, so `helm upgrade` cannot apply a change of nodes, image or
   command. The Release is replaced instead (delete, then install under the same name: same run
   directory, so training resumes from its newest checkpoint) when a value that shapes the pod
-  template changes; `nodes_replicas` (Job parallelism) still scales in place.
+  template changes; `nodes_replicas` (Job parallelism) scales in place without a queue. In a Kueue
+  queue it replaces the Release too: with nodes_min < replicas the Job carries
+  kueue.x-k8s.io/job-min-parallelism, and Kueue's webhook refuses a parallelism change while the Job
+  runs (kueue v0.19.2 pkg/controller/jobs/job/job_webhook.go validatePartialAdmissionUpdate).
 Trade-off: the objects inside a Release are opaque to Pulumi diffs and policies; the chart's own
 tests cover what it renders.
 """
@@ -75,6 +78,8 @@ REPLACE_ON_CHANGES = (
     "values.gpuNetworking",
     "values.ncclCheck",
 )
+# In a queue, parallelism is fixed while the Job runs (see the module docstring).
+REPLACE_ON_CHANGES_IN_A_QUEUE = (*REPLACE_ON_CHANGES, "values.job.nodes.replicas")
 
 
 @dataclass(frozen=True)
@@ -256,10 +261,13 @@ def _gpu_container_resources(values: Mapping[str, Any]) -> dict[str, Any]:
     resources = values["resources"]
     requests = dict(resources["requests"])
     limits = dict(resources["limits"])
+    if "ephemeral-storage" not in requests and "ephemeral-storage" in limits:
+        requests["ephemeral-storage"] = limits["ephemeral-storage"]  # as the API server defaults it
     if "ephemeral-storage" not in requests:
         local = parse_quantity(resources["tmpSize"])
-        if values["storage"]["cache"]["enabled"]:
-            local += parse_quantity(values["storage"]["cache"]["sizeLimit"])
+        cache = values["storage"]["cache"]
+        if cache["enabled"] and cache.get("request"):
+            local += parse_quantity(cache["request"])  # not sizeLimit: that is only the cap
         requests["ephemeral-storage"] = format_quantity(local)
     if int(resources["gpusPerNode"]) > 0:
         requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = int(resources["gpusPerNode"])
@@ -367,7 +375,8 @@ class TrainingJob(pulumi.ComponentResource):
                 self,
                 args.provider,
                 opts,
-                replace_on_changes=list(REPLACE_ON_CHANGES),
+                replace_on_changes=list(REPLACE_ON_CHANGES_IN_A_QUEUE if args.queue_name is not None
+                                        else REPLACE_ON_CHANGES),
                 # Same release name for the new Job: the old one must be gone first.
                 delete_before_replace=True,
             ),

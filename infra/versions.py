@@ -104,9 +104,11 @@ NRI_DEVICE_INJECTOR_IMAGE = (
     "gcr.io/gke-release/nri-device-injector@sha256:6e79483d52abdc28454bf186320b10a56b0f117a10e8d65d5c74dbb821a76970")
 PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 # TCPXO's pre-installation step (aperture devices, import-helper module) runs host tools through
-# nsenter; the upstream manifest uses an unpinned `ubuntu`.
+# nsenter; the upstream manifest uses an unpinned `ubuntu`. Pinned by tag only, not by digest: no
+# digest of ubuntu:24.04 is recorded anywhere in this repository and none can be resolved offline;
+# add `@sha256:...` (`crane digest ubuntu:24.04`) to make a re-pushed tag unable to change it.
 TCPXO_PREINSTALL_IMAGE = "ubuntu:24.04"
 # TCPX's optmem_max tuning (container-engine-accelerators gpudirect-tcpx/optmem-max-ds.yaml) writes a
-# sysctl from a shell; upstream's gke.gcr.io/gke-distroless/bash carries no tag, so the same pinned
-# Ubuntu serves.
+# sysctl from a shell; upstream's gke.gcr.io/gke-distroless/bash carries no tag, so the same
+# Ubuntu (tag only, see above) serves.
 OPTMEM_MAX_IMAGE = TCPXO_PREINSTALL_IMAGE

@@ -22,8 +22,18 @@ Same flags as `torchrun` (it is torch's own launcher underneath). The difference
   (torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py, _create_tcp_store, torch 2.13),
   so a pod that came up a minute before pod 0 failed the Job's backoff count. Here the connection
   is tried again until join_timeout has passed; store operations keep the read_timeout. A node whose
-  store host went away after it had connected (pod 0 lost) exits HOST_LOST, which the chart's
-  podFailurePolicy ignores: the pod is replaced and waits for the new pod 0.
+  store host went away after it had connected (pod 0 lost: connection reset, refused or closed)
+  exits HOST_LOST, which the chart's podFailurePolicy ignores: the pod is replaced and waits for the
+  new pod 0. Any other rendezvous failure (a timeout against a live but slow host, say) keeps its
+  exit code 1 and counts against backoffLimit.
+- A store host that stops answering without closing the connection (a frozen or partitioned pod 0)
+  would hang every store call for ever: TCPStore's own timeout does not fire on a silent socket.
+  A store call that outlives 2 x read_timeout ends the launcher with HOST_LOST (it is PID 1, so
+  its workers go with it); a store connection that does, with 1 if this node never reached the host.
+- Which pod hosts the store comes from the Job's completion index (JOB_COMPLETION_INDEX, set by
+  Kubernetes in an Indexed Job): index 0 hosts and never waits for anyone, every other index is a
+  client. torch would guess from the endpoint's host name, and a wrong job.clusterDomain made pod 0
+  a client of itself that waited join_timeout and failed. An is_host in --rdzv-conf wins.
 - Workers of `-m training` are forked from a process that has imported torch and its compiler
   once, instead of each starting a new interpreter: a restart skips those imports
   (training/worker.py).
@@ -33,7 +43,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+from collections.abc import Mapping
 
 SIGTERM_EXIT = 143
 # The store host (pod 0) went away after this node had joined: "restart me", like a peer's
@@ -48,6 +60,77 @@ def with_rdzv_defaults(rdzv_conf: str) -> str:
     given = {item.split("=", 1)[0].strip() for item in rdzv_conf.split(",") if "=" in item}
     missing = [f"{key}={value}" for key, value in RDZV_CONF_DEFAULTS.items() if key not in given]
     return ",".join(part for part in [rdzv_conf, *missing] if part)
+
+
+def with_host_from_index(rdzv_conf: str, environ: Mapping[str, str]) -> str:
+    """--rdzv-conf with is_host=1 on the Job's completion index 0 and is_host=0 elsewhere, unless it sets is_host."""
+    index = environ.get("JOB_COMPLETION_INDEX", "").strip()
+    given = {item.split("=", 1)[0].strip() for item in rdzv_conf.split(",") if "=" in item}
+    if not index.isdigit() or "is_host" in given:
+        return rdzv_conf
+    return ",".join(part for part in [rdzv_conf, f"is_host={1 if int(index) == 0 else 0}"] if part)
+
+
+_LOST_CONNECTION = ("connection reset", "connection refused", "broken pipe", "connection closed", "eof",
+                    "failed to recv", "got 0 bytes", "socket closed")
+
+
+def lost_connection(error: BaseException) -> bool:
+    """Whether a rendezvous error comes from the store host's connection going away (reset, refused,
+    closed), not from a timeout against a host that is still there."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, (ConnectionResetError, ConnectionRefusedError, BrokenPipeError, EOFError)):
+            return True
+        if not isinstance(cause, TimeoutError) and cause is not error:
+            text = str(cause).lower()
+            if "timeout" not in text and "timed out" not in text and any(word in text for word in _LOST_CONNECTION):
+                return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def exit_host_lost(reason: str) -> None:
+    """HOST_LOST once this node had reached the store (pod 0 went silent); 1 (counted) if it never had."""
+    if not StoreHost.connected:
+        print(f"[trainstack] the rendezvous store host never answered: {reason}", file=sys.stderr, flush=True)
+        os._exit(1)
+    print(f"[trainstack] lost the rendezvous store host (pod 0): {reason}; exiting for a replacement pod",
+          file=sys.stderr, flush=True)
+    os._exit(HOST_LOST)
+
+
+def watchdog(seconds: float, what: str) -> threading.Timer:
+    """A started timer that ends the launcher (exit_host_lost) unless cancelled within `seconds`."""
+    timer = threading.Timer(seconds, exit_host_lost, [f"{what} has not answered for {seconds:.0f}s"])
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def watch_store_calls() -> None:
+    """End the launcher with HOST_LOST when a rendezvous store call outlives 2 x read_timeout."""
+    from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import C10dRendezvousBackend
+
+    original = C10dRendezvousBackend._call_store
+    if getattr(original, "watched", False):
+        return
+
+    def call_store(self, store_op, *args, **kwargs):
+        try:
+            read_timeout = self._store.timeout.total_seconds()
+        except (AttributeError, RuntimeError):
+            read_timeout = 60.0
+        timer = watchdog(2 * read_timeout, f"the store's {store_op}")
+        try:
+            return original(self, store_op, *args, **kwargs)
+        finally:
+            timer.cancel()
+
+    call_store.watched = True
+    C10dRendezvousBackend._call_store = call_store
 
 
 def honour_shutdown_timeout() -> None:
@@ -84,9 +167,15 @@ def wait_for_store_host() -> None:
         return
 
     def create_tcp_store(params):
+        if params.get_as_bool("is_host"):
+            return original(params)  # the host waits for no one: its failure to serve is final
         join_timeout = params.get_as_int("join_timeout", TORCH_JOIN_TIMEOUT_DEFAULT)
         deadline = time.monotonic() + join_timeout
         while True:
+            # A listener that accepts and never answers would block the connection for ever; a
+            # host that is merely not up yet makes each attempt last up to read_timeout or so.
+            timer = watchdog(max(0.0, deadline - time.monotonic()) + 2 * params.get_as_int("read_timeout", 60),
+                             f"the store at {params.endpoint}")
             try:
                 store = original(params)
             except RendezvousConnectionError as error:
@@ -96,6 +185,8 @@ def wait_for_store_host() -> None:
                       f"waiting up to join_timeout={join_timeout}s", file=sys.stderr, flush=True)
                 time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
                 continue
+            finally:
+                timer.cancel()
             StoreHost.connected = True
             return store
 
@@ -118,8 +209,11 @@ def main(argv: list[str] | None = None) -> int:
 
     args = torchrun.parse_args(sys.argv[1:] if argv is None else argv)
     args.rdzv_conf = with_rdzv_defaults(args.rdzv_conf)
+    if args.rdzv_backend == "c10d":
+        args.rdzv_conf = with_host_from_index(args.rdzv_conf, os.environ)
     honour_shutdown_timeout()
     wait_for_store_host()
+    watch_store_calls()
     try:
         torchrun.run(args)
     except ChildFailedError as exc:
@@ -128,9 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         return failure.exitcode if failure.exitcode > 0 else 1
     except SignalException as exc:
         return 128 + int(exc.sigval)
-    except RendezvousConnectionError:
-        if not StoreHost.connected:
-            raise  # never reached the host within join_timeout: a failure that counts
+    except RendezvousConnectionError as error:
+        if not StoreHost.connected or not lost_connection(error):
+            raise  # never reached the host, or a slow host that is still there: a failure that counts
         print("[trainstack] lost the rendezvous store host (pod 0); exiting for a replacement pod",
               file=sys.stderr, flush=True)
         return HOST_LOST

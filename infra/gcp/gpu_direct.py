@@ -109,7 +109,14 @@ TCPX_OPTMEM_MAX = 131072
 
 def optmem_max_spec(accelerator: str) -> dict[str, Any]:
     """container-engine-accelerators gpudirect-tcpx/optmem-max-ds.yaml: raise net.core.optmem_max on A3 High
-    nodes once (an init container), then idle. hostNetwork: the sysctl is per network namespace."""
+    nodes once (an init container), then idle.
+
+    What it reaches: it writes the host's network namespace (hostNetwork), where RxDM-less host
+    processes and hostNetwork pods live. The trainer and its RxDM sidecar have their own pod
+    namespace. On kernels where optmem_max is still one global value that is the same setting; on
+    kernels where it is per namespace, every new namespace starts at 128 KiB = TCPX_OPTMEM_MAX
+    (linux net/core/net_namespace.c preinit_net_sysctl), so pods get upstream's value either way.
+    Only an A3 node shows which case applies (`cat /proc/sys/net/core/optmem_max` in a trainer pod)."""
     return {
         "affinity": _affinity(accelerator),
         "hostNetwork": True,

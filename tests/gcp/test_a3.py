@@ -161,8 +161,8 @@ def test_kueue_queue_is_a3_queue_with_the_pools_quota_after_its_release(up):
     assert up.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue").inputs["metadata"]["name"] == "a3-queue"
     quotas = {r["name"]: r["nominalQuota"] for r in queue.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
     # Two pods of what the chart renders for this job, counted as Kueue counts them: the trainer
-    # plus the RxDM sidecar (181 CPUs, 1501Gi each), and the local disk for /tmp and the data cache.
-    assert quotas == {"cpu": "362", "memory": "3002Gi", "nvidia.com/gpu": 16, "ephemeral-storage": "264Gi"}
+    # plus the RxDM sidecar (181 CPUs, 1501Gi each), and the local disk for /tmp (the data cache requests none by default).
+    assert quotas == {"cpu": "362", "memory": "3002Gi", "nvidia.com/gpu": 16, "ephemeral-storage": "64Gi"}
     rendered = render(up.one(RELEASE, "train").inputs["values"])
     pod = next(o for o in rendered if o["kind"] == "Job")["spec"]["template"]["spec"]
     assert {name: parse_quantity(q) for name, q in quotas.items()} == {

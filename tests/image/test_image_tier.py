@@ -82,6 +82,22 @@ def test_default_command_runs_the_launcher(image):
     assert "usage:" in done.stdout and "train" in done.stdout
 
 
+def test_the_launchers_torch_hooks_work_in_the_images_torch(image):
+    # training/launch.py patches torch's private c10d rendezvous functions (_create_tcp_store,
+    # C10dRendezvousBackend._call_store): a node whose store host is not there yet waits for it.
+    # This runs it against the image's torch; the GPU base image's own torch (images/Dockerfile
+    # BASE_IMAGE) is checked only where that image is built.
+    done = podman_run(image, "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+                      "--rdzv-endpoint=127.0.0.1:29999", "--rdzv-conf=join_timeout=8,read_timeout=2,is_host=0",
+                      "-m", "training", "--help")
+    assert done.returncode != 0
+    assert "waiting up to join_timeout=8s" in done.stderr, done.stderr[-3000:]
+    hooks = podman_run(image, "-c", "from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend as b; "
+                       "print(callable(b._create_tcp_store), callable(b.C10dRendezvousBackend._call_store))",
+                       entrypoint="python")
+    assert hooks.stdout.split() == ["True", "True"], hooks.stderr
+
+
 def test_python_m_training_help(image):
     done = podman_run(image, "-m", "training", "--help", entrypoint="python")
     assert done.returncode == 0 and "usage:" in done.stdout, done.stderr

@@ -12,7 +12,7 @@ import pytest
 
 from infra import InvalidArgsError, SecretEnv, TrainingJob
 from infra.paths import TRAINING_JOB_CHART_DIR
-from infra.training_job import REPLACE_ON_CHANGES, deep_merge, image_values
+from infra.training_job import REPLACE_ON_CHANGES, REPLACE_ON_CHANGES_IN_A_QUEUE, deep_merge, image_values
 from tests.infra.programs import (
     DIGEST,
     GPU_NODE_LABELS,
@@ -139,13 +139,21 @@ def test_release_settings() -> None:
 
 
 def test_pod_template_changes_replace_the_release_but_replicas_scale_in_place() -> None:
-    release = _run_job().one(RELEASE)
+    release = _run_job(queue_name=None).one(RELEASE)  # no queue: replicas scale in place
     assert release.replace_on_changes == list(REPLACE_ON_CHANGES)
     assert release.delete_before_replace is True  # the new release reuses the name
     for path in ("values.job.nodes.min", "values.job.nodes.max", "values.image", "values.resources"):
         assert path in REPLACE_ON_CHANGES
     for path in ("values.job.nodes", "values.job", "values.tensorboard", "values.serviceAccount.annotations"):
         assert path not in REPLACE_ON_CHANGES
+
+
+def test_in_a_queue_a_replicas_change_replaces_the_release() -> None:
+    # Kueue refuses a parallelism change of a running Job that carries job-min-parallelism.
+    release = _run_job(queue_name="team-a", nodes_min=1, nodes_max=4, nodes_replicas=2).one(RELEASE)
+    assert "values.job.nodes.replicas" in release.replace_on_changes
+    assert release.replace_on_changes == list(REPLACE_ON_CHANGES_IN_A_QUEUE)
+    assert "values.job.nodes.replicas" not in REPLACE_ON_CHANGES
 
 
 def test_outputs_name_the_release_job_namespace_and_service_account() -> None:

@@ -108,7 +108,7 @@ def test_pod_level_requests_and_overhead():
 
 
 def test_the_trainer_requests_local_disk_for_tmp_and_the_cache():
-    tcpx = job_pod(load_values("a3-tcpx"))  # tmpSize 32Gi, cache sizeLimit 2Ti
+    tcpx = job_pod(load_values("a3-tcpx"))  # tmpSize 32Gi, cache request 2Ti
     trainer = next(c for c in tcpx["containers"] if c["name"] == "trainer")
     assert parse_quantity(trainer["resources"]["requests"]["ephemeral-storage"]) == parse_quantity("2080Gi")
     assert "ephemeral-storage" not in trainer["resources"].get("limits", {})  # a limit would evict

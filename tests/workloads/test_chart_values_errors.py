@@ -6,6 +6,7 @@ from __future__ import annotations
 import helm_python as helm
 import pytest
 
+from infra.pod_requests import parse_quantity
 from training.model.build import PRESETS
 
 from .chart import CHART_DIR, chart, deep_merge, load_values, render
@@ -90,7 +91,8 @@ BAD_VALUES = {
     "grace period of zero": ({"job": {"terminationGracePeriodSeconds": 0}}, "/job/terminationGracePeriodSeconds"),
     "grace period shorter than the shutdown timeout": ({"job": {"terminationGracePeriodSeconds": 30}},
                                                        "/job/terminationGracePeriodSeconds"),
-    "tmp size in decimal units": ({"resources": {"tmpSize": "32G"}}, "/resources/tmpSize"),
+    "zero tmp size": ({"resources": {"tmpSize": "0Gi"}}, "/resources/tmpSize"),
+    "negative cache request": ({"storage": {"cache": {"request": "-1Gi"}}}, "/storage/cache/request"),
     "cache size as a number": ({"storage": {"cache": {"sizeLimit": 100}}}, "/storage/cache/sizeLimit"),
     "pod label value with a space": ({"podLabels": {"team": "ml infra"}}, "/podLabels/team"),
     "pod label value over 63 characters": ({"podLabels": {"team": "t" * 64}}, "/podLabels/team"),
@@ -101,6 +103,11 @@ BAD_VALUES = {
     "sidecar named like the trainer": ({"sidecars": [{"name": "trainer", "image": "r/p:1"}]}, "/sidecars/0/name"),
     "sidecar that would not keep running": ({"sidecars": [{"name": "p", "image": "r/p:1", "restartPolicy": "Never"}]},
                                             "/sidecars/0/restartPolicy"),
+    "two sidecars with one name": ({"sidecars": [{"name": "p", "image": "r/p:1"}, {"name": "p", "image": "r/q:1"}]},
+                                   'the name "p" is given twice'),
+    "pod label key with a space": ({"podLabels": {"my team": "ml"}}, "'/podLabels': additional properties 'my team'"),
+    "secret key with a slash": ({"secretEnv": [{"name": "K", "secretName": "wandb", "key": "a/b"}]},
+                                "/secretEnv/0/key"),
 }
 
 
@@ -109,6 +116,23 @@ def test_bad_values_are_rejected_naming_the_field(override, expected):
     with pytest.raises(helm.HelmError) as caught:
         render(deep_merge(GOOD, override))
     assert expected in str(caught.value)
+
+
+def test_local_disk_sizes_take_any_kubernetes_quantity_and_add_up():
+    values = deep_merge(GOOD, {"resources": {"tmpSize": "100G"},
+                               "storage": {"cache": {"enabled": True, "sourceUri": "gs://b/p",
+                                                     "sizeLimit": "1.5Ti", "request": "512000Ki"}}})
+    job = next(o for o in render(values) if o["kind"] == "Job")
+    trainer = job["spec"]["template"]["spec"]["containers"][0]
+    assert parse_quantity(trainer["resources"]["requests"]["ephemeral-storage"]) == 100 * 10**9 + 512000 * 1024
+
+
+def test_an_ephemeral_storage_limit_without_a_request_is_the_request():
+    # The API server would refuse a request (tmpSize, 32Gi) above the limit.
+    job = next(o for o in render(deep_merge(GOOD, {"resources": {"limits": {"ephemeral-storage": "10Gi"}}}))
+               if o["kind"] == "Job")
+    trainer = job["spec"]["template"]["spec"]["containers"][0]
+    assert trainer["resources"]["requests"]["ephemeral-storage"] == "10Gi"
 
 
 def test_release_names_that_cannot_name_a_service_are_rejected():

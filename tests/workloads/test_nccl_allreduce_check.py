@@ -41,6 +41,7 @@ def test_the_check_runs_the_training_image_with_the_trainers_wiring(value_set):
     for name, value in chart_values()["gpuNetworking"][mode]["ncclEnv"].items():
         assert env[name] == value, name  # the job's own NCCL environment
     assert env["NCCL_CHECK_EXPECTED_NCCL"] == chart_values()["gpuNetworking"][mode]["nccl"]
+    assert env["NCCL_CHECK_EXPECTED_NET"] == chart_values()["gpuNetworking"][mode]["ncclNet"]
     assert container["securityContext"]["runAsNonRoot"] is True  # the trainer's profile, no sshd
     configmap = one(objects, "ConfigMap")
     assert configmap["data"]["nccl_allreduce.py"] == SCRIPT.read_text()
@@ -92,6 +93,46 @@ def test_a_nccl_other_than_the_plugins_fails_in_one_line():
     assert nccl_allreduce.nccl_version_problem((2, 28, 7), "2.28.7") is None
     problem = nccl_allreduce.nccl_version_problem((2, 27, 5), "2.19")
     assert problem.startswith("NCCL check FAILED: the job loads NCCL 2.27.5") and "\n" not in problem
+
+
+FAKE_NCCL = r"""
+int ncclGetVersion(int *version) { *version = 21907; return 0; }
+"""
+
+
+def test_the_verdict_reads_the_mapped_librarys_runtime_version_not_torchs_build(tmp_path, monkeypatch):
+    # torch.cuda.nccl.version() is the NCCL torch was compiled against, whatever runs.
+    import ctypes
+
+    import torch
+
+    source = tmp_path / "nccl.c"
+    source.write_text(FAKE_NCCL)
+    library = tmp_path / "lib" / "libnccl.so.2"
+    library.parent.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    ctypes.CDLL(str(library))  # now mapped into this process, as torch maps its NCCL
+
+    def compiled_version():
+        raise AssertionError("the check must not judge by torch.cuda.nccl.version()")
+
+    monkeypatch.setattr(torch.cuda.nccl, "version", compiled_version)
+    monkeypatch.setenv("NCCL_CHECK_EXPECTED_NCCL", "2.27")
+    monkeypatch.delenv("NCCL_CHECK_EXPECTED_NET", raising=False)
+    problem, version = nccl_allreduce.nccl_problem(str(tmp_path / "none.log"))
+    assert version == f"NCCL 2.19.7 from {library}"
+    assert problem.startswith("NCCL check FAILED: the job loads NCCL 2.19.7") and str(library) in problem
+    monkeypatch.setenv("NCCL_CHECK_EXPECTED_NCCL", "2.19")
+    assert nccl_allreduce.nccl_problem(str(tmp_path / "none.log"))[0] is None
+
+
+def test_a_fallback_to_sockets_fails_the_check():
+    plugin = "NCCL INFO Using network GPUDirectTCPX_v7\n"
+    assert nccl_allreduce.network_problem(plugin * 2, "GPUDirectTCPX") is None
+    assert nccl_allreduce.network_problem("NCCL INFO Using network FasTrak\n", "FasTrak") is None
+    problem = nccl_allreduce.network_problem(plugin + "NCCL INFO Using network Socket\n", "GPUDirectTCPX")
+    assert problem.startswith("NCCL check FAILED: NCCL used network GPUDirectTCPX_v7, Socket") and "\n" not in problem
+    assert "unknown" in nccl_allreduce.network_problem("", "FasTrak")
 
 
 def test_bus_bandwidth_and_sizes_are_nccl_tests_own():

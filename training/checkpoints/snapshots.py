@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -45,6 +46,10 @@ from training.contract.errors import UserError
 from training.contract.log import info, warn
 from training.elastic import distributed
 
+REACH_TIMEOUT_S = 30.0  # how long the first question to the store may take before it counts as unreachable
+# Clients that log each failed retry with its traceback (gcsfs: logger.exception in retry_request); with no
+# handler configured, Python's last-resort handler would print them all. The one-line error says it.
+QUIET_LOGGERS = ("gcsfs", "s3fs", "fsspec", "google.auth", "google_auth_httplib2", "aiobotocore", "botocore")
 OWNER_FILE = "snapshot_run.json"  # in RUN_DIR and at URI: the id of the run that writes here
 UPLOADED_BY = "uploaded_by.json"  # in each uploaded checkpoint, before its data
 # The small files of a run that a restored RUN_DIR needs (or that a reader of the bucket wants).
@@ -62,6 +67,10 @@ class Store:
         self.uri = uri.rstrip("/")
         scheme = self.uri.split("://", 1)[0]
         package = SNAPSHOT_SCHEMES[scheme]
+        for name in QUIET_LOGGERS:
+            quiet = logging.getLogger(name)
+            if not quiet.handlers:
+                quiet.addHandler(logging.NullHandler())
         if package == "gcsfs":
             # gcsfs would ask GCS's control plane for each bucket's layout (hierarchical or zonal), which
             # needs a permission beyond object access; plain object reads and writes are all we do.
@@ -84,8 +93,34 @@ class Store:
     def url(self, *parts: str) -> str:
         return "/".join((self.uri, *parts))
 
-    def check_reachable(self) -> None:
-        """Ask the store once up front, so a wrong bucket or missing credentials is bad input, not a late surprise."""
+    def check_reachable(self, timeout_s: float | None = None) -> None:
+        """Ask the store once up front, so a wrong bucket or missing credentials is bad input, not a late surprise.
+
+        Bounded: gcsfs retries a request 6 times with exponential backoff (gcsfs/retry.py, retry_request),
+        and looks for credentials on the metadata server first, so an unreachable GCS would take minutes.
+        """
+        timeout_s = REACH_TIMEOUT_S if timeout_s is None else timeout_s
+        box: dict = {}
+
+        def ask() -> None:
+            try:
+                self._ask()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                box["error"] = exc
+            else:
+                box["ok"] = True
+
+        worker = threading.Thread(target=ask, name="snapshot-reach", daemon=True)
+        worker.start()
+        worker.join(timeout_s)
+        if worker.is_alive():
+            raise UserError(f"--snapshot-uri {self.uri}: no answer from the store within {timeout_s:.0f}s (network, "
+                            "DNS, a proxy or the credentials lookup); check that this machine can reach it, or run "
+                            "without --snapshot-uri")
+        if "error" in box:
+            raise box["error"]
+
+    def _ask(self) -> None:
         bucket = self.root.split("/", 1)[0]
         try:
             if self.uri.startswith("s3://"):
@@ -162,7 +197,7 @@ def _digest(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ reading
 
 
-def prepare(settings: SnapshotConfig, run_dir: Path, dist_info) -> Store | None:
+def prepare(settings: SnapshotConfig, run_dir: Path, data_dir: Path, dist_info) -> Store | None:
     """Check --snapshot-uri, restore from it when RUN_DIR has no intact checkpoint, claim it for this run.
 
     Every rank checks the URI's form; each node's first process checks that the store answers and
@@ -176,6 +211,7 @@ def prepare(settings: SnapshotConfig, run_dir: Path, dist_info) -> Store | None:
     problem = None
     try:
         if dist_info.local_rank == 0:
+            check_location(store, run_dir, data_dir)
             store.check_reachable()
             check_owner(store, run_dir)
             restore_if_missing(store, run_dir)
@@ -201,13 +237,67 @@ def _claim(store: Store, run_dir: Path) -> None:
                         "credentials' write permission on the bucket") from exc
 
 
+def check_location(store: Store, run_dir: Path, data_dir: Path) -> None:
+    """A file:// URI must be a snapshot location of its own: not RUN_DIR, not another run's directory,
+    not a prepared data directory, and inside none of them (retention and the export would overwrite
+    what they hold, as --out onto the data would)."""
+    if not store.local:
+        return
+    where = Path("/" + store.root.lstrip("/")).resolve()
+    fix = "give this run a --snapshot-uri of its own (an empty or new directory, or a bucket prefix)"
+    out, data = run_dir.resolve(), data_dir.resolve()
+    if where == out or out in where.parents:
+        raise UserError(f"--snapshot-uri {store.uri} is inside this run's --out {run_dir}; {fix}")
+    if where in out.parents:
+        raise UserError(f"--snapshot-uri {store.uri} contains this run's --out {run_dir}; {fix}")
+    for folder in (where, *where.parents):
+        if folder == data or _is_data_dir(folder):
+            raise UserError(f"--snapshot-uri {store.uri} is inside the prepared data directory {folder}; {fix}")
+        if _is_run_dir(folder):
+            raise UserError(f"--snapshot-uri {store.uri} is inside the run directory {folder} of another run "
+                            f"(its checkpoints and export would be overwritten); {fix}")
+
+
+def _is_data_dir(folder: Path) -> bool:
+    meta = _read_local_json(folder / "meta.json")
+    return isinstance(meta, dict) and "splits" in meta
+
+
+def _is_run_dir(folder: Path) -> bool:
+    """A training's own RUN_DIR (not a snapshot location): its local-only files, or checkpoints it saved
+    itself rather than received by upload."""
+    if not (folder / "run_config.json").is_file():
+        return False
+    if (folder / "tensorboard").is_dir() or (folder / ".lock").exists():
+        return True
+    return any(not (step / UPLOADED_BY).exists() for step in (folder / checkpoint.CHECKPOINTS).glob(f"{checkpoint.PREFIX}*"))
+
+
 def check_owner(store: Store, run_dir: Path) -> None:
-    """Two runs writing one URI would overwrite each other's checkpoints: refuse that up front."""
+    """Two runs writing one URI would overwrite each other's checkpoints: refuse that up front.
+
+    The URI belongs to the run named in its snapshot_run.json. RUN_DIR continues that run when it
+    is the same one (the same id) or holds no checkpoint yet (a restart on a fresh volume). A URI
+    without an owner is new, unless it holds prepared data."""
     local = _read_local_json(run_dir / OWNER_FILE)
     remote = store.read_json(OWNER_FILE)
-    if local and remote and local.get("run_uid") != remote.get("run_uid"):
+    fix = "give each run its own --snapshot-uri"
+    if remote is None:
+        meta = store.read_json("meta.json")  # a prepared data directory copied to the bucket
+        if isinstance(meta, dict) and "splits" in meta:
+            raise UserError(f"--snapshot-uri {store.uri} holds a prepared data directory (meta.json), not snapshots "
+                            f"of a run; {fix}")
+        return  # other objects under the prefix are tolerated and never touched (retention is by run id)
+    if local and local.get("run_uid") != remote.get("run_uid"):
         raise UserError(f"--snapshot-uri {store.uri} holds the snapshots of another run (run {remote.get('run_uid')}, "
-                        f"this is {local.get('run_uid')}); give each run its own --snapshot-uri")
+                        f"this is {local.get('run_uid')}); {fix}")
+    if not local and _has_checkpoint(run_dir):
+        raise UserError(f"--snapshot-uri {store.uri} holds the snapshots of another run (run {remote.get('run_uid')}) "
+                        f"and {run_dir} has checkpoints of its own; {fix}")
+
+
+def _has_checkpoint(run_dir: Path) -> bool:
+    return any((run_dir / checkpoint.CHECKPOINTS).glob(f"{checkpoint.PREFIX}*"))
 
 
 def restore_if_missing(store: Store, run_dir: Path) -> int | None:
@@ -225,7 +315,9 @@ def restore_if_missing(store: Store, run_dir: Path) -> int | None:
         restored = _download_checkpoint(store, run_dir, step, manifest)
         if restored:
             _restore_run_files(store, run_dir)
-            info(f"restored the checkpoint of step {step} from {store.url(checkpoint.CHECKPOINTS, name)}")
+            owner = (store.read_json(OWNER_FILE) or {}).get("run_uid")
+            info(f"resuming run {owner} from --snapshot-uri {store.uri}: restored the checkpoint of step {step} "
+                 f"from {store.url(checkpoint.CHECKPOINTS, name)}")
             return step
     return None
 
@@ -262,10 +354,14 @@ def _download_checkpoint(store: Store, run_dir: Path, step: int, manifest: dict)
     return True
 
 
+# They describe the restored checkpoints: copies left by a start that saved nothing give way to them.
+DESCRIBE_CHECKPOINTS = ("run_config.json", "model_config.json")
+
+
 def _restore_run_files(store: Store, run_dir: Path) -> None:
     for name in RUN_FILES:
         target = run_dir / name
-        if not target.exists() and store.fs.exists(store.path(name)):
+        if (not target.exists() or name in DESCRIBE_CHECKPOINTS) and store.fs.exists(store.path(name)):
             tmp = run_dir / f"{RESTORE_PREFIX}{name}-{uuid.uuid4().hex[:8]}"
             store.fs.get_file(store.path(name), str(tmp))
             os.replace(tmp, target)

@@ -25,7 +25,8 @@ def summarize(run_dir: Path) -> dict:
         raise UserError(f"{run_dir} has no {run_log.METRICS} (not a run directory, or trained by a version "
                         "that did not record metrics); pass the --out of a `train` run")
     log = run_log.read(run_dir)
-    start = log.last_event("start") or {}
+    start = {k: v for k, v in (log.last_event("start") or {}).items()
+             if k == "device" and isinstance(v, str) or _number(v)}  # a damaged record's fields are dropped
     starts = [e for e in log.events if e["event"] == "start"]
     steps = max((p[0] for points in log.series.values() for p in points), default=0)
     val = log.series.get("val/loss", [])
@@ -57,12 +58,24 @@ def summarize(run_dir: Path) -> dict:
         "checkpoints": [int(p.name[len(checkpoint.PREFIX):]) for p in sorted((run_dir / checkpoint.CHECKPOINTS).glob(
             f"{checkpoint.PREFIX}*")) if p.name[len(checkpoint.PREFIX):].isdigit()],
         "newest_intact_checkpoint": str(newest.path) if newest else None,
-        "uploaded_checkpoint": ckpt_uploads[-1]["uri"] if ckpt_uploads else None,
+        "uploaded_checkpoint": ckpt_uploads[-1].get("uri") if ckpt_uploads else None,
         "export": str(run_dir / "export") if (run_dir / "export" / "config.json").is_file() else None,
-        "uploaded_export": export_upload["uri"] if export_upload else None,
+        "uploaded_export": export_upload.get("uri") if export_upload else None,
         "loss_png": str(run_dir / LOSS_PNG) if (run_dir / LOSS_PNG).is_file() else None,
-        "wandb_run": json.loads(wandb_file.read_text()).get("id") if wandb_file.is_file() else None,
+        "wandb_run": _wandb_id(wandb_file),
     }
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _wandb_id(path: Path) -> str | None:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return None  # absent or damaged: the table says "-"
+    return record.get("id") if isinstance(record, dict) and isinstance(record.get("id"), str) else None
 
 
 def _hms(seconds: float) -> str:

@@ -9,33 +9,85 @@ import torch
 
 from training.checkpoints import checkpoint
 from training.contract.errors import UserError
+from training.contract.log import warn
 from training.model.build import MODEL_CONFIG, create_model, load_model_config
 
 
-def load_for_generation(path: Path):
-    """(model, tokenizer) from an export directory, a RUN_DIR's export, or a RUN_DIR's newest checkpoint."""
+def _reason(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:160]}" if lines else type(exc).__name__
+
+
+def _load_export(path: Path):
+    """An export's model and tokenizer; a damaged one (truncated weights, a config that is not JSON) is a
+    UserError. transformers, safetensors and the tokenizers library each raise their own types."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if (path / "export" / "config.json").is_file():
-        path = path / "export"
-    if (path / "config.json").is_file():
+    try:
         return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
-    if (path / "run_config.json").is_file():
-        latest = checkpoint.latest_valid(path)
-        if latest is None:
-            raise UserError(f"{path} has no intact checkpoint yet; train longer or pass an export directory")
+    except Exception as exc:  # noqa: BLE001 - any of them means: this export cannot be loaded
+        raise UserError(f"the export {path} is damaged ({_reason(exc)})") from exc
+
+
+def _load_checkpoint(path: Path):
+    from transformers import AutoTokenizer
+
+    latest = checkpoint.latest_valid(path)
+    if latest is None:
+        raise UserError(f"{path} has no intact checkpoint yet; train longer or pass an export directory")
+    try:
         # The architecture `train` saved at the run's start (activation, dropout, ...), not a rebuild
         model = create_model(load_model_config(path / MODEL_CONFIG))
         model.load_state_dict(latest.load()["model"])
         return model, AutoTokenizer.from_pretrained(path / "tokenizer")
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a damaged model_config.json or tokenizer/
+        raise UserError(f"cannot load the checkpoint {latest.path} of {path} ({_reason(exc)})") from exc
+
+
+def load_for_generation(path: Path):
+    """(model, tokenizer) from an export directory, a RUN_DIR's export, or a RUN_DIR's newest checkpoint.
+
+    A RUN_DIR whose export is damaged falls back to its newest intact checkpoint, with a warning."""
+    is_run = (path / "run_config.json").is_file()
+    if (path / "export" / "config.json").is_file():
+        try:
+            return _load_export(path / "export")
+        except UserError as exc:
+            if not is_run or checkpoint.latest_valid(path, announce=False) is None:
+                raise UserError(f"{exc}; and {path} has no intact checkpoint to fall back to; re-export by running "
+                                "train on the run again, or pass another model") from None
+            warn(f"{exc}; using the newest intact checkpoint of {path} instead")
+            return _load_checkpoint(path)
+    if (path / "config.json").is_file():
+        try:
+            return _load_export(path)
+        except UserError as exc:
+            raise UserError(f"{exc}; use its run directory (its checkpoints) or export it again by running train "
+                            "on that run") from None
+    if is_run:
+        return _load_checkpoint(path)
     raise UserError(f"{path} is neither a run directory nor a model export; pass RUN_DIR or RUN_DIR/export")
 
 
+def prompt_text(prompt: str) -> str:
+    """--prompt as text: bytes that are not UTF-8 arrive as surrogates (Python's argv decoding) and no
+    tokenizer can encode them."""
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UserError(f"--prompt holds bytes that are not UTF-8 text (at character {exc.start}); pass the prompt "
+                        "as UTF-8") from None
+    return prompt
+
+
 def sample(args: argparse.Namespace) -> list[str]:
+    prompt_text(args.prompt)  # before the model loads
     model, tokenizer = load_for_generation(Path(args.model))
     model.eval()
     torch.manual_seed(args.seed)
-    ids = tokenizer(args.prompt, add_special_tokens=False)["input_ids"] or [tokenizer.eos_token_id]
+    ids = tokenizer(prompt_text(args.prompt), add_special_tokens=False)["input_ids"] or [tokenizer.eos_token_id]
     prompt = torch.tensor([ids] * args.num_samples)
     out = generate(model, prompt, args.max_new_tokens, args.temperature, args.top_k, vocab_size=len(tokenizer))
     return [tokenizer.decode(row, skip_special_tokens=True) for row in out.tolist()]

@@ -113,6 +113,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
     run = p.add_argument_group("run")
     run.add_argument("--checkpoint-every", type=positive_int, default=200)
+    run.add_argument("--checkpoint-every-minutes", type=non_negative, default=0.0, metavar="M",
+                     help="also save once M minutes of training have passed since the last save (decimals "
+                          "allowed), so a preemption loses at most about M minutes whatever the step time; "
+                          "0 (default): --checkpoint-every alone")
     run.add_argument("--keep-checkpoints", type=positive_int, default=3, help="how many checkpoints to keep")
     run.add_argument("--eval-every", type=positive_int, default=200)
     run.add_argument("--eval-samples", type=positive_int, default=256,

@@ -58,6 +58,7 @@ class Cadence:
     eval_samples: int
     checkpoint_every: int
     keep_checkpoints: int
+    checkpoint_every_minutes: float = 0.0  # 0: the step cadence alone
 
     def due(self, every: int, step: int, max_steps: int) -> bool:
         return step % every == 0 or step == max_steps
@@ -134,7 +135,8 @@ class TrainConfig:
             model=ModelChoice(a.preset, a.n_layer, a.n_embd, a.n_head, a.block_size, a.dropout, a.init_from),
             optim=OptimConfig(a.batch_size, a.global_batch_size, a.max_steps, a.lr, a.min_lr, a.warmup_steps,
                               a.weight_decay, (a.beta1, a.beta2), a.grad_clip),
-            cadence=Cadence(a.log_every, a.eval_every, a.eval_samples, a.checkpoint_every, a.keep_checkpoints),
+            cadence=Cadence(a.log_every, a.eval_every, a.eval_samples, a.checkpoint_every, a.keep_checkpoints,
+                            a.checkpoint_every_minutes),
             runtime=RuntimeConfig(a.seed, a.device, a.precision, a.compile, a.dist_timeout, a.peer_timeout,
                                   export=not a.no_export, progress=not a.no_progress),
             snapshot=SnapshotConfig(a.snapshot_uri, a.snapshot_wait),

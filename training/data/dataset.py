@@ -66,17 +66,83 @@ def load_meta(data_dir: str | Path) -> DataMeta:
         raw = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{path} is unreadable ({exc}); re-run `python -m training prepare` into a new --out") from exc
+    if not isinstance(raw, dict):
+        raise UserError(f"{path} holds {type(raw).__name__}, not the object `prepare` writes; the file is damaged; "
+                        "re-run `python -m training prepare` into a new --out")
     if raw.get("format_version") != FORMAT_VERSION:
+        version = raw.get("format_version")
         raise UserError(f"{root} was written by an incompatible version of `prepare` "
-                        f"(format {raw.get('format_version')}, need {FORMAT_VERSION}); re-run prepare")
+                        f"(format {version}, need {FORMAT_VERSION}); re-run prepare")
+    _check_fields(path, raw)
     return DataMeta(root=root, raw=raw)
+
+
+def _check_fields(path: Path, raw: dict) -> None:
+    """The numbers a run depends on, as prepare writes them (a damaged or edited meta.json fails here,
+    not as an index error deep in the first step)."""
+    def bad(what: str) -> UserError:
+        return UserError(f"{path}: {what}; the file is damaged or was edited; re-run `python -m training prepare` "
+                         "into a new --out")
+
+    tok = raw.get("tokenizer")
+    if not isinstance(tok, dict):
+        raise bad("no tokenizer section")
+    vocab = tok.get("vocab_size")
+    if not isinstance(vocab, int) or isinstance(vocab, bool) or not 2 <= vocab <= 2**32:
+        raise bad(f"tokenizer.vocab_size is {vocab!r}, not a whole number from 2 to 2^32")
+    eos = tok.get("eos_token_id")
+    if not isinstance(eos, int) or isinstance(eos, bool) or not 0 <= eos < vocab:
+        raise bad(f"tokenizer.eos_token_id is {eos!r}, not a token id below the vocabulary size {vocab}")
+    if raw.get("dtype") not in ("uint16", "uint32"):
+        raise bad(f"dtype is {raw.get('dtype')!r}, not uint16 or uint32")
+    if raw["dtype"] == "uint16" and vocab > 2**16:
+        raise bad(f"a vocabulary of {vocab} does not fit the uint16 token ids it says are stored")
+    if not isinstance(tok.get("dir"), str) or not isinstance(tok.get("fingerprint"), str):
+        raise bad("tokenizer.dir or tokenizer.fingerprint is missing")
+    splits = raw.get("splits")
+    for split in ("train", "val"):
+        part = splits.get(split) if isinstance(splits, dict) else None
+        shards = part.get("shards") if isinstance(part, dict) else None
+        if not isinstance(shards, list) or not all(
+                isinstance(s, dict) and isinstance(s.get("file"), str) and isinstance(s.get("tokens"), int)
+                and not isinstance(s.get("tokens"), bool) and s["tokens"] >= 0 for s in shards):
+            raise bad(f"the {split} split's shard list is missing or malformed")
+        if not isinstance(part.get("tokens"), int) or part["tokens"] != sum(s["tokens"] for s in shards):
+            raise bad(f"the {split} split's token count does not add up over its shards")
+
+
+# Up to this many tokens the shards are scanned for ids beyond the vocabulary before the first step
+# (a fraction of a second); larger corpora are checked batch by batch as they are read.
+SCAN_TOKENS = 1 << 28
+
+
+def check_data(meta: DataMeta, windows: list[TokenWindows]) -> None:
+    """What a run needs of DATA_DIR beyond meta.json: a tokenizer that loads (the export saves it at
+    the very end), no larger than the vocabulary, and token ids within it."""
+    from training.data import tokenizer
+
+    loaded = tokenizer.load(str(meta.tokenizer_dir), "--data")
+    if len(loaded) > meta.vocab_size:
+        raise UserError(f"{meta.tokenizer_dir} has {len(loaded)} tokens but {meta.root / META_FILE} says the vocabulary "
+                        f"is {meta.vocab_size}; the data directory is damaged; re-run `python -m training prepare`")
+    if sum(w.tokens for w in windows) <= SCAN_TOKENS:
+        for w in windows:
+            w.check_ids()
+
+
+def _beyond_vocabulary(path: Path, token: int, vocab_size: int) -> UserError:
+    return UserError(f"token shard {path} holds token id {token}, beyond the vocabulary of {vocab_size} in "
+                     f"{META_FILE}; the data directory is damaged; re-run `python -m training prepare` into a new --out")
 
 
 class TokenWindows:
     """Non-overlapping windows of block_size + 1 tokens (inputs plus shifted targets) over the shards."""
 
-    def __init__(self, shards: list[tuple[Path, int]], dtype: np.dtype, block_size: int):
+    def __init__(self, shards: list[tuple[Path, int]], dtype: np.dtype, block_size: int,
+                 vocab_size: int | None = None):
         self.block_size = block_size
+        self.vocab_size = vocab_size  # ids at or above it are refused (a damaged shard or meta.json)
+        self.paths = [path for path, _ in shards]
         self.arrays = []
         counts = []
         for path, n_tokens in shards:
@@ -98,8 +164,25 @@ class TokenWindows:
         offset = (index - start_of_shard) * self.block_size
         return self.arrays[shard][offset: offset + self.block_size + 1]
 
+    @property
+    def tokens(self) -> int:
+        return sum(len(a) for a in self.arrays)
+
+    def check_ids(self) -> None:
+        """Scan every shard for ids beyond the vocabulary (in pieces: memory stays flat)."""
+        if self.vocab_size is None:
+            return
+        for path, array in zip(self.paths, self.arrays, strict=True):
+            for start in range(0, len(array), 1 << 24):
+                top = int(array[start: start + (1 << 24)].max(initial=0))
+                if top >= self.vocab_size:
+                    raise _beyond_vocabulary(path, top, self.vocab_size)
+
     def batch(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         rows = np.stack([self.window(i) for i in indices]).astype(np.int64)
+        if self.vocab_size is not None and rows.size and int(rows.max()) >= self.vocab_size:
+            shard = self.paths[int(np.searchsorted(self.ends, indices[int(rows.max(axis=1).argmax())], side="right"))]
+            raise _beyond_vocabulary(shard, int(rows.max()), self.vocab_size)
         tokens = torch.from_numpy(rows)
         return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 

@@ -27,6 +27,8 @@ import numpy as np
 from training.contract.cli import parse_tokenizer_spec
 from training.contract.errors import UserError, storage_error, storage_failure
 from training.contract.log import info
+from training.contract.paths import check_usable
+from training.data import prepare_lock
 from training.data import tokenizer as tok
 from training.data.dataset import FORMAT_VERSION, META_FILE
 from training.data.sources import (
@@ -155,7 +157,7 @@ def _existing_meta(out: Path) -> dict | None:
 
 def _ours(path: Path) -> bool:
     """What `prepare` itself leaves in DATA_DIR, also when it was killed half-way."""
-    return path.name in (".cache", f".{META_FILE}.tmp") or path.name.startswith("gen-")
+    return path.name in (".cache", f".{META_FILE}.tmp", prepare_lock.LOCK) or path.name.startswith("gen-")
 
 
 def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
@@ -170,7 +172,17 @@ def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
 
 def prepare(args: argparse.Namespace) -> Path:
     out = Path(args.out)
-    created = not out.exists()
+    check_usable(out, "--out")
+    try:  # atomically: of two prepares starting at once, only the one that made it may remove it
+        out.mkdir(parents=True)
+        created = True
+    except FileExistsError:
+        created = False
+    except OSError as exc:
+        cause = storage_failure(exc)
+        if cause is None:
+            raise UserError(f"--out {out}: cannot create it ({exc.strerror or exc}); pick another --out") from exc
+        raise storage_error(cause, f"the prepared data to {out}", "nothing was written") from exc
 
     def stop_now() -> None:
         """SIGTERM or Ctrl-C: unwinding through datasets' pool can deadlock on its queue locks, so stop
@@ -184,11 +196,14 @@ def prepare(args: argparse.Namespace) -> Path:
             shutil.rmtree(out, ignore_errors=True)
 
     try:
-        with exit_on_signals(before_exit=stop_now, hard=True):
-            return _prepare(args, out)
+        with exit_on_signals(before_exit=stop_now, hard=True), prepare_lock.hold(out):
+            try:
+                return _prepare(args, out)
+            except BaseException:
+                if created:  # all in it is this run's: leave no half-written folder (or full disk) behind
+                    shutil.rmtree(out, ignore_errors=True)  # while locked: a waiting prepare starts over
+                raise
     except BaseException as exc:
-        if created:  # all in it is this run's: leave no half-written folder (or full disk) behind
-            shutil.rmtree(out, ignore_errors=True)
         cause = None if isinstance(exc, UserError) else storage_failure(exc)
         if cause is None:
             raise
@@ -226,6 +241,7 @@ os.register_at_fork(after_in_child=_in_forked_child)
 def _prepare(args: argparse.Namespace, out: Path) -> Path:
     suffixes = {s if s.startswith(".") else f".{s}" for s in args.extensions.split(",") if s}
     found = discover(args.data, suffixes, out)
+    found.warn_passed_over()
     keep_readable_text(found, args.encoding)
     if not found.files():
         raise UserError(f"no usable text in {' '.join(args.data)}: {found.why_empty()}; point --data at text "

@@ -1,10 +1,11 @@
 """What `prepare` reads: finding the input files, opening them (compressed too), and reading rows.
 
 Files come from paths, directories (recursive) and globs. In directories and globs a file is text
-when its suffix is in --extensions or it has none (LICENSE, COPYING, debian/copyright), also behind
-a compression suffix (.txt.gz, .jsonl.zst); json/jsonl/csv/parquet files are structured. Hidden
-files and folders and the output directory itself are never read. Every file left out is counted
-by the filter that removed it, so an empty result can say why.
+when its suffix is in --extensions or it has none (LICENSE, COPYING, debian/copyright; a dot in a
+license or version name, as in Apache-2.0, is no suffix), also behind a compression suffix
+(.txt.gz, .jsonl.zst); json/jsonl/csv/parquet files are structured. Hidden files and folders and
+the output directory itself are never read. Every file left out is named in a warning with its
+reason, every time, and counted by the filter that removed it, so an empty result can say why.
 
 Structured rows are read here, not by `datasets`, so that a row whose text column holds something
 other than a string, or a line that does not parse, is skipped with a warning naming the file and
@@ -21,13 +22,16 @@ import gzip
 import io
 import json
 import lzma
+import re
 import sys
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from training.contract.errors import UserError
 from training.contract.log import warn
+from training.contract.paths import check_usable, kind_of
 
 STRUCTURED_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
 CHUNK_CHARS = 1 << 20  # text files are read in ~1 MB pieces cut at line ends
@@ -43,7 +47,7 @@ COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open, ".zst": _z
 
 
 def _decompression_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [OSError, EOFError, lzma.LZMAError]
+    errors: list[type[BaseException]] = [OSError, EOFError, lzma.LZMAError, zlib.error]  # zlib: corrupt .gz data
     try:
         import zstandard
 
@@ -58,10 +62,16 @@ def compression(path: Path) -> str | None:
     return suffix if suffix in COMPRESSIONS else None
 
 
+# What a file-type suffix looks like: letters, digits, underscores, at least one letter. The dot in a
+# license or version name is not one: Apache-2.0, MPL-2.0, GPL-3.0-or-later, COPYING.v2 hold plain text.
+_EXTENSION = re.compile(r"(?!\.v\d+$)\.\w*[^\W\d_]\w*", re.IGNORECASE)
+
+
 def inner_suffix(path: Path) -> str:
-    """The suffix that says what the content is: .txt for a.txt.gz, '' for LICENSE or LICENSE.gz."""
+    """The suffix that says what the content is: .txt for a.txt.gz, '' for LICENSE, LICENSE.gz or MPL-2.0."""
     name = path.name[: -len(path.suffix)] if compression(path) else path.name
-    return Path(name).suffix.lower()
+    suffix = Path(name).suffix.lower()
+    return suffix if _EXTENSION.fullmatch(suffix) else ""
 
 
 def open_binary(path: Path):
@@ -79,10 +89,23 @@ class Sources:
     text: list[Path] = field(default_factory=list)
     structured: dict[str, list[Path]] = field(default_factory=dict)
     left_out: Counter = field(default_factory=Counter)  # filter -> how many files it removed
-    explicit: set[Path] = field(default_factory=set)  # named on the command line: skips are warned one by one
+    explicit: set[Path] = field(default_factory=set)  # named on the command line
+    # filter -> the files (or hidden folders) it removed while discovering, named in one warning each
+    passed_over: dict[str, list[Path]] = field(default_factory=dict)
 
     def files(self) -> list[Path]:
         return [*self.text, *(p for files in self.structured.values() for p in files)]
+
+    def skip(self, reason: str, path: Path) -> None:
+        self.left_out[reason] += 1
+        self.passed_over.setdefault(reason, []).append(path)
+
+    def warn_passed_over(self, shown: int = 50) -> None:
+        """Every file left out while discovering, by name and reason (one warning per reason)."""
+        for reason, paths in self.passed_over.items():
+            unique = list(dict.fromkeys(paths))
+            names = ", ".join(map(str, unique[:shown])) + (f" and {len(unique) - shown} more" if len(unique) > shown else "")
+            warn(f"skipping {len(paths)} file(s) {reason}: {names}")
 
     def why_empty(self) -> str:
         if not self.left_out:
@@ -97,10 +120,12 @@ def discover(sources: list[str], text_suffixes: set[str], out: Path) -> Sources:
 
     def add(path: Path, explicit: bool, root: Path | None = None) -> None:
         if out == path.resolve() or out in path.resolve().parents:
-            found.left_out["inside --out"] += 1
+            found.skip("inside --out", path)
             return
-        if root is not None and any(part.startswith(".") for part in path.relative_to(root).parts):
-            found.left_out["hidden"] += 1
+        parts = path.relative_to(root).parts if root is not None else ()
+        hidden = next((i for i, part in enumerate(parts) if part.startswith(".")), None)
+        if hidden is not None:
+            found.skip("hidden", root.joinpath(*parts[: hidden + 1]))  # the hidden folder, named once
             return
         kind = inner_suffix(path)
         if kind in STRUCTURED_FORMATS and not (kind == ".parquet" and compression(path)):
@@ -110,7 +135,7 @@ def discover(sources: list[str], text_suffixes: set[str], out: Path) -> Sources:
             if explicit:
                 found.explicit.add(path)
         else:
-            found.left_out[f"without a suffix from --extensions ({','.join(sorted(text_suffixes))})"] += 1
+            found.skip(f"without a suffix from --extensions ({','.join(sorted(text_suffixes))})", path)
 
     for src in sources:
         if any(ch in src for ch in "*?["):
@@ -120,11 +145,18 @@ def discover(sources: list[str], text_suffixes: set[str], out: Path) -> Sources:
             for m in matches:
                 add(m, explicit=False)
         elif Path(src).is_dir():
-            for p in sorted(p for p in Path(src).rglob("*") if p.is_file()):
-                add(p, explicit=False, root=Path(src))
+            for p in sorted(Path(src).rglob("*")):
+                if p.is_file():
+                    add(p, explicit=False, root=Path(src))
+                elif not p.is_dir():  # FIFOs, devices, sockets, links to nothing
+                    found.skip("that are not regular files (FIFOs, devices, sockets, dangling links)", p)
         elif Path(src).is_file():
             add(Path(src), explicit=True)
+        elif kind_of(Path(src)):
+            raise UserError(f"--data {src} is {kind_of(Path(src))}, not a file: prepare reads its input twice "
+                            "(checking, then tokenizing); save the text to a file and pass that")
         else:
+            check_usable(Path(src), "--data")
             raise UserError(f"--data {src} does not exist; pass text files, directories or globs")
     found.text = list(dict.fromkeys(found.text))
     found.structured = {k: list(dict.fromkeys(v)) for k, v in found.structured.items()}
@@ -132,11 +164,8 @@ def discover(sources: list[str], text_suffixes: set[str], out: Path) -> Sources:
 
 
 def keep_readable_text(found: Sources, encoding: str) -> None:
-    """Drop text files that are empty, binary, not `encoding`, unreadable or badly compressed.
-
-    Each is warned about, except binary files without a suffix found in a directory or glob
-    (executables and the like next to LICENSE files): those are only counted.
-    """
+    """Drop text files that are empty, binary, not `encoding`, unreadable or badly compressed; each is
+    named in a warning with its reason."""
     kept = []
     for path in found.text:
         problem = text_problem(path, encoding)
@@ -145,8 +174,7 @@ def keep_readable_text(found: Sources, encoding: str) -> None:
             continue
         reason, detail = problem
         found.left_out[reason] += 1
-        if detail and (path in found.explicit or reason != "binary" or inner_suffix(path) != ""):
-            warn(f"skipping {path}: {detail}")
+        warn(f"skipping {path}: {detail or 'no text in it (' + reason + ')'}")
     found.text = kept
 
 

@@ -20,8 +20,9 @@ def load(name_or_path: str, flag: str = "--tokenizer"):
     target, local_only = hub.resolve(name_or_path, flag, ("tokenizer.json", "vocab.json"))
     try:
         tokenizer = GPT2TokenizerFast.from_pretrained(target, local_files_only=local_only)
-    except (OSError, ValueError, TypeError) as exc:
-        raise UserError(f"cannot load tokenizer '{name_or_path}' ({str(exc).splitlines()[0][:160]}); pass a "
+    except Exception as exc:  # noqa: BLE001 - the Rust tokenizers library raises a bare Exception on a damaged file
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        raise UserError(f"cannot load tokenizer '{name_or_path}' ({reason}); pass a "
                         "directory with GPT-2 BPE files (vocab.json + merges.txt or tokenizer.json), a hub name "
                         "when online, or --tokenizer train:VOCAB to train one on the corpus offline") from exc
     if len(tokenizer) < MIN_TRAINED_VOCAB:

@@ -43,9 +43,7 @@ def pick_device(preference: str, local_rank: int = 0) -> torch.device:
 
 def init(device_preference: str = "auto", timeout_s: int = 600) -> DistInfo:
     """Join the torchrun job if there is one; otherwise run as a single process."""
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    world_size, rank, local_rank = launch_environment(os.environ)
     device = pick_device(device_preference, local_rank)
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -56,6 +54,40 @@ def init(device_preference: str = "auto", timeout_s: int = 600) -> DistInfo:
         dist.init_process_group(backend=backend, timeout=timeout, device_id=device if device.type == "cuda" else None)
         _HOST_GROUP = dist.new_group(backend="gloo", timeout=timeout) if backend == "nccl" else None
     return DistInfo(rank=rank, local_rank=local_rank, world_size=world_size, device=device)
+
+
+def _env_int(env, name: str, default: int, low: int, high: int | None, why: str) -> int:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        raise UserError(f"{name}={env.get(name)!r} in the environment: {why}; torchrun sets it for each worker, so "
+                        f"unset it (one process) or start with `torchrun --nproc-per-node N -m training ...`")
+    return value
+
+
+def launch_environment(env) -> tuple[int, int, int]:
+    """WORLD_SIZE, RANK and LOCAL_RANK as torchrun sets them, with LOCAL_WORLD_SIZE, MASTER_ADDR and
+    MASTER_PORT (torch 2.13, torch/distributed/elastic/agent/server/local_elastic_agent.py, the worker
+    environment); values set by hand are checked here instead of failing inside init_process_group."""
+    world_size = _env_int(env, "WORLD_SIZE", 1, 1, None, "must be a whole number >= 1")
+    rank = _env_int(env, "RANK", 0, 0, world_size - 1, f"must be a whole number from 0 to WORLD_SIZE-1 ({world_size - 1})")
+    local_world = _env_int(env, "LOCAL_WORLD_SIZE", world_size, 1, world_size,
+                           f"must be a whole number from 1 to WORLD_SIZE ({world_size})")
+    local_rank = _env_int(env, "LOCAL_RANK", 0, 0, local_world - 1,
+                          f"must be a whole number from 0 to LOCAL_WORLD_SIZE-1 ({local_world - 1})")
+    if world_size > 1:
+        missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if not env.get(name, "").strip()]
+        if missing:
+            raise UserError(f"WORLD_SIZE={world_size} but {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} not set: the workers cannot find "
+                            "each other; start with `torchrun --nproc-per-node N -m training ...`, or unset WORLD_SIZE "
+                            "for one process")
+        _env_int(env, "MASTER_PORT", 0, 1, 65535, "must be a port number from 1 to 65535")
+    return world_size, rank, local_rank
 
 
 def shutdown() -> None:

@@ -84,21 +84,27 @@ def read(run_dir: Path) -> RunLog:
     log = RunLog()
     values: dict[str, dict[int, tuple[int, float]]] = {}
     path = Path(run_dir) / METRICS
-    with open(path) as f:
+    # errors="replace": bytes that are not UTF-8 (a damaged or overwritten file) spoil only their line
+    with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
-                continue  # the last line of a killed process
+                continue  # the last line of a killed process, or damage
             if not isinstance(record, dict):
                 continue
-            if "event" in record:
-                log.events.append(record)
-                log.timeline.append((record["event"], float(record.get("time", 0.0))))
-            elif {"tag", "step", "value"} <= set(record):
-                values.setdefault(record["tag"], {})[int(record["step"])] = (int(record.get("tokens", 0)),
-                                                                             float(record["value"]))
-                log.timeline.append(("scalar", float(record.get("time", 0.0))))
+            try:
+                if "event" in record:
+                    timeline = (str(record["event"]), float(record.get("time", 0.0)))
+                    log.events.append(record)
+                    log.timeline.append(timeline)
+                elif {"tag", "step", "value"} <= set(record):
+                    point = (int(record.get("tokens", 0)), float(record["value"]))
+                    step, time = int(record["step"]), float(record.get("time", 0.0))
+                    values.setdefault(str(record["tag"]), {})[step] = point
+                    log.timeline.append(("scalar", time))
+            except (TypeError, ValueError, OverflowError):
+                continue  # a record whose fields are not the numbers train writes: damage, skipped
     for tag, by_step in values.items():
         log.series[tag] = [(s, tok, v) for s, (tok, v) in sorted(by_step.items())]
     return log

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from training.contract.errors import UserError
+from training.contract.log import info
 from training.data.dataset import DataMeta
 
 FILE = "run_config.json"
@@ -31,11 +32,16 @@ class RunConfig:
 
 
 def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_batch: int | None,
-                              write: bool) -> RunConfig:
+                              write: bool, resuming: bool = True) -> RunConfig:
+    """The run's settings: those of run_config.json when there is a checkpoint to resume (`resuming`),
+    else this start's. A run_config.json without any checkpoint is the trace of a start that was killed
+    before it saved anything (the out-of-memory killer, kill -9): it binds nothing and is replaced."""
     path = run_dir / FILE
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir} is a file, not a directory; pick another --out")
-    if not path.is_file():
+    if path.is_file() and not resuming:
+        _announce_replaced(path, wanted)
+    if not path.is_file() or not resuming:
         if write:
             run_dir.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
@@ -59,12 +65,31 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
         raise UserError(f"{run_dir} was trained on data from a different tokenizer than --data uses; prepare the "
                         "data with the run's tokenizer (RUN_DIR/tokenizer) or use a new --out")
     if existing.init_from != wanted.init_from:
+        if existing.init_from.startswith("distill:") or wanted.init_from.startswith("distill:"):
+            def said(start: str) -> str:
+                return (f"--distill-from {start[len('distill:'):]}" if start.startswith("distill:")
+                        else f"--init-from {start}" if start else "neither --init-from nor --distill-from")
+            raise UserError(f"{run_dir} holds a run started with {said(existing.init_from)}, but this start has "
+                            f"{said(wanted.init_from)}; resume it with the same flag, or use a new --out")
         raise UserError(f"{run_dir} fine-tunes --init-from '{existing.init_from}', not '{wanted.init_from}'; "
                         "use the same --init-from or a new --out")
     if explicit_global_batch is not None and explicit_global_batch != existing.global_batch_size:
         raise UserError(f"{run_dir} runs with --global-batch-size {existing.global_batch_size}; changing it "
                         "mid-run changes the data order; drop the flag or use a new --out")
     return existing
+
+
+def _announce_replaced(path: Path, wanted: RunConfig) -> None:
+    try:
+        before = json.loads(path.read_text())
+    except (OSError, ValueError):
+        before = None
+    if before == wanted.to_dict():
+        return
+    changed = ", ".join(f"{k} {before.get(k)} -> {v}" for k, v in wanted.to_dict().items()
+                        if before.get(k) != v) if isinstance(before, dict) else "unreadable before"
+    info(f"{path} is from an earlier start that saved no checkpoint; it is replaced with this start's settings "
+         f"({changed})")
 
 
 def check_tokenizer_matches_model(data: DataMeta, model_config, init_from: str) -> None:

@@ -77,6 +77,10 @@ class RunLock:
     @classmethod
     def acquire(cls, run_dir: Path) -> RunLock:
         path = run_dir / LOCK
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            what = "a symbolic link" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
+            raise UserError(f"{path} is {what}, not the lock file train writes there; remove it (or pick another "
+                            "--out), then run the same command again")
         token = uuid.uuid4().hex
         me = _me(token)
         blob = json.dumps(me).encode()
@@ -87,7 +91,12 @@ class RunLock:
                 owner = _read(path)
                 if owner is None:
                     continue  # released (or being written) in between: look again
-                _judge(owner, me, path)  # raises when the owner is alive
+                if not _is_owner(owner):
+                    # Train writes the whole record at once; a live owner's lock always reads back whole.
+                    warn(f"{path} names no owner (empty, cut off or not written by train); taking the run "
+                         "directory over")
+                else:
+                    _judge(owner, me, path)  # raises when the owner is alive
                 _replace(path, blob)
             else:
                 with os.fdopen(fd, "wb") as f:
@@ -110,14 +119,20 @@ class RunLock:
 
 
 def _read(path: Path) -> dict | None:
-    for _ in range(3):
+    for _ in range(10):
         try:
-            return json.loads(path.read_text())
+            owner = json.loads(path.read_text())
+            return owner if isinstance(owner, dict) else {}
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
-            time.sleep(0.05)  # caught between open and write
-    return {}  # unreadable: judged as an owner we know nothing about
+            time.sleep(0.1)  # caught between open and write
+    return {}  # unreadable: no owner we could ask
+
+
+def _is_owner(owner: dict) -> bool:
+    """A record as _me writes it (a lock holding anything else names nobody who could still be writing)."""
+    return isinstance(owner.get("host"), str) and isinstance(owner.get("pid"), int) and bool(owner.get("token"))
 
 
 def _replace(path: Path, blob: bytes) -> None:

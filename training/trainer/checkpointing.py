@@ -3,12 +3,34 @@
 Rank 0 writes; periodic checkpoints in the background, the last one and the one before a stop
 (SIGTERM) synchronously, so the process exits only with its last step on disk. A checkpoint is
 never written from weights that are no longer numbers (`_stop_if_diverged`).
+
+When a save is due: every --checkpoint-every steps (the floor), at the last step and on a stop, and
+with --checkpoint-every-minutes M also once M minutes have passed since the last save (`TimedSaves`),
+so what a preemption loses is bounded in time, not only in steps. Ranks must save at the same step,
+and a per-step exchange of clocks would cost a collective every step, so minutes become a step number
+that every rank computes from the same agreed figures:
+
+- The timer starts when the loop starts (a resume or an elastic restart starts it afresh) and
+  restarts after each save, whatever made it due.
+- At a *check step* the ranks exchange two numbers (one small host collective): the seconds since
+  the last save and the seconds per step since the previous check. The largest of each plans how
+  many more whole steps still end within M minutes of the last save: none, and the save is due at
+  this step; otherwise the next check is a quarter of the way there (`CHECK_FRACTION`). Checks
+  thus close in on the deadline (a few dozen between saves at most, never one per step), and a
+  step time that grows (evaluation, a slower node after a restart) is measured again in time: the
+  bound holds unless the step time more than quadruples between two checks.
+- The first check is the first step of a start; after a save, the next is planned from the step
+  time agreed last (the save's barrier has just aligned the ranks).
+A timed save therefore comes at the first check that finds no whole step left: within M minutes of
+the last save, give or take one step time.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +46,7 @@ from training.elastic.distributed import DistInfo
 
 class Checkpointing:
     def __init__(self, cfg: TrainConfig, run_dir: Path, dist_info: DistInfo, model, optimizer, trainer_state,
-                 claim, uploader):
+                 claim, uploader, start_step: int = 0):
         self.cadence: Cadence = cfg.cadence
         self.max_steps = cfg.optim.max_steps
         self.lr = cfg.optim.lr
@@ -34,9 +56,13 @@ class Checkpointing:
         self.saver = BackgroundCheckpointer(run_dir, cfg.cadence.keep_checkpoints) if dist_info.is_main else None
         # any step's loss not finite since the start; checked before each save, no sync per step
         self.nonfinite_loss = torch.zeros((), dtype=torch.bool, device=dist_info.device)
+        self.timed = TimedSaves(cfg.cadence.checkpoint_every_minutes, start_step,
+                                agree=lambda values: agree_on_max(values, dist_info))
 
     def due(self, step: int, stop: bool) -> bool:
-        return stop or step % self.cadence.checkpoint_every == 0 or step == self.max_steps
+        """The same answer on every rank (`stop` is agreed; the timed check is collective at check steps)."""
+        return (stop or step % self.cadence.checkpoint_every == 0 or step == self.max_steps
+                or self.timed.due(step))
 
     def save(self, step: int, wait: bool) -> float:
         """Seconds the training loop spent on it (the background write is not counted)."""
@@ -51,6 +77,7 @@ class Checkpointing:
             if self.uploader is not None:
                 self.uploader.submit_checkpoint(step)  # to --snapshot-uri once it commits, in the background
         distributed.barrier(self.dist_info)
+        self.timed.saved(step)
         return time.perf_counter() - began
 
     def record(self, writer, seconds: float, step: int) -> None:
@@ -69,6 +96,61 @@ class Checkpointing:
         bad = bool(self.nonfinite_loss) or not bool(finite)
         if distributed.all_reduce_max(bad, self.dist_info):
             raise diverged("nan", step, self.run_dir, self.lr)
+
+
+# The next check comes after this share of the steps left: a step time up to 1/CHECK_FRACTION times
+# the measured one still cannot overrun the deadline before it is measured again.
+CHECK_FRACTION = 0.25
+
+
+class TimedSaves:
+    """--checkpoint-every-minutes as a step number every rank agrees on (the rule: the module docstring).
+
+    `agree` takes this rank's figures and returns the largest of each across ranks (a collective:
+    called at check steps only, which every rank reaches at the same step); `clock` counts seconds.
+    """
+
+    def __init__(self, minutes: float, start_step: int, agree: Callable[[list[float]], list[float]],
+                 clock: Callable[[], float] = time.monotonic):
+        self.budget_s = minutes * 60.0
+        self.agree, self.clock = agree, clock
+        now = clock()
+        self.saved_at, self.checked_at, self.checked_step = now, now, start_step
+        self.step_s: float | None = None  # agreed seconds per step; None until the first check
+        self.check_step = start_step + 1
+
+    @property
+    def enabled(self) -> bool:
+        return self.budget_s > 0
+
+    def due(self, step: int) -> bool:
+        if not self.enabled or step != self.check_step:
+            return False
+        now = self.clock()
+        since_save, step_s = self.agree([now - self.saved_at, (now - self.checked_at) / (step - self.checked_step)])
+        self.checked_at, self.checked_step, self.step_s = now, step, step_s
+        left = self._steps_left(self.budget_s - since_save)
+        if left <= 0:
+            return True
+        self.check_step = step + math.ceil(left * CHECK_FRACTION)
+        return False
+
+    def saved(self, step: int) -> None:
+        """After any save (every rank, past the save's barrier): the timer restarts."""
+        now = self.clock()
+        self.saved_at, self.checked_at, self.checked_step = now, now, step
+        left = self._steps_left(self.budget_s) if self.step_s is not None else 1
+        self.check_step = step + max(1, math.ceil(left * CHECK_FRACTION))
+
+    def _steps_left(self, seconds: float) -> int:
+        """Whole steps that still end within `seconds`."""
+        return int(seconds // max(self.step_s, 1e-9)) if seconds > 0 else 0
+
+
+def agree_on_max(values: list[float], dist_info: DistInfo) -> list[float]:
+    """The largest of each figure across ranks (small Python objects over the existing group)."""
+    every = distributed.gather_objects(values, dist_info)
+    return [max(column) for column in zip(*every, strict=True)]
 
 
 def diverged(loss: str, step: int, run_dir: Path, lr: float) -> UserError:

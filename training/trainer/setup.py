@@ -6,6 +6,7 @@ the global batch against the world size, the token windows of both splits.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from training.contract.config import TrainConfig
 from training.contract.errors import UserError
 from training.contract.log import info as log_info
 from training.contract.log import warn
-from training.data.dataset import DataMeta, TokenWindows
+from training.data.dataset import DataMeta, TokenWindows, check_data
 from training.elastic.distributed import DistInfo
 from training.model.build import (
     MODEL_CONFIG,
@@ -72,10 +73,10 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
                        seed=cfg.runtime.seed, init_from=init_from)
     _check_global_batch(wanted.global_batch_size, dist_info)
     run_config = load_or_create_run_config(run_dir, wanted, explicit_global_batch=cfg.optim.global_batch_size,
-                                           write=dist_info.is_main)
+                                           write=dist_info.is_main, resuming=latest is not None)
     _check_global_batch(run_config.global_batch_size, dist_info)
-    if dist_info.is_main and not saved_config.is_file():
-        save_model_config(config, saved_config)
+    if dist_info.is_main and (latest is None or not saved_config.is_file()):
+        save_model_config(config, saved_config)  # without a checkpoint, one left by a killed start is stale
     train_windows, val_windows = _windows(data, block_size)
 
     if model is None:
@@ -85,9 +86,9 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
     optimizer = make_optimizer(model, cfg.optim.lr, cfg.optim.weight_decay, cfg.optim.betas)
     start = Start(model, teacher, optimizer, run_config, block_size, train_windows, val_windows)
     if latest is not None:
-        _resume(start, latest, cfg.runtime.seed, dist_info)
+        _resume(start, latest, cfg, dist_info)
     elif dist_info.is_main:
-        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")
+        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")  # a stale one (killed start) is replaced
     return start
 
 
@@ -124,27 +125,32 @@ def _choose_model(cfg: TrainConfig, data: DataMeta, teacher, latest: Checkpoint 
 
 
 def _windows(data: DataMeta, block_size: int) -> tuple[TokenWindows, TokenWindows]:
-    train_windows = TokenWindows(data.shards("train"), data.dtype, block_size)
+    train_windows = TokenWindows(data.shards("train"), data.dtype, block_size, data.vocab_size)
     if len(train_windows) == 0:
         raise UserError(f"the training split has {data.split_tokens('train')} tokens, fewer than one block of "
                         f"{block_size + 1}; add more text or lower --block-size")
-    val_windows = TokenWindows(data.shards("val"), data.dtype, block_size)
+    val_windows = TokenWindows(data.shards("val"), data.dtype, block_size, data.vocab_size)
+    check_data(data, [train_windows, val_windows])  # before the first step: the export needs the tokenizer
     if len(val_windows) == 0:
         warn(f"the validation split has {data.split_tokens('val')} tokens, fewer than one block; "
              "validation is skipped (prepare with a larger --val-fraction to enable it)")
     return train_windows, val_windows
 
 
-def _resume(start: Start, latest: Checkpoint, seed: int, dist_info: DistInfo) -> None:
+def _resume(start: Start, latest: Checkpoint, cfg: TrainConfig, dist_info: DistInfo) -> None:
     states = latest.load()
     start.model.load_state_dict(states["model"])
     start.optimizer.load_state_dict(states["optimizer"])
     start.step = states["trainer"]["step"]
-    restore_rng(states["trainer"]["rng"], dist_info, seed, start.step)
+    restore_rng(states["trainer"]["rng"], dist_info, cfg.runtime.seed, start.step)
     if dist_info.is_main:
         log_info(f"resumed from {latest.path} (step {start.step}, "
                  f"saved by {len(states['trainer']['rng'])} workers, now {dist_info.world_size})")
         start.resumed_schedule = states["trainer"].get("schedule")
+    if dist_info.is_main and start.step >= cfg.optim.max_steps:
+        log_info(f"the run is already at step {start.step}, at or past --max-steps {cfg.optim.max_steps}: there is "
+                 "nothing left to train" + (" (the export is written again)" if cfg.runtime.export else "")
+                 + "; raise --max-steps to train on")
 
 
 def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
@@ -154,6 +160,21 @@ def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
 
 
 def _copy_tokenizer(source: Path, target: Path) -> None:
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(source, target)
+    """RUN_DIR/tokenizer: the data's tokenizer (a new run's; what a killed start left is replaced whole)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not target.is_symlink() and target.is_dir() and _same_files(source, target):
+        return
+    tmp = target.with_name(f".{target.name}-{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(source, tmp)
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.unlink()
+    os.rename(tmp, target)
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    return files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file()) and all(
+        (a / f).read_bytes() == (b / f).read_bytes() for f in files)

@@ -9,6 +9,7 @@ their upload to --snapshot-uri (trainer/checkpointing.py), the stop on SIGTERM (
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 import torch
@@ -17,6 +18,7 @@ from training.checkpoints import snapshots
 from training.contract.config import TrainConfig
 from training.contract.errors import UserError
 from training.contract.log import info as log_info
+from training.contract.paths import check_usable
 from training.data.dataset import DataMeta, SampleOrder, load_meta, micro_batches, rank_samples
 from training.elastic import distributed
 from training.elastic.distributed import DistInfo
@@ -43,8 +45,11 @@ def run(args: argparse.Namespace) -> int:
         if dist_info.is_distributed else None
     try:
         with exit_on_signals():  # the training loop has its own handlers (PreemptionWatcher)
+            check_usable(Path(cfg.data), "--data")
+            check_usable(run_dir, "--out")
             data = load_meta(cfg.data)
             check_location(run_dir, data.root)
+            _check_not_own_source(cfg, run_dir)
             claim = distributed.on_main(lambda: RunDirClaim(run_dir), dist_info)
             return _train(cfg, dist_info, data, run_dir, claim)
     except BaseException:
@@ -63,7 +68,7 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     precision = resolve_precision(cfg.runtime.precision, dist_info.device)
     wandb_logger.check(cfg.wandb)  # --wandb-*: package and key, before anything is written
     torch.manual_seed(cfg.runtime.seed)  # identical initial weights on every rank
-    store = snapshots.prepare(cfg.snapshot, run_dir, dist_info)  # --snapshot-uri: an empty RUN_DIR resumes from it
+    store = snapshots.prepare(cfg.snapshot, run_dir, Path(cfg.data), dist_info)  # an empty RUN_DIR resumes from it
     latest = agree_on_checkpoint(run_dir, dist_info)
     start = setup.prepare(cfg, data, run_dir, dist_info, latest)  # model, run settings, data, resumed state
     stepper, eval_stepper = setup.steppers(cfg, start, precision, dist_info)
@@ -84,7 +89,8 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     uploader = snapshots.start_uploader(store, run_dir, cfg.cadence.keep_checkpoints,
                                         writer.metrics.event) if dist_info.is_main else None
     saves = Checkpointing(cfg, run_dir, dist_info, start.model, start.optimizer, claim=claim, uploader=uploader,
-                          trainer_state={"run_config": start.run_config.to_dict(), "schedule": vars(schedule)})
+                          trainer_state={"run_config": start.run_config.to_dict(), "schedule": vars(schedule)},
+                          start_step=start.step)  # a resume starts the --checkpoint-every-minutes timer afresh
     console = Console(cfg, start.step, dist_info)
     log = TrainLog(cfg, run_dir, dist_info, writer, console, schedule, tokens_per_step, flops_token,
                    distilling=start.teacher is not None)
@@ -98,8 +104,7 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
         while step < cfg.optim.max_steps:
             set_lr(start.optimizer, schedule.lr_at(step))
             mine = rank_samples(step, start.global_batch, dist_info.rank, dist_info.world_size)
-            batches = [start.train_windows.batch([order.window_of(g) for g in mb])
-                       for mb in micro_batches(mine, cfg.optim.batch_size)]
+            batches = functools.partial(_batches, start.train_windows, order, mine, cfg.optim.batch_size)
             loss_sum, grad_norm = _first_step_guard(stepper, batches, step == start.step, cfg, start.block_size)
             saves.nonfinite_loss |= ~torch.isfinite(loss_sum)
             step += 1
@@ -141,6 +146,23 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     return 0
 
 
+def _check_not_own_source(cfg: TrainConfig, run_dir: Path) -> None:
+    """The weights a run starts from cannot live in the directory it writes (its export would replace them)."""
+    out = run_dir.resolve()
+    for flag, source in (("--distill-from", cfg.distill.teacher), ("--init-from", cfg.model.init_from)):
+        if not source or not Path(source).exists():
+            continue  # a hub name
+        where = Path(source).resolve()
+        if where == out or out in where.parents:
+            raise UserError(f"{flag} {source} is this run's own --out {run_dir} (its checkpoints and export would "
+                            f"replace what {flag} reads); give the new run another --out")
+
+
+def _batches(windows, order: SampleOrder, mine: list[int], batch_size: int) -> list:
+    """This rank's micro-batches of the step (built inside the first step's out-of-memory guard)."""
+    return [windows.batch([order.window_of(g) for g in mb]) for mb in micro_batches(mine, batch_size)]
+
+
 def _flops_per_token(start: setup.Start, n_params: int) -> float:
     config = start.model.config
     flops = metrics.flops_per_token(n_params, config.n_layer, config.n_embd, start.block_size)
@@ -153,17 +175,31 @@ def _flops_per_token(start: setup.Start, n_params: int) -> float:
 OUT_OF_MEMORY_MESSAGES = ("not enough memory", "can't allocate memory", "Cannot allocate memory")
 
 
-def _first_step_guard(stepper: Stepper, batches, first: bool, cfg: TrainConfig, block_size: int):
-    """Turn an out-of-memory on the first step into advice; later OOMs are real bugs and propagate."""
+def _out_of_memory(exc: BaseException) -> bool:
+    """An allocation failure anywhere in the chain: torch's (CUDA, CPU), numpy's or Python's MemoryError
+    (torch.compile and the DDP wrapper raise their own types around it)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (torch.OutOfMemoryError, MemoryError)):
+            return True
+        if isinstance(exc, RuntimeError) and any(text in str(exc) for text in OUT_OF_MEMORY_MESSAGES):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _first_step_guard(stepper: Stepper, make_batches, first: bool, cfg: TrainConfig, block_size: int):
+    """Turn an out-of-memory on the first step (building its batches included) into advice; later OOMs
+    are real bugs and propagate."""
     try:
-        return stepper.step(batches)
-    except (torch.OutOfMemoryError, RuntimeError) as exc:
-        cpu_oom = any(text in str(exc) for text in OUT_OF_MEMORY_MESSAGES)
-        if not first or not (isinstance(exc, torch.OutOfMemoryError) or cpu_oom):
+        return stepper.step(make_batches())
+    except Exception as exc:
+        if not first or not _out_of_memory(exc):
             raise
-        raise UserError(f"a micro-batch of {cfg.optim.batch_size} x {block_size} tokens does not fit in device "
-                        "memory; lower --batch-size (the global batch is kept by gradient accumulation) or "
-                        "--block-size") from exc
+        raise UserError(f"a micro-batch of {cfg.optim.batch_size} x {block_size} tokens does not fit in device memory "
+                        "(the allocation failed); lower --batch-size (the global batch is kept by gradient "
+                        "accumulation) or --block-size, then run the same command again") from None
 
 
 def _announce_schedule_change(saved: dict | None, schedule: Schedule, step: int) -> None:

@@ -91,7 +91,8 @@ def test_distill_resumes_and_exports_a_loadable_student(data_dir, teacher, tmp_p
     text = pipeline("text-generation", model=str(run / "export"))("def ", max_new_tokens=4, do_sample=False)
     assert text[0]["generated_text"].startswith("def ")
     one_line_error(cli(["train", "--data", str(data_dir), "--out", str(run), *TINY, "--max-steps", "6"]),
-                   "--init-from 'distill:")  # the run is a distillation: resuming it as plain training is refused
+                   f"started with --distill-from {teacher / 'export'}", "neither --init-from nor --distill-from")
+    # the run is a distillation: resuming it as plain training is refused, naming the flag it was started with
 
 
 def test_distill_bad_input(data_dir, teacher, corpus_dir, tmp_path):

@@ -1,15 +1,23 @@
 """The NCCL check in the training image (ncclCheck.runner trainer): an all-reduce across the Job's
 pods, started by the job's own launcher and rendezvous, with the job's own NCCL environment.
 
-Fails (exit 1, one line from rank 0) when the NCCL the image loads is not the one its GPUDirect
-plugin was qualified with (NCCL_CHECK_EXPECTED_NCCL, the chart's gpuNetworking.<mode>.nccl),
-when the sum comes back wrong, or when the bus bandwidth is below NCCL_CHECK_MIN_BUSBW GB/s.
+Fails (exit 1, one line) when the NCCL the process actually runs is not the one the chart pairs
+with the GPUDirect plugin (NCCL_CHECK_EXPECTED_NCCL, the chart's gpuNetworking.<mode>.nccl), when
+NCCL chose another network than the plugin's (NCCL_CHECK_EXPECTED_NET: a silent fallback to
+sockets), when the sum comes back wrong, or when the bus bandwidth is below NCCL_CHECK_MIN_BUSBW GB/s.
 NCCL_CHECK_BACKEND=gloo runs the same on CPUs (the chart's tests).
+
+The runtime version is read from the libnccl mapped into this process (/proc/self/maps), through
+its own ncclGetVersion: torch.cuda.nccl.version() is the NCCL torch was compiled against
+(torch/csrc/cuda/nccl.cpp version()), whichever library is loaded. The network comes from NCCL's
+own "Using network <name>" line, which NCCL_DEBUG=INFO writes to NCCL_DEBUG_FILE.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import re
 import sys
 import time
 
@@ -33,9 +41,59 @@ def nccl_version_problem(loaded: tuple[int, ...], expected: str) -> str | None:
             "cross-node traffic")
 
 
+def loaded_nccl(maps: str) -> str | None:
+    """The path of the libnccl this process has mapped (the contents of /proc/self/maps), if any."""
+    for line in maps.splitlines():
+        path = line.split(maxsplit=5)[-1] if len(line.split()) >= 6 else ""
+        if re.search(r"/libnccl\.so(\.[0-9]+)*$", path):
+            return path
+    return None
+
+
+def runtime_nccl_version(library: str) -> tuple[int, int, int]:
+    """ncclGetVersion of that library: major*10000 + minor*100 + patch since NCCL 2.9 (nccl.h NCCL_VERSION)."""
+    code = ctypes.c_int()
+    if ctypes.CDLL(library).ncclGetVersion(ctypes.byref(code)) != 0:
+        raise RuntimeError(f"ncclGetVersion failed in {library}")
+    return code.value // 10000, code.value % 10000 // 100, code.value % 100
+
+
+def network_problem(debug_log: str, expected: str) -> str | None:
+    """A one-line verdict when NCCL's "Using network <name>" lines name another network than `expected`."""
+    used = set(re.findall(r"Using network (\S+)", debug_log))
+    if used and all(name.lower().startswith(expected.lower()) for name in used):
+        return None
+    return (f"NCCL check FAILED: NCCL used network {', '.join(sorted(used)) or 'unknown (no NCCL_DEBUG=INFO line)'}, "
+            f"not the GPUDirect plugin's {expected}: the plugin did not load, so traffic fell back to sockets")
+
+
 def bus_bandwidth_gbps(size_bytes: int, seconds: float, world: int) -> float:
     """nccl-tests' all-reduce bus bandwidth: algbw x 2(n-1)/n."""
     return size_bytes / seconds * 2 * (world - 1) / world / 1e9
+
+
+def nccl_problem(debug_file: str) -> tuple[str | None, str]:
+    """(verdict or None, "NCCL <version> from <path>") for the NCCL this process runs."""
+    with open("/proc/self/maps") as maps:
+        library = loaded_nccl(maps.read())
+    if library is None:
+        return "NCCL check FAILED: no libnccl is mapped into the process after an NCCL all-reduce", "no NCCL"
+    loaded = runtime_nccl_version(library)
+    version = f"NCCL {'.'.join(map(str, loaded))} from {library}"
+    print(f"[nccl-check] runs {version}", flush=True)
+    expected = os.environ.get("NCCL_CHECK_EXPECTED_NCCL", "")
+    problem = expected and nccl_version_problem(loaded, expected)
+    if problem:
+        return f"{problem} ({library})", version
+    expected_net = os.environ.get("NCCL_CHECK_EXPECTED_NET", "")
+    if expected_net:
+        try:
+            with open(debug_file) as log:
+                text = log.read()
+        except OSError:
+            text = ""
+        problem = network_problem(text, expected_net)
+    return problem or None, version
 
 
 def main() -> int:
@@ -44,14 +102,12 @@ def main() -> int:
 
     backend = os.environ.get("NCCL_CHECK_BACKEND", "nccl")
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    debug_file = f"/tmp/nccl-check-debug.{os.getpid()}.log"
     if backend == "nccl":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
-        expected = os.environ.get("NCCL_CHECK_EXPECTED_NCCL", "")
-        problem = expected and nccl_version_problem(torch.cuda.nccl.version(), expected)
-        if problem:
-            print(problem, flush=True)
-            return 1
+        os.environ.setdefault("NCCL_DEBUG", "INFO")
+        os.environ["NCCL_DEBUG_FILE"] = debug_file  # read back below; NCCL opens it at its first call
     else:
         device = torch.device("cpu")
     dist.init_process_group(backend)
@@ -60,7 +116,13 @@ def main() -> int:
     minimum = float(os.environ.get("NCCL_CHECK_MIN_BUSBW", "0"))
 
     check = torch.full((1024,), float(rank + 1), device=device)
-    dist.all_reduce(check)
+    dist.all_reduce(check)  # NCCL creates its communicator here: the library and network are now fixed
+    version = backend
+    if backend == "nccl":
+        problem, version = nccl_problem(debug_file)
+        if problem:
+            print(f"rank {rank}: {problem}", flush=True)
+            return 1
     if not torch.all(check == world * (world + 1) / 2):
         print(f"NCCL check FAILED: rank {rank} got a wrong all-reduce sum", flush=True)
         return 1
@@ -78,7 +140,6 @@ def main() -> int:
     dist.destroy_process_group()
     if rank != 0:
         return 0
-    version = ".".join(map(str, torch.cuda.nccl.version())) if backend == "nccl" else backend
     if busbw < minimum:
         print(f"NCCL check FAILED: all-reduce bus bandwidth {busbw:.4f} GB/s over {world} ranks ({version}), "
               f"below {minimum} GB/s", flush=True)

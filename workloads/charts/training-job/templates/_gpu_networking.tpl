@@ -53,7 +53,7 @@ The RxDM daemon as a native sidecar (an init container with restartPolicy Always
 the trainer and Kubernetes stops it once the trainer has exited, so the Job still completes.
 The documented exception to the hardened profile (tests/workloads/checkov_skips.yaml): it runs as
 root with the runtime's default capabilities plus NET_ADMIN (TCPXO also NET_BIND_SERVICE), as
-upstream runs it, to program flow steering on the GPU NICs, reads
+upstream runs it (but with seccomp RuntimeDefault, which upstream does not set), to program flow steering on the GPU NICs, reads
 the node's /sys and /proc/sys through hostPath, and its root filesystem stays writable (the TCPXO
 entrypoint chmods itself and writes its health-check file). No other container gets any of this.
 */}}

@@ -95,29 +95,41 @@ seccompProfile:
 {{- end -}}
 
 {{/*
-A size given in Mi, Gi or Ti (the schema allows only these for tmpSize and the cache's sizeLimit)
-as a whole number of MiB, so that two of them can be added.
+A Kubernetes quantity (100Gi, 1.5Ti, 100G, 512000Ki; the schema's diskSize) as a whole number of
+bytes, so that two of them can be added.
 */}}
-{{- define "training-job.mebibytes" -}}
+{{- define "training-job.bytes" -}}
 {{- $quantity := toString . -}}
-{{- $unit := regexFind "(Mi|Gi|Ti)$" $quantity -}}
-{{- mul (int64 (trimSuffix $unit $quantity)) (get (dict "Mi" 1 "Gi" 1024 "Ti" 1048576) $unit) -}}
+{{- $unit := regexFind "(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)$" $quantity -}}
+{{- $scale := get (dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15) $unit -}}
+{{- int64 (ceil (mulf (float64 (trimSuffix $unit $quantity)) $scale)) -}}
 {{- end -}}
 
 {{/*
 Requests of the container that uses the GPUs (trainer or NCCL check): resources.requests, the GPUs,
-and local disk for what the pod's emptyDirs may hold (/tmp, and the data cache when enabled) unless
-resources.requests names ephemeral-storage itself. The scheduler then places the pod only on a node
-with that much room; past an emptyDir's sizeLimit the kubelet evicts at once, with no grace period.
+and local disk for the pod's emptyDirs unless resources.requests names ephemeral-storage itself:
+tmpSize, plus storage.cache.request when the cache is on. The cache's sizeLimit is only the cap
+(past it the kubelet evicts at once, with no grace period): requesting it would keep the pod off
+every node whose disk is smaller than the cap, e.g. a 100 GB boot disk (GKE leaves about 45 GiB of
+it allocatable). A resources.limits.ephemeral-storage without a request is the request (as the API
+server defaults it), so the pod never requests more than its limit.
 */}}
 {{- define "training-job.gpuContainerRequests" -}}
 {{- $requests := deepCopy .Values.resources.requests -}}
-{{- if not (hasKey $requests "ephemeral-storage") -}}
-{{- $mib := int64 (include "training-job.mebibytes" .Values.resources.tmpSize) -}}
-{{- if .Values.storage.cache.enabled -}}
-{{- $mib = add $mib (int64 (include "training-job.mebibytes" .Values.storage.cache.sizeLimit)) -}}
+{{- $limit := get .Values.resources.limits "ephemeral-storage" -}}
+{{- if and (not (hasKey $requests "ephemeral-storage")) $limit -}}
+{{- $_ := set $requests "ephemeral-storage" $limit -}}
 {{- end -}}
-{{- $_ := set $requests "ephemeral-storage" (printf "%dMi" $mib) -}}
+{{- if not (hasKey $requests "ephemeral-storage") -}}
+{{- $bytes := int64 (include "training-job.bytes" .Values.resources.tmpSize) -}}
+{{- if and .Values.storage.cache.enabled .Values.storage.cache.request -}}
+{{- $bytes = add $bytes (int64 (include "training-job.bytes" .Values.storage.cache.request)) -}}
+{{- end -}}
+{{- if eq (mod $bytes 1048576) 0 -}}
+{{- $_ := set $requests "ephemeral-storage" (printf "%dMi" (div $bytes 1048576)) -}}
+{{- else -}}
+{{- $_ := set $requests "ephemeral-storage" (printf "%d" $bytes) -}}
+{{- end -}}
 {{- end -}}
 {{- if gt (int .Values.resources.gpusPerNode) 0 -}}
 {{- $_ := set $requests "nvidia.com/gpu" (int .Values.resources.gpusPerNode) -}}

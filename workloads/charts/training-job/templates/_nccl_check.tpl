@@ -110,6 +110,8 @@ a NCCL that does not work with the GPUDirect plugin fails here, before any train
     {{- end }}
     - name: NCCL_CHECK_EXPECTED_NCCL
       value: {{ $settings.nccl | quote }}
+    - name: NCCL_CHECK_EXPECTED_NET
+      value: {{ $settings.ncclNet | quote }}
     - name: NCCL_CHECK_BYTES
       value: {{ $check.maxBytes | quote }}
     - name: NCCL_CHECK_ITERATIONS

@@ -38,6 +38,10 @@ a stale rendezvous; stable for the Job's life, so upgrades and pod restarts keep
 {{- if not (kindIs "invalid" $t.globalBatchSize) -}}
 {{- $args = concat $args (list "--global-batch-size" (toString (int $t.globalBatchSize))) -}}
 {{- end -}}
+{{- if $t.checkpointEveryMinutes -}}
+{{- /* printf, not toString: a float renders as 10 or 0.5, never 1e+01 */ -}}
+{{- $args = concat $args (list "--checkpoint-every-minutes" (printf "%g" (float64 $t.checkpointEveryMinutes))) -}}
+{{- end -}}
 {{- /* Pod logs are not a terminal: periodic log lines instead of a progress bar. */ -}}
 {{- $args = concat $args (list "--checkpoint-every" (toString (int $t.checkpointEvery)) "--no-progress") $t.extraArgs -}}
 {{- toJson $args -}}

@@ -18,6 +18,15 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 {{- end -}}
 {{- end -}}
 
+{{- /* Two containers of one pod may not share a name (the API server refuses the Job). */ -}}
+{{- $sidecarNames := dict -}}
+{{- range $v.sidecars -}}
+{{- if hasKey $sidecarNames .name -}}
+{{- fail (printf "sidecars: the name %q is given twice; container names in a pod must be unique" .name) -}}
+{{- end -}}
+{{- $_ := set $sidecarNames .name true -}}
+{{- end -}}
+
 {{- if gt (int $nodes.min) (int $nodes.max) -}}
 {{- fail (printf "job.nodes.min (%d) must not exceed job.nodes.max (%d)" (int $nodes.min) (int $nodes.max)) -}}
 {{- end -}}

@@ -1,0 +1,85 @@
+"""Issue 21 item 1: a --snapshot-uri that points at another run, at the data or at RUN_DIR itself is
+refused before anything is written; resuming the same run from its snapshots still works and says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.training_runs import one_line_error, train
+from tests.training.test_bad_input import tree
+
+
+@pytest.fixture(scope="module")
+def other_run(data_dir, tmp_path_factory):
+    """A finished run (with its export), trained without --snapshot-uri."""
+    run = tmp_path_factory.mktemp("other") / "run"
+    code, _, err = train(data_dir, run, "--max-steps", "2", "--checkpoint-every", "2")
+    assert code == 0, err
+    return run
+
+
+@pytest.mark.parametrize("inside", ["", "/", "/checkpoints", "/export", "/tensorboard/x"])
+def test_another_runs_directory_is_refused_and_left_untouched(data_dir, other_run, tmp_path, inside):
+    before = tree(other_run)
+    result = train(data_dir, tmp_path / "new", "--max-steps", "4", "--snapshot-uri", f"file://{other_run}{inside}")
+    one_line_error(result, "--snapshot-uri", "of another run", "of its own")
+    assert tree(other_run) == before
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("inside", ["", "/", "/sub", "/.cache/x"])
+def test_the_data_directory_is_refused(data_dir, tmp_path, inside):
+    before = tree(data_dir)
+    one_line_error(train(data_dir, tmp_path / "new", "--snapshot-uri", f"file://{data_dir}{inside}"),
+                   "prepared data directory")
+    assert tree(data_dir) == before and not (tmp_path / "new").exists()
+
+
+def test_another_prepared_data_directory_is_refused(data_dir, tmp_path):
+    other = tmp_path / "data2"
+    other.mkdir()
+    (other / "meta.json").write_text((data_dir / "meta.json").read_text())
+    one_line_error(train(data_dir, tmp_path / "new", "--snapshot-uri", f"file://{other}/snap"),
+                   "prepared data directory")
+
+
+@pytest.mark.parametrize("inside", ["", "/snap", "/checkpoints"])
+def test_run_dir_itself_is_refused(data_dir, tmp_path, inside):
+    run = tmp_path / "run"
+    one_line_error(train(data_dir, run, "--snapshot-uri", f"file://{run}{inside}"), "inside this run's --out")
+    assert not run.exists()
+
+
+def test_a_folder_holding_the_run_dir_is_refused(data_dir, tmp_path):
+    one_line_error(train(data_dir, tmp_path / "a" / "run", "--snapshot-uri", f"file://{tmp_path / 'a'}"),
+                   "contains this run's --out")
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_bucket_holding_prepared_data_is_refused(data_dir, tmp_path):
+    """What a store is checked for when it is not a local path (the check reads meta.json through fsspec)."""
+    import shutil
+
+    copy = tmp_path / "bucket" / "data"
+    shutil.copytree(data_dir, copy)
+    (copy / "extra").mkdir()
+    one_line_error(train(data_dir, tmp_path / "run", "--snapshot-uri", f"file://{copy}/"), "prepared data")
+
+
+def test_a_run_with_checkpoints_of_its_own_cannot_take_another_runs_snapshots(data_dir, tmp_path):
+    store = tmp_path / "store"
+    assert train(data_dir, tmp_path / "a", "--max-steps", "2", "--no-export", "--snapshot-uri", f"file://{store}")[0] == 0
+    assert train(data_dir, tmp_path / "b", "--max-steps", "2", "--no-export")[0] == 0
+    before = tree(store)
+    one_line_error(train(data_dir, tmp_path / "b", "--max-steps", "4", "--no-export", "--snapshot-uri",
+                         f"file://{store}"), "holds the snapshots of another run", "checkpoints of its own")
+    assert tree(store) == before
+
+
+def test_the_same_run_resumes_from_its_snapshots_and_says_so(data_dir, tmp_path):
+    store = tmp_path / "store"
+    assert train(data_dir, tmp_path / "a", "--max-steps", "2", "--no-export", "--snapshot-uri", f"file://{store}")[0] == 0
+    code, out, err = train(data_dir, tmp_path / "fresh", "--max-steps", "4", "--no-export", "--snapshot-uri",
+                           f"file://{store}")
+    assert code == 0, err
+    assert "resuming run" in out and "checkpoint of step 2" in out

@@ -1,0 +1,186 @@
+"""Issue 21 items 5 and 9: damaged inputs found before the first step, and damaged artefacts read
+by evaluate, sample and report: one line each, never a traceback."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import pytest
+
+from tests.support.training_runs import one_line_error, train
+from tests.training.test_bad_input import prepare, tree
+
+
+# ---------------------------------------------------------------- 5: damaged inputs
+def _gz(text: str) -> bytes:
+    return gzip.compress(text.encode())
+
+
+CORRUPT_ARCHIVES = {
+    "flipped.txt.gz": lambda blob: blob[:20] + bytes(b ^ 0xFF for b in blob[20:40]) + blob[40:],
+    "truncated.txt.gz": lambda blob: blob[: len(blob) // 2],
+    "bad-crc.txt.gz": lambda blob: blob[:-8] + b"\x00\x00\x00\x00" + blob[-4:],
+    "header-only.txt.gz": lambda blob: blob[:10],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPT_ARCHIVES))
+def test_a_corrupt_gzip_is_named_and_skipped(tmp_path, name):
+    text = "Words that compress well, over and over again. " * 400
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / name).write_bytes(CORRUPT_ARCHIVES[name](_gz(text)))
+    result = prepare("--data", str(src / name), "--out", str(tmp_path / "d"), "--tokenizer", "train:300")
+    assert f"skipping {src / name}" in result[2], result[2]
+    one_line_error(result, "no usable text")
+    (src / "good.txt").write_text(text)
+    code, _, err = prepare("--data", str(src), "--out", str(tmp_path / "d"), "--tokenizer", "train:300")
+    assert code == 0, err
+    assert f"skipping {src / name}" in err
+
+
+@pytest.fixture
+def damaged_data(data_dir, tmp_path):
+    copy = tmp_path / "data"
+    shutil.copytree(data_dir, copy)
+    return copy
+
+
+def _meta(data, **tokenizer):
+    meta = json.loads((data / "meta.json").read_text())
+    meta["tokenizer"].update(tokenizer)
+    (data / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("content", [b"garbage", b"{}", b"\x00\x01\x02", b'{"model": {"type": "BPE"}}'])
+def test_a_damaged_tokenizer_in_the_data_is_found_before_the_first_step(damaged_data, tmp_path, content):
+    meta = json.loads((damaged_data / "meta.json").read_text())
+    tok = damaged_data / meta["tokenizer"]["dir"]
+    for extra in ("vocab.json", "merges.txt"):
+        (tok / extra).unlink(missing_ok=True)
+    (tok / "tokenizer.json").write_bytes(content)
+    one_line_error(train(damaged_data, tmp_path / "run", "--max-steps", "2"), "tokenizer")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"vocab_size": -5}, "vocab_size is -5"),
+    ({"vocab_size": 0}, "vocab_size is 0"),
+    ({"vocab_size": "512"}, "vocab_size is '512'"),
+    ({"vocab_size": 1.5}, "vocab_size is 1.5"),
+    ({"vocab_size": None}, "vocab_size is None"),
+    ({"vocab_size": 100}, "tokens but"),
+    ({"eos_token_id": 10**6}, "eos_token_id"),
+    ({"eos_token_id": -1}, "eos_token_id"),
+])
+def test_a_damaged_vocabulary_in_meta_json_is_one_line(damaged_data, tmp_path, changes, fragment):
+    _meta(damaged_data, **changes)
+    one_line_error(train(damaged_data, tmp_path / "run", "--max-steps", "2"), fragment)
+    assert not (tmp_path / "run").exists()
+
+
+def test_token_ids_beyond_the_vocabulary_are_found_before_the_first_step(damaged_data, tmp_path):
+    import numpy as np
+
+    meta = json.loads((damaged_data / "meta.json").read_text())
+    shard = damaged_data / meta["splits"]["train"]["shards"][0]["file"]
+    tokens = np.fromfile(shard, dtype=meta["dtype"])
+    tokens[len(tokens) // 2] = meta["tokenizer"]["vocab_size"] + 7
+    tokens.tofile(shard)
+    one_line_error(train(damaged_data, tmp_path / "run", "--max-steps", "2"), str(shard),
+                   f"token id {meta['tokenizer']['vocab_size'] + 7}", "beyond the vocabulary")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("edit", ["splits", "dtype", "shard-tokens", "array"])
+def test_a_malformed_meta_json_is_one_line(damaged_data, tmp_path, edit):
+    meta = json.loads((damaged_data / "meta.json").read_text())
+    if edit == "splits":
+        del meta["splits"]["val"]
+    elif edit == "dtype":
+        meta["dtype"] = "float64"
+    elif edit == "shard-tokens":
+        meta["splits"]["train"]["shards"][0]["tokens"] = "many"
+    else:
+        meta = [meta]
+    (damaged_data / "meta.json").write_text(json.dumps(meta))
+    before = tree(damaged_data)
+    one_line_error(train(damaged_data, tmp_path / "run", "--max-steps", "2"), "meta.json")
+    assert tree(damaged_data) == before
+
+
+# ---------------------------------------------------------------- 9: damaged artefacts
+@pytest.fixture(scope="module")
+def exported_run(data_dir, tmp_path_factory):
+    run = tmp_path_factory.mktemp("exported") / "run"
+    assert train(data_dir, run, "--max-steps", "2", "--checkpoint-every", "2")[0] == 0
+    return run
+
+
+DAMAGE = {
+    "truncated-weights": lambda e: (e / "model.safetensors").write_bytes((e / "model.safetensors").read_bytes()[:1000]),
+    "empty-weights": lambda e: (e / "model.safetensors").write_bytes(b""),
+    "garbage-weights": lambda e: (e / "model.safetensors").write_bytes(b"\xff" * 4096),
+    "garbage-config": lambda e: (e / "config.json").write_bytes(b"\x00not json{"),
+    "config-list": lambda e: (e / "config.json").write_text("[1, 2, 3]"),
+    "garbage-tokenizer": lambda e: (e / "tokenizer.json").write_bytes(b"garbage"),
+}
+
+
+@pytest.fixture
+def damaged_run(exported_run, tmp_path, request):
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    DAMAGE[request.param](run / "export")
+    return run
+
+
+@pytest.mark.parametrize("damaged_run", sorted(DAMAGE), indirect=True)
+def test_a_damaged_export_is_one_line_and_its_run_falls_back_to_the_checkpoint(data_dir, damaged_run):
+    from tests.support.training_runs import cli
+
+    export = damaged_run / "export"
+    for command in (["evaluate", str(export), "--data", str(data_dir), "--max-windows", "2"],
+                    ["sample", str(export), "--max-new-tokens", "3"]):
+        one_line_error(cli(command), f"the export {export} is damaged", "run directory")
+    code, out, err = cli(["evaluate", str(damaged_run), "--data", str(data_dir), "--max-windows", "2"])
+    assert code == 0 and "perplexity" in out, err
+    assert "is damaged" in err and "newest intact checkpoint" in err
+    code, out, err = cli(["sample", str(damaged_run), "--max-new-tokens", "3"])
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("damaged_run", ["truncated-weights"], indirect=True)
+def test_a_damaged_export_without_a_checkpoint_says_why_not(data_dir, damaged_run):
+    from tests.support.training_runs import cli
+
+    shutil.rmtree(damaged_run / "checkpoints")
+    one_line_error(cli(["evaluate", str(damaged_run), "--data", str(data_dir)]), "is damaged",
+                   "no intact checkpoint to fall back to")
+
+
+@pytest.mark.parametrize("prompt", ["caf\udce9", "\udcff\udcfe", "ok \udc80 then"])
+def test_a_prompt_that_is_not_utf8(exported_run, prompt):
+    from tests.support.training_runs import cli
+
+    one_line_error(cli(["sample", str(exported_run), "--prompt", prompt, "--max-new-tokens", "2"]),
+                   "--prompt", "not UTF-8")
+
+
+@pytest.mark.parametrize("garbage", [b"\xff\xfe\x00binary\x80\n", b'{"tag": "train/loss", "step": "x", "value": 1}\n',
+                                     b'{"event": "start", "time": "noon", "max_steps": "many"}\n',
+                                     b'{"tag": "a", "step": 1, "value": [1]}\n', b"[1,2]\n" + bytes(range(256))])
+def test_report_on_a_metrics_file_with_garbage(exported_run, tmp_path, garbage):
+    from tests.support.training_runs import cli
+
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    with open(run / "metrics.jsonl", "ab") as f:
+        f.write(garbage)
+    (run / "wandb_run.json").write_bytes(b"\xff garbage")
+    for flags in ([], ["--json"]):
+        code, out, err = cli(["report", str(run), *flags])
+        assert code == 0, err
+        assert "Traceback" not in err
