@@ -78,8 +78,10 @@ REPLACE_ON_CHANGES = (
     "values.gpuNetworking",
     "values.ncclCheck",
 )
-# In a queue, parallelism is fixed while the Job runs (see the module docstring).
-REPLACE_ON_CHANGES_IN_A_QUEUE = (*REPLACE_ON_CHANGES, "values.job.nodes.replicas")
+# In a queue, parallelism is fixed while the Job runs (see the module docstring). A helm upgrade for
+# any other change also writes parallelism back to nodes.replicas, which Kueue refuses for a Job it
+# admitted with fewer pods: TensorBoard, the one such value the stack config toggles, replaces too.
+REPLACE_ON_CHANGES_IN_A_QUEUE = (*REPLACE_ON_CHANGES, "values.job.nodes.replicas", "values.tensorboard")
 
 
 @dataclass(frozen=True)

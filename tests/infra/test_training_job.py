@@ -156,6 +156,14 @@ def test_in_a_queue_a_replicas_change_replaces_the_release() -> None:
     assert "values.job.nodes.replicas" not in REPLACE_ON_CHANGES
 
 
+def test_in_a_queue_a_tensorboard_toggle_replaces_the_release() -> None:
+    # Review finding 3: helm upgrade's three-way merge writes parallelism back to nodes.replicas, which
+    # Kueue's webhook forbids for a Job it admitted with fewer pods (validatePartialAdmissionUpdate).
+    release = _run_job(queue_name="team-a", nodes_min=1, nodes_max=4).one(RELEASE)
+    assert "values.tensorboard" in release.replace_on_changes
+    assert "values.tensorboard" not in _run_job(queue_name=None).one(RELEASE).replace_on_changes
+
+
 def test_outputs_name_the_release_job_namespace_and_service_account() -> None:
     result = _run_job(release_name="run-42")
     assert result.exports == {
