@@ -36,4 +36,6 @@ def test_the_docs_state_the_bound_the_two_minute_notice_sets():
     assert "under two minutes" in paragraph  # the bound on the SIGTERM checkpoint
     assert re.search(rf"\b{grace} s grace period does not extend", paragraph), paragraph  # not the chart's grace
     assert f"`checkpointEvery` steps ({every} by default)" in paragraph  # what a missed save loses
+    minutes = values["train"]["checkpointEveryMinutes"]
+    assert f"`checkpointEveryMinutes` of training ({minutes:g} by default)" in paragraph  # or the time bound
     assert "Capacity Rebalancing" in paragraph
