@@ -19,7 +19,12 @@ from infra.cost import check_budget
 from infra.training_image import missing_build_context
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.job_args import Job
-from trainstack.components.stack_config import InputError, stack_config, stack_errors_as_inputs
+from trainstack.components.stack_config import (
+    InputError,
+    publish_stack_outputs,
+    stack_config,
+    stack_errors_as_inputs,
+)
 
 # Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
 PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
@@ -151,14 +156,4 @@ class AwsStack(pulumi.ComponentResource):
         super().__init__("trainstack:index:AwsStack", name, None, opts)
 
         stack = InfraAwsStack(name, InfraAwsStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))
-        outputs = stack.outputs
-        self.cluster_name = pulumi.Output.from_input(outputs["clusterName"])
-        self.kubeconfig = pulumi.Output.secret(outputs["kubeconfig"])
-        self.image_ref = pulumi.Output.from_input(outputs["imageRef"])
-        self.bucket_name = pulumi.Output.from_input(outputs["bucketName"])
-        # Without the kubeconfig, which is its own secret output: in here it would make the whole map secret.
-        self.stack_outputs = pulumi.Output.from_input({key: value for key, value in outputs.items()
-                                                       if key != "kubeconfig"})
-        self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,
-                               "imageRef": self.image_ref, "bucketName": self.bucket_name,
-                               "stackOutputs": self.stack_outputs})
+        publish_stack_outputs(self, stack.outputs)

@@ -19,7 +19,12 @@ from infra.gcp.cost import estimate_gcp_cost
 from infra.training_image import missing_build_context
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.job_args import Job
-from trainstack.components.stack_config import InputError, stack_config, stack_errors_as_inputs
+from trainstack.components.stack_config import (
+    InputError,
+    publish_stack_outputs,
+    stack_config,
+    stack_errors_as_inputs,
+)
 
 # Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
 PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
@@ -183,14 +188,4 @@ class GcpStack(pulumi.ComponentResource):
         super().__init__("trainstack:index:GcpStack", name, None, opts)
 
         stack = InfraGcpStack(name, InfraGcpStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))
-        outputs = stack.outputs
-        self.cluster_name = pulumi.Output.from_input(outputs["clusterName"])
-        self.kubeconfig = pulumi.Output.secret(outputs["kubeconfig"])
-        self.image_ref = pulumi.Output.from_input(outputs["imageRef"])
-        self.bucket_name = pulumi.Output.from_input(outputs["bucketName"])
-        # Without the kubeconfig, which is its own secret output: in here it would make the whole map secret.
-        self.stack_outputs = pulumi.Output.from_input({key: value for key, value in outputs.items()
-                                                       if key != "kubeconfig"})
-        self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,
-                               "imageRef": self.image_ref, "bucketName": self.bucket_name,
-                               "stackOutputs": self.stack_outputs})
+        publish_stack_outputs(self, stack.outputs)

@@ -72,3 +72,20 @@ def as_input_terms(message: str, provider_keys: Mapping[str, str]) -> str:
     for full_key, path in paths.items():
         message = re.sub(rf"\b{re.escape(full_key)}\b", path, message)
     return re.sub(rf"\b{NAMESPACE}:(?=\w)", "", message)
+
+
+def publish_stack_outputs(component: pulumi.ComponentResource, outputs: Mapping[str, Any]) -> None:
+    """Set a stack façade's typed outputs from the wrapped stack's outputs, then register them.
+
+    The kubeconfig is its own secret output and is left out of `stack_outputs`: in there it would make
+    the whole map secret.
+    """
+    component.cluster_name = pulumi.Output.from_input(outputs["clusterName"])
+    component.kubeconfig = pulumi.Output.secret(outputs["kubeconfig"])
+    component.image_ref = pulumi.Output.from_input(outputs["imageRef"])
+    component.bucket_name = pulumi.Output.from_input(outputs["bucketName"])
+    component.stack_outputs = pulumi.Output.from_input({key: value for key, value in outputs.items()
+                                                        if key != "kubeconfig"})
+    component.register_outputs({"clusterName": component.cluster_name, "kubeconfig": component.kubeconfig,
+                                "imageRef": component.image_ref, "bucketName": component.bucket_name,
+                                "stackOutputs": component.stack_outputs})
