@@ -134,6 +134,23 @@ def check_local_disk(component: str, job_values: Mapping[str, Any], args: Traini
                         f"disk per node (resources.tmpSize + the data cache request), a GPU node offers about "
                         f"{args.gpu_local_disk}: lower resources.tmpSize or storage.cache.request, or give the GPU nodes "
                         "a larger disk (diskSizeGb, or local SSDs on GKE)")
+    warn_if_cache_outgrows_node(component, job_values, parse_quantity(args.gpu_local_disk) / pods_per_node - per_pod)
+
+
+def warn_if_cache_outgrows_node(component: str, job_values: Mapping[str, Any], room: Fraction) -> None:
+    """The data cache is an emptyDir capped by storage.cache.sizeLimit but requests nothing unless
+    storage.cache.request is set: a data set larger than the node's free disk then puts the node under
+    disk pressure, and the kubelet evicts the trainer (a disruption the Job ignores, so the copy starts
+    over on the next pod, again and again). Say so before the first copy."""
+    cache = {**chart_default_values()["storage"]["cache"], **job_values.get("storage", {}).get("cache", {})}
+    if cache.get("enabled") is not True or cache.get("request"):
+        return
+    if parse_quantity(cache["sizeLimit"]) > room:
+        pulumi.log.warn(f"{component}: the data cache may fill up to storage.cache.sizeLimit {cache['sizeLimit']}, "
+                        f"but a GPU node has about {format_quantity(max(room, Fraction(0)))} of local disk left "
+                        "beyond the pods' requests; a data set larger than that gets the trainer evicted and "
+                        "restarted again and again. Give the GPU nodes a larger disk (diskSizeGb, or local SSDs "
+                        "on GKE) than the data set needs, or keep the data set below that")
 
 
 class TrainingPlatform(pulumi.ComponentResource):
