@@ -184,3 +184,36 @@ def test_report_on_a_metrics_file_with_garbage(exported_run, tmp_path, garbage):
         code, out, err = cli(["report", str(run), *flags])
         assert code == 0, err
         assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------- re-check cases 3 and 5
+def _truncated_parquet(path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"text": ["some words " * 50] * 20}), path)
+    path.write_bytes(path.read_bytes()[:200])
+
+
+@pytest.mark.parametrize("damage", [
+    lambda p: p.write_text("notparquet\n"),
+    lambda p: p.write_bytes(b""),
+    _truncated_parquet,
+])
+def test_a_damaged_parquet_file_is_one_line_and_nothing_is_written(tmp_path, damage):
+    src = tmp_path / "x.parquet"
+    damage(src)
+    one_line_error(prepare("--data", str(src), "--out", str(tmp_path / "d"), "--tokenizer", "train:300"),
+                   "x.parquet is not a readable parquet file")
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("make", [lambda p: p.mkdir(), lambda p: p.symlink_to(p.parent / "nowhere")])
+def test_a_run_config_that_is_not_a_file_is_one_line_and_the_run_is_untouched(data_dir, exported_run, tmp_path, make):
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    (run / "run_config.json").unlink()
+    make(run / "run_config.json")
+    before = sorted(str(p.relative_to(run)) for p in run.rglob("*"))
+    one_line_error(train(data_dir, run, "--max-steps", "4"), "run_config.json is", "remove it")
+    assert sorted(str(p.relative_to(run)) for p in run.rglob("*")) == before

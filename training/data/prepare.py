@@ -44,12 +44,25 @@ from training.elastic.preemption import exit_on_signals
 GOLDEN = 0.6180339887498949  # low-discrepancy sequence: val chunks spread evenly over the corpus
 
 
+def _check_parquet(path: Path) -> None:
+    """A file named .parquet that pyarrow cannot read: one line now, not datasets' traceback later."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_schema(path)
+    except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+        raise UserError(f"{path} is not a readable parquet file ({str(exc).splitlines()[0] if str(exc) else exc!r}); "
+                        "fix or remove it, or leave it out of --data") from None
+
+
 def load_corpus(found: Sources, args, cache_dir: Path, stamp: str):
     """One `datasets.Dataset` with columns `text` and `end` (the row ends a document)."""
     import datasets
 
     for fmt, files in found.structured.items():
         for path in files:
+            if fmt == "parquet":
+                _check_parquet(path)
             columns = peek_columns(path, fmt)
             if columns is not None and args.text_column not in columns:
                 raise UserError(f"{path} has no column '{args.text_column}' (columns: {', '.join(columns)}); "
