@@ -261,7 +261,7 @@ def check_location(store: Store, run_dir: Path, data_dir: Path) -> None:
 
 def _check_local_folder(store: Store, where: Path, fix: str) -> None:
     """The location must be a directory (or not exist yet, under directories), and one that holds
-    snapshots of a run or nothing: a folder of someone's files would get checkpoints/ and export/ among
+    snapshots of a run (its claim, snapshot_run.json, or only names a run writes there) or nothing: a folder of someone's files would get checkpoints/ and export/ among
     them, as `train --out` onto such a folder is refused. (Under a bucket prefix other objects are
     left alone and never resumed from: only a local folder is checked for them.)"""
     for folder in (where, *where.parents):
@@ -272,7 +272,8 @@ def _check_local_folder(store: Store, where: Path, fix: str) -> None:
             what = "is" if folder == where else f"lies under {folder}, which is"
             raise UserError(f"--snapshot-uri {store.uri} {what} {kind}; {fix}")
         break
-    if where.is_dir() and not (where / OWNER_FILE).is_file() and any(where.iterdir()):
+    ours = {*RUN_FILES, checkpoint.CHECKPOINTS, "export"}
+    if where.is_dir() and not (where / OWNER_FILE).is_file() and any(p.name not in ours for p in where.iterdir()):
         raise UserError(f"--snapshot-uri {store.uri} already holds other files and no snapshots of a run; {fix}")
 
 
