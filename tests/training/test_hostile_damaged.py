@@ -126,7 +126,23 @@ DAMAGE = {
     "garbage-config": lambda e: (e / "config.json").write_bytes(b"\x00not json{"),
     "config-list": lambda e: (e / "config.json").write_text("[1, 2, 3]"),
     "garbage-tokenizer": lambda e: (e / "tokenizer.json").write_bytes(b"garbage"),
+    # re-check 8 and 9: a config.json that loads, but not this export's model
+    "another-model-type": lambda e: _edit_config(e, model_type="bert"),
+    "no-model-type": lambda e: _edit_config(e, model_type=None),
+    "larger-vocabulary": lambda e: _edit_config(e, vocab_size=_config(e)["vocab_size"] + 200),
+    "wider-model": lambda e: _edit_config(e, n_embd=_config(e)["n_embd"] * 2),
+    "fewer-layers": lambda e: _edit_config(e, n_layer=1),
 }
+
+
+def _config(export) -> dict:
+    return json.loads((export / "config.json").read_text())
+
+
+def _edit_config(export, **changes):
+    config = _config(export)
+    config.update(changes)
+    (export / "config.json").write_text(json.dumps({k: v for k, v in config.items() if v is not None}))
 
 
 @pytest.fixture
@@ -217,3 +233,17 @@ def test_a_run_config_that_is_not_a_file_is_one_line_and_the_run_is_untouched(da
     before = sorted(str(p.relative_to(run)) for p in run.rglob("*"))
     one_line_error(train(data_dir, run, "--max-steps", "4"), "run_config.json is", "remove it")
     assert sorted(str(p.relative_to(run)) for p in run.rglob("*")) == before
+
+
+@pytest.mark.parametrize("damaged_run", ["larger-vocabulary", "wider-model"], indirect=True)
+def test_a_config_that_does_not_match_the_weights_is_one_line_without_transformers_report(data_dir, damaged_run):
+    """In a process of its own: transformers' load report goes to the stderr it saw at import."""
+    import subprocess
+    import sys
+
+    from tests.support.training_runs import env
+
+    export = damaged_run / "export"
+    r = subprocess.run([sys.executable, "-m", "training", "evaluate", str(export), "--data", str(data_dir),
+                        "--max-windows", "2", "--device", "cpu"], capture_output=True, text=True, env=env(), timeout=300)
+    one_line_error((r.returncode, r.stdout, r.stderr), f"the export {export} is damaged", "does not match")
