@@ -36,8 +36,13 @@ def load_model(name_or_path: str):
         raise UserError(f"{name_or_path} does not exist; pass RUN_DIR, RUN_DIR/export or a model directory")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from training.model import hub
+
+    # a name neither cached nor reachable: one line in seconds, not transformers' retries (as --init-from)
+    target, local_only = hub.resolve(name_or_path, "evaluate's MODEL", ("config.json",))
     try:
-        return AutoModelForCausalLM.from_pretrained(name_or_path), AutoTokenizer.from_pretrained(name_or_path)
+        return (AutoModelForCausalLM.from_pretrained(target, local_files_only=local_only),
+                AutoTokenizer.from_pretrained(target, local_files_only=local_only))
     except (OSError, ValueError) as exc:
         raise UserError(f"{name_or_path} is not a run, an export or a model directory, and not a hub model this "
                         f"machine can load ({str(exc).splitlines()[0][:160]}); pass RUN_DIR, RUN_DIR/export or a "
