@@ -247,3 +247,16 @@ def test_a_config_that_does_not_match_the_weights_is_one_line_without_transforme
     r = subprocess.run([sys.executable, "-m", "training", "evaluate", str(export), "--data", str(data_dir),
                         "--max-windows", "2", "--device", "cpu"], capture_output=True, text=True, env=env(), timeout=300)
     one_line_error((r.returncode, r.stdout, r.stderr), f"the export {export} is damaged", "does not match")
+
+
+@pytest.mark.parametrize("garbage", [b"{", b"\xff\xfe", b"[1, 2]", b""])
+def test_a_damaged_model_config_is_rewritten_on_resume_with_a_warning(data_dir, exported_run, tmp_path, garbage):
+    """Re-check 18: never left damaged in silence (sample reads it to rebuild the model of a checkpoint)."""
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    good = json.loads((run / "model_config.json").read_text())
+    (run / "model_config.json").write_bytes(garbage)
+    code, _, err = train(data_dir, run, "--max-steps", "4")
+    assert code == 0, err
+    assert "model_config.json is damaged" in err
+    assert json.loads((run / "model_config.json").read_text())["n_layer"] == good["n_layer"]
