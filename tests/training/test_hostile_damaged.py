@@ -260,3 +260,17 @@ def test_a_damaged_model_config_is_rewritten_on_resume_with_a_warning(data_dir, 
     assert code == 0, err
     assert "model_config.json is damaged" in err
     assert json.loads((run / "model_config.json").read_text())["n_layer"] == good["n_layer"]
+
+
+@pytest.mark.parametrize("extra", [1, 50000])
+def test_evaluate_on_data_with_a_larger_vocabulary_than_the_model_is_refused(data_dir, exported_run, tmp_path, extra):
+    """Re-check 17: train refuses such data; evaluate does too."""
+    from tests.support.training_runs import cli
+
+    data = tmp_path / "data"
+    shutil.copytree(data_dir, data)
+    meta = json.loads((data / "meta.json").read_text())
+    meta["tokenizer"]["vocab_size"] += extra
+    (data / "meta.json").write_text(json.dumps(meta))
+    one_line_error(cli(["evaluate", str(exported_run / "export"), "--data", str(data), "--max-windows", "2"]),
+                   "has a vocabulary of")
