@@ -728,6 +728,7 @@ def test_a_hub_name_without_network_fails_in_seconds(offline, data_dir, tmp_path
     commands = {
         "--tokenizer": ["prepare", "--data", str(tmp_path / "a.txt"), "--out", str(tmp_path / "d"), "--tokenizer", "gpt2"],
         "--init-from": ["train", "--data", str(data_dir), "--out", str(tmp_path / "r"), "--init-from", "gpt2"],
+        "evaluate's MODEL": ["evaluate", "gpt2", "--data", str(tmp_path / "a.txt"), "--device", "cpu"],  # re-check 10
     }
     for flag, argv in commands.items():
         began = time.monotonic()

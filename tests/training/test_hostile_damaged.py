@@ -126,7 +126,23 @@ DAMAGE = {
     "garbage-config": lambda e: (e / "config.json").write_bytes(b"\x00not json{"),
     "config-list": lambda e: (e / "config.json").write_text("[1, 2, 3]"),
     "garbage-tokenizer": lambda e: (e / "tokenizer.json").write_bytes(b"garbage"),
+    # re-check 8 and 9: a config.json that loads, but not this export's model
+    "another-model-type": lambda e: _edit_config(e, model_type="bert"),
+    "no-model-type": lambda e: _edit_config(e, model_type=None),
+    "larger-vocabulary": lambda e: _edit_config(e, vocab_size=_config(e)["vocab_size"] + 200),
+    "wider-model": lambda e: _edit_config(e, n_embd=_config(e)["n_embd"] * 2),
+    "fewer-layers": lambda e: _edit_config(e, n_layer=1),
 }
+
+
+def _config(export) -> dict:
+    return json.loads((export / "config.json").read_text())
+
+
+def _edit_config(export, **changes):
+    config = _config(export)
+    config.update(changes)
+    (export / "config.json").write_text(json.dumps({k: v for k, v in config.items() if v is not None}))
 
 
 @pytest.fixture
@@ -184,3 +200,77 @@ def test_report_on_a_metrics_file_with_garbage(exported_run, tmp_path, garbage):
         code, out, err = cli(["report", str(run), *flags])
         assert code == 0, err
         assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------- re-check cases 3 and 5
+def _truncated_parquet(path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"text": ["some words " * 50] * 20}), path)
+    path.write_bytes(path.read_bytes()[:200])
+
+
+@pytest.mark.parametrize("damage", [
+    lambda p: p.write_text("notparquet\n"),
+    lambda p: p.write_bytes(b""),
+    _truncated_parquet,
+])
+def test_a_damaged_parquet_file_is_one_line_and_nothing_is_written(tmp_path, damage):
+    src = tmp_path / "x.parquet"
+    damage(src)
+    one_line_error(prepare("--data", str(src), "--out", str(tmp_path / "d"), "--tokenizer", "train:300"),
+                   "x.parquet is not a readable parquet file")
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("make", [lambda p: p.mkdir(), lambda p: p.symlink_to(p.parent / "nowhere")])
+def test_a_run_config_that_is_not_a_file_is_one_line_and_the_run_is_untouched(data_dir, exported_run, tmp_path, make):
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    (run / "run_config.json").unlink()
+    make(run / "run_config.json")
+    before = sorted(str(p.relative_to(run)) for p in run.rglob("*"))
+    one_line_error(train(data_dir, run, "--max-steps", "4"), "run_config.json is", "remove it")
+    assert sorted(str(p.relative_to(run)) for p in run.rglob("*")) == before
+
+
+@pytest.mark.parametrize("damaged_run", ["larger-vocabulary", "wider-model"], indirect=True)
+def test_a_config_that_does_not_match_the_weights_is_one_line_without_transformers_report(data_dir, damaged_run):
+    """In a process of its own: transformers' load report goes to the stderr it saw at import."""
+    import subprocess
+    import sys
+
+    from tests.support.training_runs import env
+
+    export = damaged_run / "export"
+    r = subprocess.run([sys.executable, "-m", "training", "evaluate", str(export), "--data", str(data_dir),
+                        "--max-windows", "2", "--device", "cpu"], capture_output=True, text=True, env=env(), timeout=300)
+    one_line_error((r.returncode, r.stdout, r.stderr), f"the export {export} is damaged", "does not match")
+
+
+@pytest.mark.parametrize("garbage", [b"{", b"\xff\xfe", b"[1, 2]", b""])
+def test_a_damaged_model_config_is_rewritten_on_resume_with_a_warning(data_dir, exported_run, tmp_path, garbage):
+    """Re-check 18: never left damaged in silence (sample reads it to rebuild the model of a checkpoint)."""
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    good = json.loads((run / "model_config.json").read_text())
+    (run / "model_config.json").write_bytes(garbage)
+    code, _, err = train(data_dir, run, "--max-steps", "4")
+    assert code == 0, err
+    assert "model_config.json is damaged" in err
+    assert json.loads((run / "model_config.json").read_text())["n_layer"] == good["n_layer"]
+
+
+@pytest.mark.parametrize("extra", [1, 50000])
+def test_evaluate_on_data_with_a_larger_vocabulary_than_the_model_is_refused(data_dir, exported_run, tmp_path, extra):
+    """Re-check 17: train refuses such data; evaluate does too."""
+    from tests.support.training_runs import cli
+
+    data = tmp_path / "data"
+    shutil.copytree(data_dir, data)
+    meta = json.loads((data / "meta.json").read_text())
+    meta["tokenizer"]["vocab_size"] += extra
+    (data / "meta.json").write_text(json.dumps(meta))
+    one_line_error(cli(["evaluate", str(exported_run / "export"), "--data", str(data), "--max-windows", "2"]),
+                   "has a vocabulary of")

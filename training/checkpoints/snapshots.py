@@ -256,6 +256,25 @@ def check_location(store: Store, run_dir: Path, data_dir: Path) -> None:
         if _is_run_dir(folder):
             raise UserError(f"--snapshot-uri {store.uri} is inside the run directory {folder} of another run "
                             f"(its checkpoints and export would be overwritten); {fix}")
+    _check_local_folder(store, where, fix)
+
+
+def _check_local_folder(store: Store, where: Path, fix: str) -> None:
+    """The location must be a directory (or not exist yet, under directories), and one that holds
+    snapshots of a run (its claim, snapshot_run.json, or only names a run writes there) or nothing: a folder of someone's files would get checkpoints/ and export/ among
+    them, as `train --out` onto such a folder is refused. (Under a bucket prefix other objects are
+    left alone and never resumed from: only a local folder is checked for them.)"""
+    for folder in (where, *where.parents):
+        if not folder.exists() and not folder.is_symlink():
+            continue
+        if not folder.is_dir():
+            kind = "a file" if folder.is_file() else "not a directory"
+            what = "is" if folder == where else f"lies under {folder}, which is"
+            raise UserError(f"--snapshot-uri {store.uri} {what} {kind}; {fix}")
+        break
+    ours = {*RUN_FILES, checkpoint.CHECKPOINTS, "export"}
+    if where.is_dir() and not (where / OWNER_FILE).is_file() and any(p.name not in ours for p in where.iterdir()):
+        raise UserError(f"--snapshot-uri {store.uri} already holds other files and no snapshots of a run; {fix}")
 
 
 def _is_data_dir(folder: Path) -> bool:

@@ -36,8 +36,13 @@ def load_model(name_or_path: str):
         raise UserError(f"{name_or_path} does not exist; pass RUN_DIR, RUN_DIR/export or a model directory")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from training.model import hub
+
+    # a name neither cached nor reachable: one line in seconds, not transformers' retries (as --init-from)
+    target, local_only = hub.resolve(name_or_path, "evaluate's MODEL", ("config.json",))
     try:
-        return AutoModelForCausalLM.from_pretrained(name_or_path), AutoTokenizer.from_pretrained(name_or_path)
+        return (AutoModelForCausalLM.from_pretrained(target, local_files_only=local_only),
+                AutoTokenizer.from_pretrained(target, local_files_only=local_only))
     except (OSError, ValueError) as exc:
         raise UserError(f"{name_or_path} is not a run, an export or a model directory, and not a hub model this "
                         f"machine can load ({str(exc).splitlines()[0][:160]}); pass RUN_DIR, RUN_DIR/export or a "
@@ -59,9 +64,12 @@ class _ArrayWindows:
         return rows[:, :-1].contiguous(), rows[:, 1:].contiguous()
 
 
-def _windows(data: Path, tok, block_size: int) -> tuple[object, str]:
+def _windows(data: Path, tok, block_size: int, model_vocab: int) -> tuple[object, str]:
     if data.is_dir() and (data / META_FILE).is_file():
         meta = load_meta(data)
+        if meta.vocab_size > model_vocab:  # as train refuses it: ids past the model's embedding table
+            raise UserError(f"{data} has a vocabulary of {meta.vocab_size} tokens and the model {model_vocab}; "
+                            "evaluate on a text file instead, or on data prepared with the model's tokenizer")
         if tokenizers.fingerprint(tok) != meta.tokenizer_fingerprint:
             raise UserError(f"{data} was prepared with a different tokenizer than the model's; evaluate on a text "
                             "file instead (it is tokenized with the model's tokenizer) or prepare the data with "
@@ -119,7 +127,7 @@ def evaluate(args: argparse.Namespace) -> str:
     if block_size > positions:
         raise UserError(f"--block-size {block_size} exceeds the model's {positions} positions; use "
                         f"--block-size {positions} or less")
-    windows, source = _windows(data, tok, block_size)
+    windows, source = _windows(data, tok, block_size, model.config.vocab_size)
     result = perplexity(model, windows, args.batch_size, device, args.max_windows)
     result.update(model=args.model, data=source, block_size=windows.block_size)
     if args.json:

@@ -22,11 +22,44 @@ def _load_export(path: Path):
     """An export's model and tokenizer; a damaged one (truncated weights, a config that is not JSON) is a
     UserError. transformers, safetensors and the tokenizers library each raise their own types."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    _check_export_config(path)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its table of mismatched weights: the one line below says it
+    try:
+        model, info = AutoModelForCausalLM.from_pretrained(path, output_loading_info=True)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except Exception as exc:  # noqa: BLE001 - any of them means: this export cannot be loaded
+        # transformers' own words point at the report that is silenced above
+        reason = ("its config.json does not match the shapes of its weights" if "ignore_mismatched_sizes" in str(exc)
+                  else _reason(exc))
+        raise UserError(f"the export {path} is damaged ({reason})") from exc
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    # Weights that config.json does not describe would be left randomly initialised: a model that runs
+    # and is meaningless.
+    unmatched = sorted({*info.get("missing_keys", ()), *info.get("unexpected_keys", ()),
+                        *(k[0] if isinstance(k, tuple) else k for k in info.get("mismatched_keys", ()))})
+    if unmatched:
+        raise UserError(f"the export {path} is damaged (its config.json does not match its weights: "
+                        f"{len(unmatched)} tensor(s) missing, extra or of another shape, e.g. {unmatched[0]})")
+    return model, tokenizer
+
+
+def _check_export_config(path: Path) -> None:
+    """train exports GPT-2 (model_type gpt2); another model_type in config.json would load a different,
+    randomly initialised architecture. A config that is not JSON is left to from_pretrained's error."""
+    import json
 
     try:
-        return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
-    except Exception as exc:  # noqa: BLE001 - any of them means: this export cannot be loaded
-        raise UserError(f"the export {path} is damaged ({_reason(exc)})") from exc
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if isinstance(config, dict) and model_type != "gpt2":
+        raise UserError(f"the export {path} is damaged (config.json says model_type {model_type!r}; "
+                        "train exports 'gpt2')")
 
 
 def _load_checkpoint(path: Path):

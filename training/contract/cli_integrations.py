@@ -77,6 +77,9 @@ SNAPSHOT_SCHEMES = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "file": None}
 
 
 def check_snapshot_uri(uri: str) -> None:
+    if not uri.strip():  # an unset variable in a launch script: it must not mean "no snapshots"
+        raise UserError("--snapshot-uri is empty: give s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or file:///PATH, "
+                        "or leave the flag out to train without snapshots")
     scheme, _, rest = uri.partition("://")
     if scheme not in SNAPSHOT_SCHEMES or not rest.strip("/"):
         raise UserError(f"--snapshot-uri {uri}: use s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or file:///PATH")
@@ -84,7 +87,7 @@ def check_snapshot_uri(uri: str) -> None:
 
 def check_train_values(args: argparse.Namespace) -> None:
     """The integrations' flags that depend on each other (called by cli.check_values for train/distill)."""
-    if args.snapshot_uri:
+    if args.snapshot_uri is not None:
         check_snapshot_uri(args.snapshot_uri)
     if args.command == "distill" and not args.distill_from:
         raise UserError("distill needs --distill-from TEACHER (a run, an export or a GPT-2 hub model); "

@@ -128,8 +128,13 @@ class TrainConfig:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TrainConfig:
-        """From `train`'s (or `distill`'s) parsed and checked flags (contract.cli.check_values)."""
-        a = args
+        """From `train`'s (or `distill`'s) parsed and checked flags (contract.cli.check_values).
+
+        A flag the namespace lacks (one built by hand, or by a caller older than the flag) takes the
+        train parser's default: the one place the typed config gets its defaults, so adding a flag
+        cannot break a caller with an AttributeError.
+        """
+        a = argparse.Namespace(**{**_train_defaults(), **vars(args)})
         return cls(
             data=a.data, out=a.out,
             model=ModelChoice(a.preset, a.n_layer, a.n_embd, a.n_head, a.block_size, a.dropout, a.init_from),
@@ -145,3 +150,9 @@ class TrainConfig:
             flags=MappingProxyType(dict(vars(a))),
         )
 
+
+
+def _train_defaults() -> dict:
+    from training.contract.cli import train_flags  # the parser is the source of every default
+
+    return {flag.dest: flag.default for flag in train_flags()}

@@ -27,7 +27,7 @@ import numpy as np
 from training.contract.cli import parse_tokenizer_spec
 from training.contract.errors import UserError, storage_error, storage_failure
 from training.contract.log import info
-from training.contract.paths import check_usable
+from training.contract.paths import check_usable, kind_of
 from training.data import prepare_lock
 from training.data import tokenizer as tok
 from training.data.dataset import FORMAT_VERSION, META_FILE
@@ -44,12 +44,25 @@ from training.elastic.preemption import exit_on_signals
 GOLDEN = 0.6180339887498949  # low-discrepancy sequence: val chunks spread evenly over the corpus
 
 
+def _check_parquet(path: Path) -> None:
+    """A file named .parquet that pyarrow cannot read: one line now, not datasets' traceback later."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_schema(path)
+    except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+        raise UserError(f"{path} is not a readable parquet file ({str(exc).splitlines()[0] if str(exc) else exc!r}); "
+                        "fix or remove it, or leave it out of --data") from None
+
+
 def load_corpus(found: Sources, args, cache_dir: Path, stamp: str):
     """One `datasets.Dataset` with columns `text` and `end` (the row ends a document)."""
     import datasets
 
     for fmt, files in found.structured.items():
         for path in files:
+            if fmt == "parquet":
+                _check_parquet(path)
             columns = peek_columns(path, fmt)
             if columns is not None and args.text_column not in columns:
                 raise UserError(f"{path} has no column '{args.text_column}' (columns: {', '.join(columns)}); "
@@ -138,11 +151,21 @@ def _input_fingerprint(found: Sources, args, tokenizer_identity: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def _check_out_before_writing(sources: list[str], out: Path) -> None:
+    """--out as a file, as the --data folder itself, or as a folder of other files: refused before the
+    folder or its lock is made (the lock would otherwise be created among the user's files)."""
+    for src in sources:
+        if not any(ch in src for ch in "*?[") and Path(src).is_dir() and Path(src).resolve() == out.resolve():
+            raise UserError(f"--out {out} is the --data directory; the prepared data needs a folder of its own: "
+                            "pick a new --out")
+    _existing_meta(out)
+
+
 def _existing_meta(out: Path) -> dict | None:
     if not out.exists():
         return None
     if not out.is_dir():
-        raise UserError(f"--out {out} is a file; pick a directory for the prepared data")
+        raise UserError(f"--out {out} is {kind_of(out) or 'a file'}; pick a directory for the prepared data")
     meta_path = out / META_FILE
     if not meta_path.is_file():
         if any(p for p in out.iterdir() if not _ours(p)):
@@ -173,6 +196,7 @@ def _token_dtype(requested: str, vocab_size: int) -> np.dtype:
 def prepare(args: argparse.Namespace) -> Path:
     out = Path(args.out)
     check_usable(out, "--out")
+    _check_out_before_writing(args.data, out)
     try:  # atomically: of two prepares starting at once, only the one that made it may remove it
         out.mkdir(parents=True)
         created = True

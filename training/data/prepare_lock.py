@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from training.contract.errors import UserError
 from training.contract.log import info
 
 LOCK = ".prepare.lock"
@@ -28,7 +29,7 @@ def hold(out: Path) -> Iterator[None]:
         return
     path = out / LOCK
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -55,3 +56,17 @@ def hold(out: Path) -> Iterator[None]:
             if os.stat(path).st_ino == os.fstat(fd).st_ino:
                 path.unlink()
         os.close(fd)
+
+
+def _open(path: Path) -> int:
+    """The lock file, or one line when something else sits at its name (as RUN_DIR/.lock does)."""
+    try:
+        if path.is_symlink():  # never follow a link out of DATA_DIR: it would lock (and remove) another file
+            raise IsADirectoryError
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if isinstance(exc, PermissionError) or not (path.is_symlink() or path.exists()):
+            raise
+        what = "a symbolic link" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
+        raise UserError(f"{path} is {what}, not the lock file prepare writes there; remove it (or pick another "
+                        "--out)") from None

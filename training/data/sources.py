@@ -32,6 +32,7 @@ from pathlib import Path
 from training.contract.errors import UserError
 from training.contract.log import warn
 from training.contract.paths import check_usable, kind_of
+from training.data.prepare_lock import LOCK
 
 STRUCTURED_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
 CHUNK_CHARS = 1 << 20  # text files are read in ~1 MB pieces cut at line ends
@@ -120,7 +121,8 @@ def discover(sources: list[str], text_suffixes: set[str], out: Path) -> Sources:
 
     def add(path: Path, explicit: bool, root: Path | None = None) -> None:
         if out == path.resolve() or out in path.resolve().parents:
-            found.skip("inside --out", path)
+            if path.resolve() != out / LOCK:  # prepare's own lock is not the user's file
+                found.skip("inside --out", path)
             return
         parts = path.relative_to(root).parts if root is not None else ()
         hidden = next((i for i, part in enumerate(parts) if part.startswith(".")), None)

@@ -39,6 +39,10 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
     path = run_dir / FILE
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--out {run_dir} is a file, not a directory; pick another --out")
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        what = "a directory" if path.is_dir() else "not a regular file"
+        raise UserError(f"{path} is {what}, not the run's settings file train writes there; remove it "
+                        "(the checkpoints are untouched) or pick another --out")
     if path.is_file() and not resuming:
         _announce_replaced(path, wanted)
     if not path.is_file() or not resuming:

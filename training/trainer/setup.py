@@ -75,7 +75,9 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
     run_config = load_or_create_run_config(run_dir, wanted, explicit_global_batch=cfg.optim.global_batch_size,
                                            write=dist_info.is_main, resuming=latest is not None)
     _check_global_batch(run_config.global_batch_size, dist_info)
-    if dist_info.is_main and (latest is None or not saved_config.is_file()):
+    if dist_info.is_main and (latest is None or not _readable_model_config(saved_config)):
+        if latest is not None and saved_config.exists():
+            warn(f"{saved_config} is damaged; writing it again from this run's model configuration")
         save_model_config(config, saved_config)  # without a checkpoint, one left by a killed start is stale
     train_windows, val_windows = _windows(data, block_size)
 
@@ -106,9 +108,20 @@ def steppers(cfg: TrainConfig, start: Start, precision: str, dist_info: DistInfo
     return stepper, evaluator
 
 
+def _readable_model_config(path: Path) -> bool:
+    """RUN_DIR/model_config.json is there and loads (a damaged one is rewritten, never trusted)."""
+    if not path.is_file():
+        return False
+    try:
+        load_model_config(path)
+    except Exception:  # noqa: BLE001 - transformers raises its own types (and JSON's, OSError) for a damaged file
+        return False
+    return True
+
+
 def _choose_model(cfg: TrainConfig, data: DataMeta, teacher, latest: Checkpoint | None, saved_config: Path):
     """(model or None when it is built later from its configuration, the configuration)."""
-    if (cfg.model.init_from or teacher is not None) and latest is not None and saved_config.is_file():
+    if (cfg.model.init_from or teacher is not None) and latest is not None and _readable_model_config(saved_config):
         # Resuming a fine-tune: the checkpoint has the weights and RUN_DIR the architecture, so a
         # restarted pod does not fetch the pretrained model again.
         return None, load_model_config(saved_config)

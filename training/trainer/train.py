@@ -156,6 +156,12 @@ def _check_not_own_source(cfg: TrainConfig, run_dir: Path) -> None:
         if where == out or out in where.parents:
             raise UserError(f"{flag} {source} is this run's own --out {run_dir} (its checkpoints and export would "
                             f"replace what {flag} reads); give the new run another --out")
+        # The source's run directory (the source itself, or the run an export lies in): a run nested in
+        # it would mix its files with that run's, and that run's retention and export would reach them.
+        owner = next((d for d in (where, *where.parents) if (d / "run_config.json").is_file()), None)
+        if owner is not None and owner in out.parents:
+            raise UserError(f"--out {run_dir} is inside the run directory {owner} that {flag} {source} comes from; "
+                            "give the new run an --out of its own, outside it")
 
 
 def _batches(windows, order: SampleOrder, mine: list[int], batch_size: int) -> list:

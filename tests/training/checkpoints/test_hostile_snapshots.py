@@ -83,3 +83,34 @@ def test_the_same_run_resumes_from_its_snapshots_and_says_so(data_dir, tmp_path)
                            f"file://{store}")
     assert code == 0, err
     assert "resuming run" in out and "checkpoint of step 2" in out
+
+
+# ---------------------------------------------------------------- re-check cases 1, 2, 13, 14
+@pytest.mark.parametrize("where, expected", [
+    ("user_file", "is a file"),
+    ("/dev/null", "is not a directory"),
+    ("user_file/sub", "which is a file"),
+    ("link_to_file", "is a file"),
+])
+def test_a_location_that_is_not_a_directory_is_refused(data_dir, tmp_path, where, expected):
+    (tmp_path / "user_file").write_text("mine")
+    (tmp_path / "link_to_file").symlink_to(tmp_path / "user_file")
+    path = where if where.startswith("/") else f"{tmp_path}/{where}"
+    one_line_error(train(data_dir, tmp_path / "new", "--snapshot-uri", f"file://{path}"), "--snapshot-uri", expected)
+    assert (tmp_path / "user_file").read_text() == "mine" and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_location_is_refused(data_dir, tmp_path, value):
+    one_line_error(train(data_dir, tmp_path / "new", "--snapshot-uri", value), "--snapshot-uri is empty")
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_local_folder_of_other_files_is_refused(data_dir, tmp_path):
+    """A plain folder gets no checkpoints/ among its files (under a bucket prefix, other objects are left alone)."""
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    before = tree(folder)
+    one_line_error(train(data_dir, tmp_path / "new", "--snapshot-uri", f"file://{folder}"), "already holds other files")
+    assert tree(folder) == before and not (tmp_path / "new").exists()

@@ -98,3 +98,41 @@ def test_the_boundary_check_catches_an_import_inside_a_function(tmp_path):
     program.write_text("from training.contract.cli import train_flags\n\n\n"
                        "def f():\n    from training.observability import wandb_logger\n")
     assert outside_contract([program], tmp_path) == ["stack.py: training.observability"]
+
+
+# ---------------------------------------------------------------- the typed config's defaults (re-check case 6)
+import argparse  # noqa: E402
+
+import pytest  # noqa: E402
+
+from training.contract.cli import build_parser, check_values, train_flags  # noqa: E402
+from training.contract.config import TrainConfig  # noqa: E402
+
+# Every entry that builds a TrainConfig parses one of these: `train` and `distill` directly, the
+# launcher's forked workers (training/worker.py) and the demo's launched trainer through `python -m training`.
+ENTRIES = {
+    "train": ["train", "--data", "d", "--out", "o", "--preset", "tiny"],
+    "distill": ["distill", "--data", "d", "--out", "o", "--preset", "tiny", "--distill-from", "t"],
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_config_built_from_a_namespace_lacking_any_optional_flag_takes_the_parser_default(entry):
+    """A namespace without a newer flag (once --checkpoint-every-minutes: AttributeError) gets its default."""
+    parsed = build_parser().parse_args(ENTRIES[entry])
+    check_values(parsed)
+    full = TrainConfig.from_args(parsed)
+    for flag in train_flags():
+        if flag.required:
+            continue
+        partial = argparse.Namespace(**{k: v for k, v in vars(parsed).items() if k != flag.dest})
+        config = TrainConfig.from_args(partial)
+        assert config.flags[flag.dest] == flag.default, flag.flag
+        if flag.dest not in {k for k, v in vars(parsed).items() if v != flag.default}:
+            assert config == full, flag.flag
+
+
+def test_config_from_a_namespace_without_checkpoint_every_minutes():
+    args = build_parser().parse_args(ENTRIES["train"])
+    del args.checkpoint_every_minutes
+    assert TrainConfig.from_args(args).cadence.checkpoint_every_minutes == 0.0

@@ -11,10 +11,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from testbed.processes import wait_for
-from tests.support.training_runs import REPO, env
-from tests.training.test_bad_input import prepare
+from tests.support.training_runs import REPO, env, one_line_error
+from tests.training.test_bad_input import prepare, tree
 
 LICENSES = ["Apache-2.0", "MPL-2.0", "GPL-3.0-or-later", "CC-BY-4.0", "LGPL-2.1", "LICENSE", "BSD-3-Clause",
             "COPYING.v2"]
@@ -115,3 +116,72 @@ def test_two_prepares_into_one_directory_leave_one_consistent_result(tmp_path):
     assert codes == [0, 0], logs
     meta = _consistent(out)
     assert len(meta["sources"]) == 1
+
+
+# ---------------------------------------------------------------- re-check cases 4, 11, 12, 19
+def _corpus(tmp_path: Path) -> Path:
+    src = tmp_path / "corpus"
+    src.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (src / name).write_text(_text(name))
+    return src
+
+
+@pytest.mark.parametrize("what, make", [
+    ("a directory", lambda p: p.mkdir()),
+    ("a symbolic link", lambda p: p.symlink_to(p.parent.parent / "corpus" / "a.txt")),
+    ("a symbolic link", lambda p: p.symlink_to(p.parent / "nowhere")),
+])
+def test_a_prepare_lock_that_is_not_a_lock_file_is_one_line(tmp_path, what, make):
+    src = _corpus(tmp_path)
+    out = tmp_path / "d"
+    assert prepare("--data", str(src), "--out", str(out), "--tokenizer", "train:300")[0] == 0
+    make(out / ".prepare.lock")
+    before = (out / "meta.json").read_text(), sorted(p.name for p in out.iterdir()), tree(src)
+    one_line_error(prepare("--data", str(src), "--out", str(out), "--tokenizer", "train:300"),
+                   ".prepare.lock is " + what, "remove it")
+    assert ((out / "meta.json").read_text(), sorted(p.name for p in out.iterdir()), tree(src)) == before
+
+
+def _no_warning(result) -> None:
+    assert not [line for line in result[2].splitlines() if "warning" in line], result[2]
+
+
+@pytest.mark.parametrize("out", ["corpus", "corpus/", "./corpus/../corpus"])
+def test_out_equal_to_the_data_directory_is_refused_before_anything_is_made(tmp_path, out, monkeypatch):
+    src = _corpus(tmp_path)
+    before = tree(src)
+    monkeypatch.chdir(tmp_path)
+    result = prepare("--data", "corpus", "--out", out, "--tokenizer", "train:300")
+    one_line_error(result, "is the --data directory", "new --out")
+    _no_warning(result)
+    assert tree(src) == before, "no lock (or anything else) made in the user's corpus"
+
+
+@pytest.mark.parametrize("target", ["a.txt", "other/notes.txt"])
+def test_out_that_is_a_user_file_is_refused_without_a_warning_first(tmp_path, target):
+    src = _corpus(tmp_path)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    before = tree(tmp_path)
+    result = prepare("--data", str(src), "--out", str(tmp_path / ("corpus/" + target if target == "a.txt" else target)),
+                     "--tokenizer", "train:300")
+    one_line_error(result, "is a file")
+    _no_warning(result)
+    assert tree(tmp_path) == before
+
+
+def test_out_as_a_folder_of_other_files_is_refused_before_a_lock_is_made(tmp_path):
+    src = _corpus(tmp_path)
+    other = tmp_path / "papers"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    one_line_error(prepare("--data", str(src), "--out", str(other), "--tokenizer", "train:300"), "already holds other files")
+    assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
+
+
+def test_out_inside_the_corpus_does_not_list_prepares_own_lock(tmp_path):
+    src = _corpus(tmp_path)
+    code, _, err = prepare("--data", str(src), "--out", str(src / "sub"), "--tokenizer", "train:300")
+    assert code == 0, err
+    assert ".prepare.lock" not in err

@@ -157,3 +157,15 @@ def test_compiled_distillation_step_matches_the_eager_one():
     assert compiled[0] == pytest.approx(eager[0], rel=1e-5)
     for name, grad in eager[1].items():
         assert torch.allclose(compiled[1][name], grad, rtol=1e-3, atol=1e-5), name
+
+
+@pytest.mark.parametrize("inside", ["student", "export/student", "checkpoints/x", "tensorboard/a/b"])
+@pytest.mark.parametrize("source", ["", "/export"])
+def test_a_student_inside_the_teachers_run_is_refused_and_the_teacher_untouched(data_dir, teacher, inside, source):
+    """Re-check 15: the reverse of a student that is its own teacher."""
+    from tests.training.test_bad_input import tree
+
+    before = tree(teacher)
+    one_line_error(cli(["distill", "--data", str(data_dir), "--out", str(teacher / inside), *TINY, "--max-steps", "2",
+                        "--distill-from", f"{teacher}{source}"]), "is inside the run directory", "of its own")
+    assert tree(teacher) == before
