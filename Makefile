@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -r requirements.txt -e ".[train,dev]"
+	$(PY) -m pip install -q -r requirements.txt -e ".[infra,train,dev]"
 	touch $@
 
 # checkov's dependencies conflict with the Pulumi SDK's, so it lives in a venv of its own.

@@ -45,9 +45,9 @@ def test_python_example_builds_the_stack_in_the_existing_vpc_under_mocks():
     assert {args["id"] for token, args in result.invokes if token == aws_runs.GET_SUBNET} == {"subnet-a", "subnet-b"}
     requirements = [line for line in (example / "requirements.txt").read_text().splitlines()
                     if line.strip() and not line.startswith("#")]
-    # This checkout, editable (the image builds from it), no [train] extra.
-    assert requirements == ["-e ../.."]
-    assert (example / requirements[0].removeprefix("-e ") / "images" / "Dockerfile").is_file()
+    # This checkout, editable (the image builds from it), with the components' [infra] extra, no [train].
+    assert requirements == ["-e ../..[infra]"]
+    assert (example / requirements[0].removeprefix("-e ").removesuffix("[infra]") / "images" / "Dockerfile").is_file()
 
 
 def schema_errors(value: Any, spec: dict, path: str) -> list[str]:
