@@ -15,15 +15,11 @@ from infra.aws import AwsStack as InfraAwsStack
 from infra.aws import AwsStackArgs as InfraAwsStackArgs
 from infra.aws import parse_aws_config
 from infra.aws.cost import estimate_aws_cost
-from infra.cost import check_budget
-from infra.training_image import missing_build_context
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.job_args import Job
 from trainstack.components.stack_config import (
-    InputError,
+    checked_stack_config,
     publish_stack_outputs,
-    stack_config,
-    stack_errors_as_inputs,
 )
 
 # Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
@@ -146,13 +142,7 @@ class AwsStack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AwsStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(AwsStackArgs, args)
-        # The stack file's parser and budget check, before anything is registered.
-        with stack_errors_as_inputs(PROVIDER_KEYS):
-            config = parse_aws_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
-            check_budget(estimate_aws_cost(config), config.budget, config.job.enabled)
-        missing = missing_build_context()  # the stack builds the training image from the checkout
-        if missing:
-            raise InputError(f"AwsStack {name!r}: {missing}")
+        config = checked_stack_config(f"AwsStack {name!r}", args, PROVIDER_KEYS, parse_aws_config, estimate_aws_cost)
         super().__init__("trainstack:index:AwsStack", name, None, opts)
 
         stack = InfraAwsStack(name, InfraAwsStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))

@@ -11,19 +11,15 @@ from typing import Any
 
 import pulumi
 
-from infra.cost import check_budget
 from infra.gcp import GcpStack as InfraGcpStack
 from infra.gcp import GcpStackArgs as InfraGcpStackArgs
 from infra.gcp import parse_gcp_config
 from infra.gcp.cost import estimate_gcp_cost
-from infra.training_image import missing_build_context
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.job_args import Job
 from trainstack.components.stack_config import (
-    InputError,
+    checked_stack_config,
     publish_stack_outputs,
-    stack_config,
-    stack_errors_as_inputs,
 )
 
 # Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
@@ -178,13 +174,7 @@ class GcpStack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GcpStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GcpStackArgs, args)
-        # The stack file's parser and budget check, before anything is registered.
-        with stack_errors_as_inputs(PROVIDER_KEYS):
-            config = parse_gcp_config(stack_config(args, PROVIDER_KEYS), pulumi.get_stack())
-            check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
-        missing = missing_build_context()  # the stack builds the training image from the checkout
-        if missing:
-            raise InputError(f"GcpStack {name!r}: {missing}")
+        config = checked_stack_config(f"GcpStack {name!r}", args, PROVIDER_KEYS, parse_gcp_config, estimate_gcp_cost)
         super().__init__("trainstack:index:GcpStack", name, None, opts)
 
         stack = InfraGcpStack(name, InfraGcpStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))

@@ -9,7 +9,7 @@ import contextlib
 import dataclasses
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pulumi
@@ -17,6 +17,8 @@ from pulumi.provider.experimental.util import camel_case
 
 from infra.config import NAMESPACE
 from infra.config.errors import ConfigError
+from infra.cost import check_budget
+from infra.training_image import missing_build_context
 
 
 def config_value(value: Any) -> Any:
@@ -89,3 +91,16 @@ def publish_stack_outputs(component: pulumi.ComponentResource, outputs: Mapping[
     component.register_outputs({"clusterName": component.cluster_name, "kubeconfig": component.kubeconfig,
                                 "imageRef": component.image_ref, "bucketName": component.bucket_name,
                                 "stackOutputs": component.stack_outputs})
+
+
+def checked_stack_config(label: str, args: Any, provider_keys: Mapping[str, str],
+                         parse: Callable[[dict[str, str], str], Any], estimate: Callable[[Any], Any]) -> Any:
+    """A stack façade's settings through the stack file's own parser and budget check, and the training
+    image's build context confirmed, all before anything is registered (`label` names the component)."""
+    with stack_errors_as_inputs(provider_keys):
+        config = parse(stack_config(args, provider_keys), pulumi.get_stack())
+        check_budget(estimate(config), config.budget, config.job.enabled)
+    missing = missing_build_context()  # the stack builds the training image from the checkout
+    if missing:
+        raise InputError(f"{label}: {missing}")
+    return config
