@@ -15,6 +15,11 @@ import pulumi
 
 # Where a GPU pod asks for its GPUs, on every cloud (the NVIDIA device plugin's extended resource).
 GPU_RESOURCE = "nvidia.com/gpu"
+# The EFA device plugin's extended resource (aws/eks-charts stable/aws-efa-k8s-device-plugin; EKS user
+# guide node-efa.html): the chart's gpuNetworking.mode efa asks for every EFA of the node by count.
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# gpuNetworking modes with GKE's GPUDirect wiring (RxDM sidecar, GPU VPC interfaces); efa has none.
+GPU_DIRECT_MODES = ("tcpx", "tcpxo")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from infra import validation
-from infra.contracts import GPU_RESOURCE
+from infra.contracts import EFA_RESOURCE, GPU_DIRECT_MODES, GPU_RESOURCE
 from infra.paths import TRAINING_JOB_CHART_DIR, project_relative
 from infra.pod_requests import format_quantity, parse_quantity
 from infra.resource_options import child_options
@@ -273,6 +273,9 @@ def _gpu_container_resources(values: Mapping[str, Any]) -> dict[str, Any]:
         requests["ephemeral-storage"] = format_quantity(local)
     if int(resources["gpusPerNode"]) > 0:
         requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = int(resources["gpusPerNode"])
+    networking = values["gpuNetworking"]
+    if networking["mode"] == "efa":  # training-job.gpuNetworking.efaResources: every EFA of the node
+        requests[EFA_RESOURCE] = limits[EFA_RESOURCE] = int(networking["efa"]["interfaces"])
     return {"requests": requests, "limits": limits}
 
 
@@ -287,7 +290,7 @@ def pod_resources(values: Mapping[str, Any]) -> dict[str, Any]:
     values = deep_merge(chart_default_values(), values)
     mode = values["gpuNetworking"]["mode"]
     init_containers: list[dict[str, Any]] = []
-    if mode != "none":
+    if mode in GPU_DIRECT_MODES:  # the RxDM sidecar (efa has none)
         init_containers.append({"name": f"{mode}-daemon", "restartPolicy": "Always",
                                 "resources": values["gpuNetworking"]["rxdmResources"]})
     for sidecar in values.get("sidecars") or []:

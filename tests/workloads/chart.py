@@ -26,6 +26,8 @@ PROFILES = {
     "a3-nccl-check": ("a3-highgpu", "nccl-check"),
     "a3-mega-nccl-check": ("a3-megagpu", "nccl-check"),
     "a3-allreduce-check": ("a3-highgpu", "nccl-allreduce"),
+    "eks-efa-train": ("eks-efa",),
+    "eks-efa-allreduce-check": ("eks-efa", "nccl-allreduce"),
 }
 
 RELEASE = "gpt2-run"

@@ -1,6 +1,7 @@
 {{/*
 GPUDirect-TCPX / TCPXO wiring of the training pod (gpuNetworking.mode tcpx or tcpxo), shared by the
-trainer and the NCCL check. Every helper renders nothing when the mode is none.
+trainer and the NCCL check, and EFA's (mode efa: its NCCL environment and EFA devices only). Every
+helper renders nothing when the mode is none.
 
 Upstream shape (container-engine-accelerators gpudirect-tcpx(o)/nccl-test*.yaml, cluster-toolkit
 gpu-direct-workload/scripts/enable-tcpx(o)-in-workload.py): the pod joins the GPU VPCs through the
@@ -15,6 +16,21 @@ the installer DaemonSet filled on the node and the GPU device plugin mounts into
 {{- toJson (index .Values.gpuNetworking .Values.gpuNetworking.mode) -}}
 {{- end -}}
 
+{{/* "true" for GKE's GPUDirect modes (tcpx, tcpxo): RxDM sidecar, GPU VPC interfaces, host volumes.
+EFA (mode efa) has none of these: the EFA device plugin hands the pod its devices. */}}
+{{- define "training-job.gpuNetworking.gpuDirect" -}}
+{{- if has .Values.gpuNetworking.mode (list "tcpx" "tcpxo") -}}true{{- end -}}
+{{- end -}}
+
+{{/* The pod's EFA devices (mode efa): every EFA of the node, as the EFA device plugin's extended resource. */}}
+{{- define "training-job.gpuNetworking.efaResources" -}}
+{{- if eq .Values.gpuNetworking.mode "efa" -}}
+{{- toJson (dict "vpc.amazonaws.com/efa" (int .Values.gpuNetworking.efa.interfaces)) -}}
+{{- else -}}
+{}
+{{- end -}}
+{{- end -}}
+
 {{/* Name of the RxDM container: the device-injection annotation addresses it by this name. */}}
 {{- define "training-job.gpuNetworking.daemonName" -}}
 {{- printf "%s-daemon" .Values.gpuNetworking.mode -}}
@@ -23,7 +39,7 @@ the installer DaemonSet filled on the node and the GPU device plugin mounts into
 {{/* Pod annotations as a JSON object: eth0 on the cluster network, eth1..N on the GPU networks. */}}
 {{- define "training-job.gpuNetworking.podAnnotations" -}}
 {{- $annotations := dict -}}
-{{- if ne .Values.gpuNetworking.mode "none" -}}
+{{- if include "training-job.gpuNetworking.gpuDirect" . -}}
 {{- $settings := include "training-job.gpuNetworking.settings" . | fromJson -}}
 {{- $interfaces := list (dict "interfaceName" "eth0" "network" "default") -}}
 {{- range $i, $network := $settings.networks -}}
@@ -58,7 +74,7 @@ the node's /sys and /proc/sys through hostPath, and its root filesystem stays wr
 entrypoint chmods itself and writes its health-check file). No other container gets any of this.
 */}}
 {{- define "training-job.gpuNetworking.sidecar" -}}
-{{- if ne .Values.gpuNetworking.mode "none" -}}
+{{- if include "training-job.gpuNetworking.gpuDirect" . -}}
 {{- $mode := .Values.gpuNetworking.mode -}}
 {{- $settings := include "training-job.gpuNetworking.settings" . | fromJson -}}
 - name: {{ include "training-job.gpuNetworking.daemonName" . }}
@@ -161,7 +177,7 @@ that .Values.env also sets is left out here: the user's entry (rendered after) w
 
 {{/* Pod volumes. type Directory: on a node without them the pod fails to start, visibly. */}}
 {{- define "training-job.gpuNetworking.volumes" -}}
-{{- if ne .Values.gpuNetworking.mode "none" }}
+{{- if include "training-job.gpuNetworking.gpuDirect" . }}
 - name: nvidia-libraries
   hostPath:
     path: /home/kubernetes/bin/nvidia/lib64

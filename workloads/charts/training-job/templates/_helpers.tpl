@@ -134,15 +134,17 @@ server defaults it), so the pod never requests more than its limit.
 {{- if gt (int .Values.resources.gpusPerNode) 0 -}}
 {{- $_ := set $requests "nvidia.com/gpu" (int .Values.resources.gpusPerNode) -}}
 {{- end -}}
+{{- $requests = merge $requests (include "training-job.gpuNetworking.efaResources" . | fromJson) -}}
 {{- toYaml $requests -}}
 {{- end -}}
 
-{{/* resources.limits plus the GPUs. */}}
+{{/* resources.limits plus the GPUs (and, in gpuNetworking.mode efa, the node's EFAs). */}}
 {{- define "training-job.gpuContainerLimits" -}}
 {{- $limits := deepCopy .Values.resources.limits -}}
 {{- if gt (int .Values.resources.gpusPerNode) 0 -}}
 {{- $_ := set $limits "nvidia.com/gpu" (int .Values.resources.gpusPerNode) -}}
 {{- end -}}
+{{- $limits = merge $limits (include "training-job.gpuNetworking.efaResources" . | fromJson) -}}
 {{- toYaml $limits -}}
 {{- end -}}
 

@@ -47,14 +47,18 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 {{- fail "tensorboard.image.digest or tensorboard.image.tag is required with tensorboard.image.repository" -}}
 {{- end -}}
 
-{{- /* A3 machines have 8 GPUs, and the device-injection annotation hands all 8 to the RxDM. */ -}}
+{{- /* A3 machines have 8 GPUs, and the device-injection annotation hands all 8 to the RxDM; an
+EFA pod takes every EFA of its node (p5/p5e/p5en/p6-b200: 8 GPUs each), so it takes every GPU too. */ -}}
 {{- if and (ne $gpuNet "none") (ne (int $v.resources.gpusPerNode) 8) -}}
-{{- fail (printf "gpuNetworking.mode %s needs resources.gpusPerNode 8 (got %d): one pod per A3 node, all 8 GPUs" $gpuNet (int $v.resources.gpusPerNode)) -}}
+{{- fail (printf "gpuNetworking.mode %s needs resources.gpusPerNode 8 (got %d): one pod per node, all 8 GPUs" $gpuNet (int $v.resources.gpusPerNode)) -}}
 {{- end -}}
 
 {{- if $check -}}
 {{- if eq $gpuNet "none" -}}
-{{- fail "ncclCheck.enabled needs gpuNetworking.mode tcpx or tcpxo: the check runs that mode's NCCL plugin image over its wiring" -}}
+{{- fail "ncclCheck.enabled needs gpuNetworking.mode tcpx, tcpxo or efa: the check runs over that mode's wiring" -}}
+{{- end -}}
+{{- if and (eq $gpuNet "efa") (eq $v.ncclCheck.runner "nccl-tests") -}}
+{{- fail "ncclCheck.runner nccl-tests needs gpuNetworking.mode tcpx or tcpxo (it runs their plugin image); with efa use runner trainer" -}}
 {{- end -}}
 {{- if or (ne (int $nodes.min) (int $nodes.max)) (lt (int $nodes.max) 2) -}}
 {{- fail (printf "ncclCheck.enabled needs job.nodes.min = job.nodes.max >= 2 (got %d:%d): mpirun starts on a fixed set of nodes" (int $nodes.min) (int $nodes.max)) -}}
