@@ -69,6 +69,16 @@ CLUSTER_AUTOSCALER_CHART = ChartPin(
     version="9.59.0",
     repo="https://kubernetes.github.io/autoscaler",
 )
+# EFA Kubernetes device plugin (EFA GPU groups only): aws/eks-charts stable/aws-efa-k8s-device-plugin,
+# chart v0.5.30 (appVersion v0.5.20, image 602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/
+# aws-efa-k8s-device-plugin:v0.5.20; eks-charts commit 5239609, 2026-08-03), repository and name from
+# its README ("helm repo add eks https://aws.github.io/eks-charts"). Its supportedInstanceLabels list
+# has p5.48xlarge, p5e.48xlarge, p5en.48xlarge and p6-b200.48xlarge.
+EFA_DEVICE_PLUGIN_CHART = ChartPin(
+    chart="aws-efa-k8s-device-plugin",
+    version="v0.5.30",
+    repo="https://aws.github.io/eks-charts",
+)
 CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 CLUSTER_AUTOSCALER_IMAGE_TAGS = {"1.34": "v1.34.5", "1.35": "v1.35.2"}
 

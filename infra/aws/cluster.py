@@ -29,6 +29,8 @@ import pulumi_kubernetes as k8s
 
 from infra import versions
 from infra.aws.config import ApiEndpointConfig, GpuNodeGroupConfig, NodeGroupConfig, access_entry_key
+from infra.aws.efa import EFA_POD_RESOURCES, EFA_RESOURCE, efa_network_interfaces
+from infra.aws.efa_networking import EfaNetworking, EfaNetworkingArgs
 from infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
 from infra.contracts import GPU_RESOURCE, GpuPlacement
 from infra.ordering import available_after
@@ -80,6 +82,8 @@ class EksClusterArgs:
     # The kubeconfig's `aws eks get-token` uses this profile (set when aws:profile is).
     aws_profile: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    # An EFA GPU group (gpu_nodes.efa) lives in this one private subnet, in its zone's placement group.
+    efa_subnet_id: pulumi.Input[str] | None = None
 
 
 def control_plane_log_group(cluster_name: str) -> str:
@@ -249,17 +253,35 @@ class EksCluster(pulumi.ComponentResource):
         # What a node offers pods, for the autoscaler's template node while the group is at 0
         # (infra/aws/node_disk.py): without it a pod requesting local disk never triggers a scale-up.
         self.gpu_local_disk = eks_allocatable_ephemeral_storage(gpu.disk_size_gb)
+        gpu_tags = {**tags, f"{NODE_TEMPLATE_RESOURCE_TAG}ephemeral-storage": self.gpu_local_disk}
+        gpu_group = {**common, "tags": gpu_tags}
+        efa_template: dict = {}
+        self.efa_networking: EfaNetworking | None = None
+        if gpu.efa is not None:
+            assert args.efa_subnet_id is not None, "an EFA group needs its subnet"
+            # The cluster's name once it exists: the cluster security group is looked up then.
+            created_name = pulumi.Output.all(cluster.oidc_provider_arn, args.cluster_name).apply(lambda v: v[1])
+            self.efa_networking = EfaNetworking(f"{name}-gpu-efa", EfaNetworkingArgs(
+                vpc_id=args.vpc_id, cluster_name=created_name, tags=tags), opts=child)
+            efa_template = self._efa_launch_template_args(gpu, self.efa_networking)
+            # A template node at size 0 has no EFA device plugin to ask: the autoscaler learns the
+            # group's EFAs from this tag (node_disk.py's NODE_TEMPLATE_RESOURCE_TAG), or a pod asking
+            # for vpc.amazonaws.com/efa never scales the group up from zero.
+            gpu_tags[f"{NODE_TEMPLATE_RESOURCE_TAG}{EFA_RESOURCE}"] = str(gpu.efa.instance.efa_interfaces)
+            gpu_group["subnet_ids"] = [args.efa_subnet_id]
         self.gpu_node_group = eks.ManagedNodeGroup(
             f"{name}-gpu",
-            **{**common, "tags": {**tags, f"{NODE_TEMPLATE_RESOURCE_TAG}ephemeral-storage": self.gpu_local_disk}},
+            **gpu_group,
             ami_type=versions.EKS_GPU_AMI_TYPE,
             capacity_type=gpu.capacity_type,
-            # Several types widen the spot pools EKS can draw from (capacity-optimized allocation).
-            instance_types=list(gpu.instance_types),
+            # Several types widen the spot pools EKS can draw from (capacity-optimized allocation). A
+            # Capacity Block's type is the launch template's, and the group names none (the
+            # terraform-aws-eks module above: instance_types null for CAPACITY_BLOCK).
+            instance_types=None if gpu.capacity_type == "CAPACITY_BLOCK" else list(gpu.instance_types),
             scaling_config=_scaling(gpu),
             labels=GPU_NODE_LABELS,
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
-            launch_template=self._launch_template(f"{name}-gpu", gpu.disk_size_gb, key_name, tags),
+            launch_template=self._launch_template(f"{name}-gpu", gpu.disk_size_gb, key_name, tags, **efa_template),
             # When an autoscaler owns the size, `pulumi up` must not reset it.
             ignore_scaling_changes=gpu.ignore_scaling_changes,
             opts=child,
@@ -269,7 +291,9 @@ class EksCluster(pulumi.ComponentResource):
             node_selector=GPU_NODE_LABELS, tolerations=GPU_TOLERATIONS, gpus_per_node=gpu.gpus_per_instance,
             # The most nodes a job can get: without the autoscaler the group stays at its desired size, and a
             # queue sized from max would admit jobs that then wait for nodes that never come.
-            accelerator=gpu.instance_types[0], max_nodes=gpu.max_size if args.autoscaled else gpu.desired_size)
+            accelerator=gpu.instance_types[0], max_nodes=gpu.max_size if args.autoscaled else gpu.desired_size,
+            # One pod per EFA node takes the whole machine (infra/aws/efa.py EFA_POD_RESOURCES).
+            pod_resources=EFA_POD_RESOURCES if gpu.efa is not None else {})
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.kubernetes_version = args.kubernetes_version
         self.kubeconfig_json = pulumi.Output.secret(cluster.kubeconfig_json)
@@ -290,10 +314,34 @@ class EksCluster(pulumi.ComponentResource):
             "oidcIssuer": self.oidc_issuer,
         })
 
+    @staticmethod
+    def _efa_launch_template_args(gpu: GpuNodeGroupConfig, efa: EfaNetworking) -> dict:
+        """Every EFA interface, the placement group, and the capacity the group launches into.
+
+        Capacity (EKS user guide capacity-blocks-mng.html and the terraform-aws-eks module): a Capacity
+        Block's launch template names the instance type, market type `capacity-block` and the block's
+        reservation; an On-Demand Capacity Reservation is targeted by ID (capacity_reservation_specification).
+        """
+        assert gpu.efa is not None
+        args: dict = {
+            "network_interfaces": efa_network_interfaces(
+                gpu.efa.instance.efa_interfaces, [efa.cluster_security_group_id, efa.efa_security_group_id]),
+            "placement": aws.ec2.LaunchTemplatePlacementArgs(group_name=efa.placement_group_name),
+        }
+        if gpu.capacity_reservation_id is not None:
+            args["capacity_reservation_specification"] = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=gpu.capacity_reservation_id))
+        if gpu.capacity_type == "CAPACITY_BLOCK":
+            args["instance_market_options"] = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+            args["instance_type"] = gpu.instance_types[0]
+        return args
+
     def _launch_template(self, name: str, disk_size_gb: int, key_name: pulumi.Input[str] | None,
-                         tags: Mapping[str, str]) -> aws.eks.NodeGroupLaunchTemplateArgs:
+                         tags: Mapping[str, str], **extra) -> aws.eks.NodeGroupLaunchTemplateArgs:
         template = aws.ec2.LaunchTemplate(
             name,
+            **extra,
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
                 http_endpoint="enabled",
                 http_tokens="required",  # IMDSv2 only

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pulumi
 
 from infra import versions
+from infra.aws.efa import EFA_INSTANCE_TYPES, EfaInstanceType
 from infra.aws.limits import (
     AWS_REGIONS,
     EKS_NODE_TAGS,
@@ -119,11 +120,22 @@ class NodeGroupConfig:
 
 
 @dataclass(frozen=True)
+class EfaConfig:
+    """An EFA node group (gpuNodes.efa): one instance type, every EFA interface, one zone (its placement group)."""
+
+    instance: EfaInstanceType
+    zone: str  # the cluster placement group and the group's one subnet are in this zone
+
+
+@dataclass(frozen=True)
 class GpuNodeGroupConfig(NodeGroupConfig):
-    capacity_type: str  # "SPOT" or "ON_DEMAND"
+    capacity_type: str  # "SPOT", "ON_DEMAND" or "CAPACITY_BLOCK" (EFA groups only)
     gpus_per_instance: int
     ssh_public_key: str | None = None
     ignore_scaling_changes: bool = False  # always true while the cluster autoscaler owns the size
+    efa: EfaConfig | None = None
+    # An On-Demand Capacity Reservation (ON_DEMAND) or a Capacity Block for ML (CAPACITY_BLOCK) to launch into.
+    capacity_reservation_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -309,12 +321,72 @@ def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
     )
 
 
-def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[GpuNodeGroupConfig, JobConfig]:
+_CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
+
+
+def _parse_efa(gpu: Section, types: tuple[str, ...], zones: tuple[str, ...]) -> EfaConfig | None:
+    """gpuNodes.efa: true -> one EFA instance type from efa.py's table, all its EFAs, one zone."""
+    if not gpu.get("efa", as_bool, False):
+        for key in ("efaInterfaces", "zone"):
+            if gpu.has(key):
+                raise ConfigError(f"{gpu.key}.{key}", "set, but gpuNodes.efa is not true (it applies to EFA groups only)",
+                                  f"pulumi config set --path {gpu.key}.efa true, or pulumi config rm --path {gpu.key}.{key}")
+        return None
+    types_key = f"{gpu.key}.instanceTypes"
+    known = ", ".join(EFA_INSTANCE_TYPES)
+    if len(types) != 1:
+        raise ConfigError(types_key, f"{len(types)} types: an EFA group launches one instance type (its launch template "
+                          "names every EFA interface of that type)", f"list one of {known}")
+    instance = EFA_INSTANCE_TYPES.get(types[0])
+    if instance is None:
+        raise ConfigError(types_key, f"{types[0]} is not an EFA GPU type trainstack knows ({known})",
+                          f"pulumi config set --path '{types_key}[0]' p5.48xlarge")
+    interfaces = gpu.get("efaInterfaces", as_int, instance.efa_interfaces, minimum=1)
+    if interfaces != instance.efa_interfaces:
+        raise ConfigError(f"{gpu.key}.efaInterfaces", f"{interfaces}, but {types[0]} has {instance.efa_interfaces} "
+                          "network cards, one EFA each (fewer leaves bandwidth unused; more cannot launch)",
+                          f"pulumi config rm --path {gpu.key}.efaInterfaces")
+    zone = gpu.get("zone", as_str, zones[0] if zones else None)
+    if zone is None or (zones and zone not in zones):
+        raise ConfigError(f"{gpu.key}.zone", f"{zone!r} is not one of {NAMESPACE}:availabilityZones ({', '.join(zones)})"
+                          if zone else "not set, and there are no availability zones to take it from",
+                          f"pulumi config set --path {gpu.key}.zone {zones[0] if zones else '<a zone of the VPC>'}")
+    return EfaConfig(instance=instance, zone=zone)
+
+
+def _parse_capacity(gpu: Section, efa: EfaConfig | None) -> tuple[str, str | None]:
+    """(capacityType, capacityReservationId): SPOT, ON_DEMAND (optionally into a reservation) or CAPACITY_BLOCK."""
+    type_key, reservation_key = f"{gpu.key}.capacityType", f"{gpu.key}.capacityReservationId"
+    capacity = gpu.get("capacityType", as_str, "SPOT").upper()
+    allowed = ("SPOT", "ON_DEMAND", "CAPACITY_BLOCK") if efa else ("SPOT", "ON_DEMAND")
+    if capacity not in allowed:
+        raise ConfigError(type_key, f"expected {' or '.join(allowed)}, got {capacity!r}"
+                          + ("" if efa or capacity != "CAPACITY_BLOCK" else " (Capacity Blocks are for gpuNodes.efa groups)"),
+                          set_hint(type_key, "SPOT"))
+    reservation = gpu.get("capacityReservationId", as_str, None)
+    if reservation is not None and not _CAPACITY_RESERVATION_ID.fullmatch(reservation):
+        raise ConfigError(reservation_key, f"{reservation!r} is not a capacity reservation ID (cr- and 8 or 17 hex digits)",
+                          set_hint(reservation_key, "cr-0123456789abcdef0"))
+    if capacity == "CAPACITY_BLOCK" and reservation is None:
+        raise ConfigError(reservation_key, "not set: a Capacity Block node group launches into the block's reservation "
+                          "(EKS needs its ID in the launch template)",
+                          set_hint(reservation_key, "cr-0123456789abcdef0") + " (aws ec2 describe-capacity-reservations "
+                          "--filters Name=reservation-type,Values=capacity-block)")
+    if capacity == "SPOT" and reservation is not None:
+        raise ConfigError(reservation_key, "set with capacityType SPOT: spot instances never launch into a reservation",
+                          f"pulumi config set --path {type_key} ON_DEMAND (or CAPACITY_BLOCK), or pulumi config rm "
+                          f"--path {reservation_key}")
+    return capacity, reservation
+
+
+def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tuple[str, ...] = ()
+                             ) -> tuple[GpuNodeGroupConfig, JobConfig]:
     """The GPU node group and the job together: unless set, the node count follows the job (or, with the
     cluster autoscaler, the job's pending pods)."""
     gpu_key = f"{NAMESPACE}:gpuNodes"
     gpu = Section(gpu_key, raw.get(gpu_key), ("instanceTypes", "min", "desired", "max", "diskSizeGb",
-                                               "capacityType", "sshPublicKey", "ignoreScalingChanges"))
+                                               "capacityType", "sshPublicKey", "ignoreScalingChanges",
+                                               "efa", "efaInterfaces", "zone", "capacityReservationId"))
     types = gpu.get("instanceTypes", as_str_list, DEFAULT_GPU_INSTANCE_TYPES)
     gpus_by_type = {t: _instance_gpus(t, f"{gpu_key}.instanceTypes") for t in types}
     if len(set(gpus_by_type.values())) > 1:
@@ -345,10 +417,8 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[
     if job.enabled and not ignore_scaling and desired < instances_to_start:
         raise ConfigError(f"{gpu_key}.desired", f"the job needs {instances_to_start} GPU nodes to start, "
                           f"desired is {desired}", set_hint(f"{gpu_key}.desired", str(instances_to_start)))
-    capacity = gpu.get("capacityType", as_str, "SPOT").upper()
-    if capacity not in ("SPOT", "ON_DEMAND"):
-        raise ConfigError(f"{gpu_key}.capacityType", f"expected SPOT or ON_DEMAND, got {capacity!r}",
-                          set_hint(f"{gpu_key}.capacityType", "SPOT"))
+    efa = _parse_efa(gpu, types, zones)
+    capacity, reservation = _parse_capacity(gpu, efa)
     ssh_key = gpu.get("sshPublicKey", as_str, None)
     if ssh_key is not None and not re.match(r"^(ssh-(rsa|ed25519)|ecdsa-sha2-nistp\d+) [A-Za-z0-9+/=]+", ssh_key):
         raise ConfigError(f"{gpu_key}.sshPublicKey", "expected an OpenSSH public key (ssh-ed25519 AAAA...)",
@@ -363,6 +433,8 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[
         gpus_per_instance=gpus_per_instance,
         ssh_public_key=ssh_key,
         ignore_scaling_changes=ignore_scaling,
+        efa=efa,
+        capacity_reservation_id=reservation,
     )
     return gpu_nodes, job
 
@@ -475,14 +547,19 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
                           "at most 100)", set_hint(name_key, f"{NAMESPACE}-{stack}"))
 
     autoscaler = top(raw, "clusterAutoscaler", as_bool, True)
-    gpu_nodes, job = _parse_gpu_nodes_and_job(raw, autoscaler)
+    network = _parse_network(raw, region)
+    gpu_nodes, job = _parse_gpu_nodes_and_job(raw, autoscaler, network.availability_zones)
+    if gpu_nodes.efa is not None and network.existing is not None:
+        raise ConfigError(f"{NAMESPACE}:gpuNodes.efa", "not supported with trainstack:existingNetwork yet (the EFA "
+                          "group's one subnet is chosen by zone from the subnets the stack creates)",
+                          f"pulumi config rm {NAMESPACE}:existingNetwork, or pulumi config rm --path {NAMESPACE}:gpuNodes.efa")
     admins, preview_role = _parse_access(raw)
     return AwsStackConfig(
         region=region,
         aws_profile=raw.get("aws:profile") or None,
         cluster_name=cluster_name,
         kubernetes_version=_parse_kubernetes_version(raw),
-        network=_parse_network(raw, region),
+        network=network,
         system_nodes=_parse_system_nodes(raw),
         gpu_nodes=gpu_nodes,
         job=job,

@@ -50,7 +50,11 @@ def aws_cost_inputs(cfg: AwsStackConfig) -> CostInputs:
                      gpus_per_node=gpu.gpus_per_instance, rate=rate, not_included=missing, **nodes),
         job=cfg.job,
         not_included=("EFS storage ($/GB-month stored)", "S3 and ECR storage ($/GB-month stored)",
-                      "NAT gateway data processing ($/GB)", "cross-zone traffic ($/GB)"),
+                      "NAT gateway data processing ($/GB)", "cross-zone traffic ($/GB)",
+                      # EFA interfaces and cluster placement groups cost nothing extra (EC2 user guide
+                      # efa.html#efa-pricing; placement-groups.html); a Capacity Block is paid up front.
+                      *(("the Capacity Block's up-front fee (the nodes are priced at the on-demand rate)",)
+                        if gpu.capacity_type == "CAPACITY_BLOCK" else ())),
     )
 
 

@@ -3,7 +3,14 @@
 - Is every chosen availability zone one of the region's, available to this account? (ec2:DescribeAvailabilityZones)
 - Is every instance type (GPU and system) offered in every chosen availability zone?
   (ec2:DescribeInstanceTypeOfferings; an EKS node group whose subnets include a zone without the
-  type fails only after the cluster has been created, 15 minutes in.)
+  type fails only after the cluster has been created, 15 minutes in.) An EFA group's type is asked
+  for its one zone (gpuNodes.zone) only.
+- For an EFA group: does the account describe the type as efa.py's table has it (EFA supported, as
+  many EFA interfaces and network cards, x86_64 for the AL2023_x86_64_NVIDIA AMI type)?
+  (ec2:DescribeInstanceTypes; a launch template with one interface too many fails at launch.)
+  Does EKS publish its AL2023 NVIDIA AMI for the Kubernetes version in the region? (ssm:GetParameter
+  on the public /aws/service/eks/optimized-ami/<version>/amazon-linux-2023/x86_64/nvidia/recommended/image_id,
+  EKS user guide retrieve-ami-id.html.)
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
 - When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
@@ -45,6 +52,54 @@ def checked_offerings(result: aws.ec2.GetInstanceTypeOfferingsResult, wanted: di
                 f"{key}: {instance_type} is not offered in {', '.join(missing)} (offered in: "
                 f"{', '.join(where) or 'none of the chosen zones'}). Fix: drop {', '.join(missing)} from "
                 f"{NAMESPACE}:availabilityZones, or choose another instance type")
+    return True
+
+
+def checked_offerings_by_zone(result: aws.ec2.GetInstanceTypeOfferingsResult,
+                              wanted: Sequence[tuple[str, str, Sequence[str]]]) -> bool:
+    """`wanted`: (instance type, the config key that chose it, the zones it must be offered in)."""
+    offered = set(zip(result.instance_types or (), result.locations or (), strict=False))
+    for instance_type, key, zones in wanted:
+        missing = [zone for zone in zones if (instance_type, zone) not in offered]
+        if missing:
+            where = sorted(zone for t, zone in offered if t == instance_type)
+            raise pulumi.RunError(
+                f"{key}: {instance_type} is not offered in {', '.join(missing)} (offered in: "
+                f"{', '.join(where) or 'none of the chosen zones'}). Fix: choose a zone where it is offered, or "
+                "another instance type")
+    return True
+
+
+def checked_efa_instance_type(result: aws.ec2.GetInstanceTypeResult, instance_type: str, interfaces: int) -> bool:
+    """The account's description of an EFA type matches efa.py's row (the launch template is built from it)."""
+    key = f"{NAMESPACE}:gpuNodes.instanceTypes"
+    if not result.efa_supported:
+        raise pulumi.RunError(f"{key}: {instance_type} does not support EFA in this region (ec2:DescribeInstanceTypes). "
+                              "Fix: choose another EFA type (infra/aws/efa.py)")
+    described = {"EFA interfaces": result.efa_maximum_interfaces, "network cards": result.maximum_network_cards}
+    wrong = {name: count for name, count in described.items() if count != interfaces}
+    if wrong:
+        said = ", ".join(f"{count} {name}" for name, count in wrong.items())
+        raise pulumi.RunError(f"{key}: ec2:DescribeInstanceTypes gives {instance_type} {said}, but infra/aws/efa.py "
+                              f"builds {interfaces} EFA interfaces for it, one per network card. Fix: correct its row in "
+                              "infra/aws/efa.py EFA_INSTANCE_TYPES")
+    if "x86_64" not in (result.supported_architectures or ()):
+        raise pulumi.RunError(f"{key}: {instance_type} is not x86_64, and the GPU group boots "
+                              f"{versions.EKS_GPU_AMI_TYPE}. Fix: choose an x86_64 EFA type (infra/aws/efa.py)")
+    return True
+
+
+def nvidia_ami_parameter(kubernetes_version: str) -> str:
+    """The public SSM parameter naming EKS's recommended AL2023 NVIDIA AMI for a Kubernetes version."""
+    return f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
+
+
+def checked_nvidia_ami(result: aws.ssm.GetParameterResult, kubernetes_version: str, region: str) -> bool:
+    if not (result.value or "").startswith("ami-"):
+        raise pulumi.RunError(f"{NAMESPACE}:kubernetesVersion: EKS publishes no {versions.EKS_GPU_AMI_TYPE} AMI for "
+                              f"Kubernetes {kubernetes_version} in {region} ({nvidia_ami_parameter(kubernetes_version)}). "
+                              f"Fix: pulumi config set {NAMESPACE}:kubernetesVersion {versions.EKS_KUBERNETES_VERSION}, "
+                              "or another aws:region")
     return True
 
 
@@ -146,11 +201,26 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource) -
     if cfg.network.existing is None and zones:
         checks.append(aws.get_availability_zones_output(state="available", opts=invoke).apply(
             lambda result: checked_zones(result, zones, cfg.region)))
-        wanted = {t: f"{NAMESPACE}:gpuNodes.instanceTypes" for t in cfg.gpu_nodes.instance_types}
+        efa = cfg.gpu_nodes.efa
+        wanted = {} if efa else {t: f"{NAMESPACE}:gpuNodes.instanceTypes" for t in cfg.gpu_nodes.instance_types}
         wanted.update({t: f"{NAMESPACE}:systemNodes.instanceType" for t in cfg.system_nodes.instance_types})
         checks.append(aws.ec2.get_instance_type_offerings_output(
             location_type="availability-zone",
             filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=list(wanted)),
                      aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="location", values=list(zones))],
             opts=invoke).apply(lambda result: checked_offerings(result, wanted, zones)))
+        if efa is not None:
+            efa_type = cfg.gpu_nodes.instance_types[0]
+            checks.append(aws.ec2.get_instance_type_offerings_output(
+                location_type="availability-zone",
+                filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=[efa_type]),
+                         aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="location", values=[efa.zone])],
+                opts=invoke).apply(lambda result: checked_offerings_by_zone(
+                    result, [(efa_type, f"{NAMESPACE}:gpuNodes.zone", [efa.zone])])))
+    if cfg.gpu_nodes.efa is not None:
+        efa_type, interfaces = cfg.gpu_nodes.instance_types[0], cfg.gpu_nodes.efa.instance.efa_interfaces
+        checks.append(aws.ec2.get_instance_type_output(instance_type=efa_type, opts=invoke).apply(
+            lambda result: checked_efa_instance_type(result, efa_type, interfaces)))
+        checks.append(aws.ssm.get_parameter_output(name=nvidia_ami_parameter(cfg.kubernetes_version), opts=invoke).apply(
+            lambda result: checked_nvidia_ami(result, cfg.kubernetes_version, cfg.region)))
     return pulumi.Output.all(*checks).apply(lambda _: [])

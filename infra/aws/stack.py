@@ -24,6 +24,8 @@ from infra.aws.cluster_autoscaler import NAMESPACE as AUTOSCALER_NAMESPACE
 from infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from infra.aws.config import AwsStackConfig
 from infra.aws.cost import estimate_aws_cost
+from infra.aws.efa import NCCL_MIN_BUS_BANDWIDTH_GBPS
+from infra.aws.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from infra.aws.efs_storage import EfsStorage, EfsStorageArgs
 from infra.aws.irsa import IrsaRole, IrsaRoleArgs
 from infra.aws.job_commands import job_commands
@@ -34,6 +36,7 @@ from infra.config import NAMESPACE
 from infra.contracts import ObjectStore, WorkloadIdentity
 from infra.job_service_account import JOB_SERVICE_ACCOUNT
 from infra.kueue import KUEUE_NAMESPACE
+from infra.nccl_check_command import nccl_check_command
 from infra.nvidia_device_plugin import DEFAULT_NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
 from infra.training_job import image_values
@@ -94,6 +97,7 @@ class AwsStack(pulumi.ComponentResource):
             autoscaled=cfg.cluster_autoscaler,
             aws_profile=cfg.aws_profile,
             tags=tags,
+            efa_subnet_id=network.mount_subnet_ids[cfg.gpu_nodes.efa.zone] if cfg.gpu_nodes.efa else None,
         ), opts=child)
         if cfg.cluster_autoscaler:
             ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(cluster=cluster, region=cfg.region,
@@ -131,6 +135,18 @@ class AwsStack(pulumi.ComponentResource):
             tags=tags,
         ), opts=child)
 
+        job_ready: list[pulumi.Resource] = [cluster.system_node_group]
+        efa = cfg.gpu_nodes.efa
+        if efa is not None:
+            job_ready.append(EfaDevicePlugin(f"{name}-efa-device-plugin", EfaDevicePluginArgs(
+                provider=cluster.provider, tolerations=cluster.gpu_placement.tolerations,
+                node_selector=cluster.gpu_placement.node_selector), opts=pulumi.ResourceOptions(parent=self)))
+            # The chart's efa mode: every EFA of the node for the one pod there, and GPUDirect RDMA
+            # where the type has it (infra/aws/efa.py). Kueue's quota counts the EFAs from these values.
+            job_values["gpuNetworking"] = {"mode": "efa", "efa": {
+                "interfaces": efa.instance.efa_interfaces,
+                "ncclEnv": {"FI_EFA_USE_DEVICE_RDMA": "1" if efa.instance.gpudirect_rdma else "0"}}}
+
         platform = TrainingPlatform(name, TrainingPlatformArgs(
             provider=cluster.provider,
             job=cfg.job,
@@ -143,7 +159,7 @@ class AwsStack(pulumi.ComponentResource):
             job_values=job_values,
             gpu_local_disk=cluster.gpu_local_disk,
         # Kueue's controller (and its webhook) runs on the system nodes: the platform waits for them, as on GKE.
-        ), opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.system_node_group]))
+        ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
 
         self.outputs = {
             "clusterName": cluster.cluster_name,
@@ -156,6 +172,16 @@ class AwsStack(pulumi.ComponentResource):
             **platform.outputs,
             **estimate_aws_cost(cfg).outputs(),  # estimatedHourlyUsd, estimatedRunUsd
         }
+        if efa is not None:
+            # `eval "$(pulumi stack output ncclCheckCommand)"`: the all-reduce in the training image
+            # across two EFA nodes, failing below the bar (the chart's profiles/eks-efa.yaml).
+            self.outputs["ncclCheckCommand"] = nccl_check_command(
+                machine_profile="eks-efa.yaml", namespace=cfg.job.namespace,
+                min_bus_bandwidth_gbps=NCCL_MIN_BUS_BANDWIDTH_GBPS, job=cfg.job, image_ref=image.ref,
+                claim_name=platform.claim_name, service_account=platform.service_account_name,
+                extra_sets=[f"--set gpuNetworking.efa.interfaces={efa.instance.efa_interfaces}",
+                            "--set-string gpuNetworking.efa.ncclEnv.FI_EFA_USE_DEVICE_RDMA="
+                            f"{1 if efa.instance.gpudirect_rdma else 0}"])
         if not cfg.job.enabled:
             self.outputs["enableJobCommand"] = f"pulumi config set --path {NAMESPACE}:job.enabled true && pulumi up"
         self.register_outputs(self.outputs)

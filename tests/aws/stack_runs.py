@@ -44,6 +44,7 @@ VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 KEY_PAIR = "aws:ec2/keyPair:KeyPair"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
 IAM_ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
@@ -93,6 +94,10 @@ GET_AVAILABILITY_ZONES = "aws:index/getAvailabilityZones:getAvailabilityZones"
 AVAILABLE_ZONES = ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d")  # what the mocked account has
 GET_CALLER_IDENTITY = "aws:index/getCallerIdentity:getCallerIdentity"
 GET_CLUSTERS = "aws:eks/getClusters:getClusters"  # eks:ListClusters: the region's cluster names
+GET_CLUSTER = "aws:eks/getCluster:getCluster"
+GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
+CLUSTER_SECURITY_GROUP = "sg-0eksc1uster0000000"
+GET_PARAMETER = "aws:ssm/getParameter:getParameter"
 # Who runs `pulumi up` in these tests: a role assumed through SSO, as most people do.
 DEPLOYER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/AWSReservedSSO_Deployer"
 DEPLOYER_SESSION_ARN = f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSReservedSSO_Deployer/alice@example.com"
@@ -135,6 +140,8 @@ def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
         return {"name": f"{name}-8a9b0c1", "arn": f"arn:aws:iam::{ACCOUNT}:role/{name}-8a9b0c1"}
     if type_ == LAUNCH_TEMPLATE:
         return {"latestVersion": 1}
+    if type_ == PLACEMENT_GROUP:
+        return {"name": f"{name}-5a6b7c8", "placementGroupId": "pg-0123456789abcdef0"}
     if type_ == KEY_PAIR:
         return {"keyName": f"{name}-2d3e4f5"}
     if type_ == IMAGE:
@@ -175,7 +182,24 @@ def provider_calls(token: str, args: dict) -> dict:
         return {"id": ACCOUNT, "accountId": ACCOUNT, "arn": DEPLOYER_SESSION_ARN, "userId": "AROAEXAMPLE:alice"}
     if token == GET_CLUSTERS:  # a fresh account: no clusters yet
         return clusters_answer([])
+    if token == GET_CLUSTER:  # eks:DescribeCluster, once the cluster exists (the EFA group's security groups)
+        return {"id": args["name"], "name": args["name"], "vpcConfig": {"clusterSecurityGroupId": CLUSTER_SECURITY_GROUP}}
+    if token == GET_INSTANCE_TYPE:  # ec2:DescribeInstanceTypes: the EFA types as efa.py has them
+        return instance_type_answer(args["instanceType"])
+    if token == GET_PARAMETER:  # EKS's public AMI parameters: published for every mocked version
+        return {"id": args["name"], "name": args["name"], "type": "String", "value": "ami-0123456789abcdef0",
+                "arn": f"arn:aws:ssm:us-west-2::parameter{args['name']}", "version": 1}
     raise NotImplementedError(f"unmocked invoke {token}")
+
+
+def instance_type_answer(instance_type: str, efa_interfaces: int | None = None) -> dict:
+    """What ec2:DescribeInstanceTypes says about an EFA type: its network cards, one EFA each (efa.py's row)."""
+    from infra.aws.efa import EFA_INSTANCE_TYPES
+
+    row = EFA_INSTANCE_TYPES.get(instance_type)
+    count = efa_interfaces if efa_interfaces is not None else (row.efa_interfaces if row else 0)
+    return {"id": instance_type, "instanceType": instance_type, "efaSupported": row is not None,
+            "efaMaximumInterfaces": count, "maximumNetworkCards": max(count, 1), "supportedArchitectures": ["x86_64"]}
 
 
 def clusters_answer(names) -> dict:
