@@ -45,6 +45,8 @@ GPU_TOLERATIONS = ({"key": GPU_TAINT_KEY, "operator": "Equal", "value": "true", 
 GPU_NODE_LABELS = {"trainstack/node-pool": "gpu", "nvidia.com/gpu.present": "true",
                    "k8s.amazonaws.com/accelerator": "nvidia"}
 SYSTEM_NODE_LABELS = {"trainstack/node-pool": "system"}
+# The tag that records a deliberate on-demand GPU group (policy/rules/cost.py ON_DEMAND_OVERRIDE).
+ON_DEMAND_TAG = ("trainstack-capacity", "on-demand")
 
 NODE_POLICY_ARNS = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
@@ -254,6 +256,10 @@ class EksCluster(pulumi.ComponentResource):
         # (infra/aws/node_disk.py): without it a pod requesting local disk never triggers a scale-up.
         self.gpu_local_disk = eks_allocatable_ephemeral_storage(gpu.disk_size_gb)
         gpu_tags = {**tags, f"{NODE_TEMPLATE_RESOURCE_TAG}ephemeral-storage": self.gpu_local_disk}
+        if gpu.capacity_type == "ON_DEMAND":
+            # An on-demand GPU group says it means it (the policy pack's gpu-pool-spot-or-reservation), as
+            # the GKE stack labels its on-demand pools; a reservation's instances bill at on-demand rates too.
+            gpu_tags[ON_DEMAND_TAG[0]] = ON_DEMAND_TAG[1]
         gpu_group = {**common, "tags": gpu_tags}
         efa_template: dict = {}
         self.efa_networking: EfaNetworking | None = None

@@ -28,6 +28,7 @@ LABEL_PATHS = {
     "aws:ec2/eip:Eip": "tags",
     "aws:ec2/securityGroup:SecurityGroup": "tags",
     "aws:ec2/launchTemplate:LaunchTemplate": "tags",
+    "aws:ec2/placementGroup:PlacementGroup": "tags",
     "aws:ec2/instance:Instance": "tags",
     "aws:ebs/volume:Volume": "tags",
     "aws:efs/fileSystem:FileSystem": "tags",

@@ -55,6 +55,21 @@ def no_open_ssh_or_nfs(resource: Resource, stack: Stack) -> list[str]:
             for port in _exposed(protocol, low, high)]
 
 
+def all_traffic_only_within_a_group(resource: Resource, stack: Stack) -> list[str]:
+    """An all-protocol ingress rule (what EFA needs) references a security group, never an address range:
+    EFA's rule is the group's members to each other (EC2 user guide efa-start.html, step 1)."""
+    props = resource.props
+    if resource.type != "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule":
+        return []
+    if str(get(props, "ipProtocol", "")).lower() not in ALL_PROTOCOLS:
+        return []
+    if get(props, "referencedSecurityGroupId") and not any(
+            get(props, key) for key in ("cidrIpv4", "cidrIpv6", "prefixListId")):
+        return []
+    return ["an all-traffic ingress rule must reference a security group (referencedSecurityGroupId), not an "
+            "address range: EFA needs all traffic between the group's members only"]
+
+
 def no_load_balancer_services(resource: Resource, stack: Stack) -> list[str]:
     if resource.type == "kubernetes:core/v1:Service" and get(resource.props, "spec.type") == "LoadBalancer":
         return ["Service type LoadBalancer puts a billable, internet-facing load balancer in front of the cluster "

@@ -3,7 +3,7 @@ shielded nodes, and a node service account that is not the project's Editor defa
 
 from __future__ import annotations
 
-from .common import Resource, Stack, as_int, get, is_false
+from .common import Resource, Stack, as_int, as_list, get, is_false, truthy
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 EC2_INSTANCE = "aws:ec2/instance:Instance"
@@ -40,6 +40,21 @@ def node_group_launch_template(resource: Resource, stack: Stack) -> list[str]:
     if resource.type not in EKS_NODE_GROUPS or get(resource.props, "launchTemplate") is not None:
         return []
     return ["node group has no launchTemplate: IMDSv2 and disk encryption are then left to EKS's defaults"]
+
+
+def launch_template_interfaces_private(resource: Resource, stack: Stack) -> list[str]:
+    """A launch template that lists its network interfaces (an EFA group's, one per network card) sets their
+    security groups itself: an interface without any gets the VPC's default group, and one with a public
+    IP puts the node on the internet."""
+    if resource.type != LAUNCH_TEMPLATE:
+        return []
+    problems = []
+    for index, interface in enumerate(as_list(get(resource.props, "networkInterfaces"))):
+        if truthy(get(interface, "associatePublicIpAddress")):
+            problems.append(f"networkInterfaces[{index}] associates a public IP: nodes stay in private subnets")
+        if not as_list(get(interface, "securityGroups")):
+            problems.append(f"networkInterfaces[{index}] names no security groups: the VPC's default group would apply")
+    return problems
 
 
 def gke_metadata_server(resource: Resource, stack: Stack) -> list[str]:

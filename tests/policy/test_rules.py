@@ -90,6 +90,27 @@ CASES = {
         (res("aws:ec2/instance:Instance", metadataOptions={"httpTokens": "required"}),
          res("aws:ec2/instance:Instance"), "IMDSv2"),
     ],
+    "launch-template-interfaces-private": [
+        (res("aws:ec2/launchTemplate:LaunchTemplate", **merged(LAUNCH_TEMPLATE, networkInterfaces=[
+            {"networkCardIndex": 0, "interfaceType": "efa", "securityGroups": ["sg-c", "sg-efa"],
+             "associatePublicIpAddress": "false"}])),
+         res("aws:ec2/launchTemplate:LaunchTemplate", **merged(LAUNCH_TEMPLATE, networkInterfaces=[
+             {"networkCardIndex": 0, "interfaceType": "efa", "securityGroups": ["sg-c"]},
+             {"networkCardIndex": 1, "interfaceType": "efa-only"}])), "networkInterfaces[1] names no security groups"),
+        (res("aws:ec2/launchTemplate:LaunchTemplate", **LAUNCH_TEMPLATE),
+         res("aws:ec2/launchTemplate:LaunchTemplate", **merged(LAUNCH_TEMPLATE, networkInterfaces=[
+             {"securityGroups": ["sg-c"], "associatePublicIpAddress": "true"}])), "associates a public IP"),
+    ],
+    "all-traffic-only-within-a-group": [
+        (res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", ipProtocol="-1", securityGroupId="sg-efa",
+             referencedSecurityGroupId="sg-efa"),
+         res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", ipProtocol="-1", securityGroupId="sg-efa",
+             cidrIpv4="10.0.0.0/16"), "must reference a security group"),
+        (res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", ipProtocol="tcp", fromPort=2049, toPort=2049,
+             securityGroupId="sg-efs", cidrIpv4="10.0.0.0/16"),
+         res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", ipProtocol="-1", securityGroupId="sg-efa",
+             referencedSecurityGroupId="sg-efa", prefixListId="pl-1"), "not an address range"),
+    ],
     "imds-hop-limit-one": [
         (res("aws:ec2/launchTemplate:LaunchTemplate", **LAUNCH_TEMPLATE),
          res("aws:ec2/launchTemplate:LaunchTemplate", **merged(LAUNCH_TEMPLATE, metadataOptions__httpPutResponseHopLimit=2)),
