@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,8 @@ class TrainingImageArgs:
     registry_cache: bool = True  # layer cache in the same repository, tag `cache_tag`
     cache_tag: str = "buildcache"
     provider: docker_build.Provider | None = None  # e.g. one pointing at a remote BuildKit (`host`)
+    # images/Dockerfile's build arguments, e.g. EFA_INSTALLER_VERSION for an EFA stack's image.
+    build_args: Mapping[str, str] = field(default_factory=dict)
 
     def validate(self, component: str) -> None:
         missing = missing_build_context(self.context, self.dockerfile)
@@ -73,7 +75,7 @@ def tensorboard_image_args(training: TrainingImageArgs) -> TrainingImageArgs:
     and builder under its own tags: the system node then pulls a few hundred MB, not the CUDA image."""
     return dataclasses.replace(training, context=project_relative(TENSORBOARD_IMAGE_DIR),
                                dockerfile=project_relative(TENSORBOARD_DOCKERFILE), tags=(TENSORBOARD_TAG,),
-                               cache_tag="tensorboard-buildcache")
+                               cache_tag="tensorboard-buildcache", build_args={})
 
 
 class TrainingImage(pulumi.ComponentResource):
@@ -100,6 +102,7 @@ class TrainingImage(pulumi.ComponentResource):
                 context=docker_build.BuildContextArgs(location=args.context),
                 dockerfile=docker_build.DockerfileArgs(location=args.dockerfile),
                 platforms=[docker_build.Platform(args.platform)],
+                build_args=dict(args.build_args) or None,
                 tags=[pulumi.Output.concat(args.repository_url, ":", tag) for tag in args.tags],
                 push=True,
                 # A preview must not need a Docker daemon or spend minutes building; `up` builds.

@@ -39,7 +39,7 @@ from infra.kueue import KUEUE_NAMESPACE
 from infra.nccl_check_command import nccl_check_command
 from infra.nvidia_device_plugin import DEFAULT_NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from infra.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
-from infra.training_job import image_values
+from infra.training_job import chart_default_values, image_values
 
 
 def release_namespaces(cfg: AwsStackConfig) -> list[str]:
@@ -111,7 +111,11 @@ class AwsStack(pulumi.ComponentResource):
         builder = docker_build.Provider(f"{name}-docker-build", opts=pulumi.ResourceOptions(parent=self))
         push = {"repository_url": registry.repository_url, "registry_server": registry.server,
                 "registry_username": registry.username, "registry_password": registry.password, "provider": builder}
-        image_args = TrainingImageArgs(**push)
+        # An EFA stack's image carries libfabric and aws-ofi-nccl (images/Dockerfile's efa-installer stage),
+        # at the installer version the chart records next to its NCCL pairing.
+        efa_build = ({"EFA_INSTALLER_VERSION": chart_default_values()["gpuNetworking"]["efa"]["efaInstaller"]}
+                     if cfg.gpu_nodes.efa is not None else {})
+        image_args = TrainingImageArgs(**push, build_args=efa_build)
         image = TrainingImage(f"{name}-image", image_args, opts=child)
         job_values = {}
         if cfg.job.tensorboard:

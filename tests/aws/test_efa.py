@@ -259,3 +259,25 @@ def test_the_bar_in_the_stack_is_the_profiles():
 def test_the_aws_stack_without_efa_has_no_nccl_check():
     from tests.aws.stack_runs import run_main
     assert "ncclCheckCommand" not in run_main().exports
+
+
+def test_the_preview_shows_the_estimate_and_the_budget_guard_stops_two_p5_at_100_usd():
+    preview = run_p5(preview=True)
+    assert preview.exports["estimatedHourlyUsd"]["atMax"]["nodes"] == 2
+    assert preview.exports["estimatedHourlyUsd"]["atMax"]["usd"] > 2 * 98.32
+    assert_one_config_error_line(*run_p5_expecting_error(p5_config({"trainstack:maxHourlyUsd": 100})),
+                                 "trainstack:maxHourlyUsd", "p5.48xlarge")
+
+
+def test_an_unpriced_efa_type_is_refused_by_the_budget_guard_rather_than_guessed():
+    assert_one_config_error_line(
+        *run_p5_expecting_error(p5_config({GPU: {"instanceTypes": ["p6-b200.48xlarge"]}})),
+        "trainstack:maxHourlyUsd", "cannot check the budget: p6-b200.48xlarge has no us-west-2 price")
+
+
+def test_the_efa_stacks_image_is_built_with_the_efa_installer_and_the_aws_stacks_without(up):
+    from tests.aws.stack_runs import IMAGE, run_main
+
+    image = up.one(IMAGE, "trainstack-image")
+    assert image.inputs["buildArgs"] == {"EFA_INSTALLER_VERSION": "1.51.0"}
+    assert "buildArgs" not in run_main().one(IMAGE, "trainstack-image").inputs

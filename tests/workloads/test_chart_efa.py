@@ -91,3 +91,19 @@ def test_efa_runs_the_images_own_nccl():
     # aws-ofi-nccl is a net plugin loaded by whatever NCCL runs: torch's (the image's label), NCCL >= 2.17.1.
     assert tuple(int(p) for p in DEFAULTS["gpuNetworking"]["efa"]["nccl"].split(".")) == image_nccl()[:2]
     assert "LD_PRELOAD" not in DEFAULTS["gpuNetworking"]["efa"]["ncclEnv"]
+
+
+def test_the_image_installs_the_efa_stack_only_when_asked_and_checks_awss_signature():
+    from .dockerfile import instructions
+    from .test_image import DOCKERFILE
+
+    steps = instructions(DOCKERFILE)
+    args = [arg for op, arg in steps if op == "ARG"]
+    assert 'EFA_INSTALLER_VERSION=""' in args  # the default build (and the offline image tier) skips it
+    # AWS's EFA signing key (EC2 user guide efa-start.html, "Verify the EFA installer").
+    assert "EFA_KEY_FINGERPRINT=4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC" in args
+    runs = " ".join(arg for op, arg in steps if op == "RUN")
+    assert "gpg --batch --verify" in runs
+    assert "./efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify" in runs  # efa-start-nccl.html
+    assert [arg for op, arg in steps if op == "COPY" and "--from=efa-installer" in arg] == [
+        "--from=efa-installer /efa /tmp/efa"]

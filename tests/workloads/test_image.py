@@ -24,6 +24,8 @@ def arguments(instruction: str) -> list[str]:
 def copy_sources() -> list[str]:
     sources = []
     for args in arguments("COPY"):
+        if "--from=" in args:
+            continue  # from another build stage, not from the build context
         words = [w for w in shlex.split(args) if not w.startswith("--")]
         sources.extend(words[:-1])  # the last word is the destination
     return sources
