@@ -30,6 +30,12 @@ def _aws() -> tuple[Path, str]:
     return GOLDEN, render(run_main(config_with(JOB_ENABLED)))
 
 
+def _aws_p5() -> tuple[Path, str]:
+    from tests.aws.p5_runs import GOLDEN, JOB_ENABLED, p5_config, run_p5
+
+    return GOLDEN, render(run_p5(p5_config(JOB_ENABLED)))
+
+
 def _gcp() -> tuple[Path, str]:
     from tests.gcp.stack_runs import JOB_ENABLED, config_with, run_main
     from tests.gcp.test_golden import GOLDEN
@@ -45,7 +51,7 @@ def _gcp_a3() -> tuple[Path, str]:
 
 # stack -> (its golden file, the graph this checkout's program registers), each as the stack's
 # test_golden.py builds it.
-STACKS: dict[str, Callable[[], tuple[Path, str]]] = {"aws": _aws, "gcp": _gcp, "gcp-a3": _gcp_a3}
+STACKS: dict[str, Callable[[], tuple[Path, str]]] = {"aws": _aws, "aws-p5": _aws_p5, "gcp": _gcp, "gcp-a3": _gcp_a3}
 # A PR comment holds at most 65536 characters; leave room for the text around the diff.
 COMMENT_DIFF_LIMIT = 60000
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from tests import stack_runs
@@ -13,6 +14,8 @@ from tests.pulumi_harness import ProgramResult
 STACK = "aws-p5"
 STACK_FILE = stack_runs.REPO / "Pulumi.aws-p5.yaml"
 GPU = "trainstack:gpuNodes"
+GOLDEN = Path(__file__).parent / "golden" / "aws-p5-stack.json"
+JOB_ENABLED = {"trainstack:job": {"enabled": True}}  # the complete graph, as the aws golden has it
 
 
 def p5_config(overrides: Mapping[str, Any] | None = None, remove: tuple[str, ...] = ()) -> dict[str, str]:

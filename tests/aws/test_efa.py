@@ -9,14 +9,13 @@ security group; a cluster placement group; a self-referencing all-traffic rule, 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pulumi
 import pytest
 
 from infra.aws.efa import EFA_INSTANCE_TYPES
 from tests import pulumi_harness
-from tests.aws.p5_runs import GPU, p5_config, run_p5, run_p5_expecting_error
+from tests.aws.p5_runs import GOLDEN, GPU, JOB_ENABLED, p5_config, run_p5, run_p5_expecting_error
 from tests.aws.stack_runs import (
     BUCKET,
     CLUSTER_SECURITY_GROUP,
@@ -35,8 +34,6 @@ from tests.aws.stack_runs import (
 from tests.golden import assert_matches_golden
 from tests.stack_runs import assert_one_config_error_line
 
-GOLDEN = Path(__file__).parent / "golden" / "aws-p5-stack.json"
-JOB_ENABLED = {"trainstack:job": {"enabled": True}}
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 CLUSTER_QUEUE_KIND = "ClusterQueue"
