@@ -321,6 +321,9 @@ def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
     )
 
 
+# The keys of trainstack:gpuNodes (the hosted stack's EksGpuNodes has exactly these).
+GPU_NODE_KEYS = ("instanceTypes", "min", "desired", "max", "diskSizeGb", "capacityType", "sshPublicKey",
+                 "ignoreScalingChanges", "efa", "efaInterfaces", "zone", "capacityReservationId")
 _CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 
@@ -384,9 +387,7 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
     """The GPU node group and the job together: unless set, the node count follows the job (or, with the
     cluster autoscaler, the job's pending pods)."""
     gpu_key = f"{NAMESPACE}:gpuNodes"
-    gpu = Section(gpu_key, raw.get(gpu_key), ("instanceTypes", "min", "desired", "max", "diskSizeGb",
-                                               "capacityType", "sshPublicKey", "ignoreScalingChanges",
-                                               "efa", "efaInterfaces", "zone", "capacityReservationId"))
+    gpu = Section(gpu_key, raw.get(gpu_key), GPU_NODE_KEYS)
     types = gpu.get("instanceTypes", as_str_list, DEFAULT_GPU_INSTANCE_TYPES)
     gpus_by_type = {t: _instance_gpus(t, f"{gpu_key}.instanceTypes") for t in types}
     if len(set(gpus_by_type.values())) > 1:

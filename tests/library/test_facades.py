@@ -29,6 +29,7 @@ from tests.stack_runs import REPO
 from trainstack.components import (
     HOSTED,
     AwsStackArgs,
+    EksGpuNodes,
     GcpStackArgs,
     GkeGpuPool,
     Job,
@@ -114,6 +115,17 @@ def test_hosted_stack_builds_the_same_graph_as_the_program(cloud):
     assert "kubeconfig" not in hosted.exports["stackOutputs"] and "clusterName" in hosted.exports["stackOutputs"]
 
 
+def test_hosted_aws_stack_builds_the_efa_stacks_graph_too():
+    from tests.aws.p5_runs import STACK, p5_config
+
+    config = p5_config()
+    program = snapshot(aws_runs.run_main(config, stack=STACK))
+    hosted, _ = construct("trainstack:index:AwsStack", construct_inputs(config), stack=STACK,
+                          outputs=aws_runs.provider_outputs, calls=aws_runs.provider_calls)
+    assert sorted(map(json.dumps, without_facade(hosted, STACK))) == sorted(map(json.dumps, program))
+    assert any(entry["resource"].endswith("PlacementGroup::trainstack-eks-gpu-efa") for entry in program)
+
+
 def test_construct_hands_the_component_its_args_class_not_a_dict(monkeypatch):
     handed: list = []
     made: list = []
@@ -178,4 +190,5 @@ def test_hosted_stacks_take_exactly_the_stack_files_keys():
     assert schema_names(GcpStackArgs) == set(gcp_config.TOP_LEVEL_KEYS) - {"cloud"} | {"project", "region"}
     assert schema_names(AwsStackArgs) == set(aws_config.TOP_LEVEL_KEYS) - {"cloud"} | {"region", "profile"}
     assert schema_names(GkeGpuPool) == set(gcp_config.GPU_POOL_KEYS)
+    assert schema_names(EksGpuNodes) == set(aws_config.GPU_NODE_KEYS)
     assert schema_names(Job) == set(job_config.JOB_KEYS)

@@ -69,11 +69,19 @@ class EksGpuNodes:
     disk_size_gb: int | None = None
     """Root volume size in GB."""
     capacity_type: str | None = None
-    """SPOT or ON_DEMAND (default SPOT)."""
+    """SPOT or ON_DEMAND (default SPOT); with efa also CAPACITY_BLOCK (needs capacity_reservation_id)."""
+    capacity_reservation_id: str | None = None
+    """cr-...: the On-Demand Capacity Reservation or Capacity Block the group launches into."""
     ssh_public_key: str | None = None
     """An OpenSSH public key for the nodes (default: no SSH)."""
     ignore_scaling_changes: bool | None = None
     """Leave the group's size to the cluster autoscaler (default: true with the autoscaler)."""
+    efa: bool | None = None
+    """An EFA group: one p5/p5e/p5en/p6-b200 type, every EFA interface, a cluster placement group (default false)."""
+    efa_interfaces: int | None = None
+    """Only a check: the EFA interfaces of the type (32 on p5, 16 on p5en, 8 on p6-b200)."""
+    zone: str | None = None
+    """The EFA group's one zone, for its placement group and subnet (default: the first availability zone)."""
 
 
 @dataclass(kw_only=True)
