@@ -194,7 +194,7 @@ def provider_calls(token: str, args: dict) -> dict:
 
 def instance_type_answer(instance_type: str, efa_interfaces: int | None = None) -> dict:
     """What ec2:DescribeInstanceTypes says about an EFA type: its network cards, one EFA each (efa.py's row)."""
-    from infra.aws.efa import EFA_INSTANCE_TYPES
+    from trainstack.infra.aws.efa import EFA_INSTANCE_TYPES
 
     row = EFA_INSTANCE_TYPES.get(instance_type)
     count = efa_interfaces if efa_interfaces is not None else (row.efa_interfaces if row else 0)

@@ -1,4 +1,4 @@
-"""The aws-p5 stack: an EFA GPU node group (infra/aws/efa.py, efa_networking.py, cluster.py) under mocks.
+"""The aws-p5 stack: an EFA GPU node group (trainstack/infra/aws/efa.py, efa_networking.py, cluster.py) under mocks.
 
 What is checked against what upstream builds (terraform-aws-modules/terraform-aws-eks v21.19.0
 modules/eks-managed-node-group, enable_efa_support + enable_efa_only): one interface per network card,
@@ -13,7 +13,6 @@ import json
 import pulumi
 import pytest
 
-from infra.aws.efa import EFA_INSTANCE_TYPES
 from tests import pulumi_harness
 from tests.aws.p5_runs import GOLDEN, GPU, JOB_ENABLED, p5_config, run_p5, run_p5_expecting_error
 from tests.aws.stack_runs import (
@@ -33,6 +32,7 @@ from tests.aws.stack_runs import (
 )
 from tests.golden import assert_matches_golden
 from tests.stack_runs import assert_one_config_error_line
+from trainstack.infra.aws.efa import EFA_INSTANCE_TYPES
 
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
@@ -55,7 +55,7 @@ def _gpu_template(result):
 
 @pytest.mark.parametrize("instance_type", sorted(EFA_INSTANCE_TYPES))
 def test_the_launch_template_has_every_efa_of_the_type(instance_type):
-    # p5e and p6-b200 have no price in infra/cost/prices.yaml: without the budget key there is nothing to check.
+    # p5e and p6-b200 have no price in trainstack/infra/cost/prices.yaml: without the budget key there is nothing to check.
     config = p5_config({GPU: {"instanceTypes": [instance_type]}}, remove=("trainstack:maxHourlyUsd",))
     interfaces = _gpu_template(run_p5(config)).inputs["networkInterfaces"]
 
@@ -198,7 +198,7 @@ def _not_offered_in(zone: str):
      "trainstack:gpuNodes.zone: p5.48xlarge is not offered in us-west-2a"),
     (GET_INSTANCE_TYPE, lambda args: instance_type_answer(args["instanceType"], efa_interfaces=16),
      "trainstack:gpuNodes.instanceTypes: ec2:DescribeInstanceTypes gives p5.48xlarge 16 EFA interfaces, 16 network "
-     "cards, but infra/aws/efa.py builds 32 EFA interfaces for it"),
+     "cards, but trainstack/infra/aws/efa.py builds 32 EFA interfaces for it"),
     (GET_INSTANCE_TYPE, lambda args: {**instance_type_answer(args["instanceType"]), "efaSupported": False},
      "trainstack:gpuNodes.instanceTypes: p5.48xlarge does not support EFA in this region"),
     (GET_PARAMETER, lambda args: {"id": args["name"], "name": args["name"], "type": "String", "value": "",
@@ -245,8 +245,8 @@ def test_the_nccl_check_command_runs_the_allreduce_over_efa_and_fails_below_the_
 def test_the_bar_in_the_stack_is_the_profiles():
     import yaml
 
-    from infra.aws.efa import NCCL_MIN_BUS_BANDWIDTH_GBPS
-    from infra.paths import TRAINING_JOB_CHART_DIR
+    from trainstack.infra.aws.efa import NCCL_MIN_BUS_BANDWIDTH_GBPS
+    from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
 
     profile = yaml.safe_load((TRAINING_JOB_CHART_DIR / "profiles" / "eks-efa.yaml").read_text())
     assert profile["ncclCheck"]["minBusBandwidthGBps"] == NCCL_MIN_BUS_BANDWIDTH_GBPS

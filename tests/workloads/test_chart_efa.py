@@ -7,7 +7,7 @@ from __future__ import annotations
 import helm_python as helm
 import pytest
 
-from infra.training_job import pod_resources
+from trainstack.infra.kubernetes.training_job import pod_resources
 
 from .chart import chart_values, deep_merge, load_values, one, render
 from .test_gpu_direct_pairing import image_nccl
@@ -79,7 +79,7 @@ def test_nccl_tests_runner_is_refused_in_efa_mode():
 
 
 def test_the_queue_counts_the_pods_efas_as_the_chart_renders_them(rendered):
-    # infra/training_job.pod_resources sizes Kueue's quota without Helm: it must agree with the chart.
+    # trainstack/infra/kubernetes/training_job.pod_resources sizes Kueue's quota without Helm: it must agree with the chart.
     values = load_values("eks-efa-train")
     computed = pod_resources(values)
     (trainer,) = computed["containers"]
