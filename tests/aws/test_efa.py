@@ -278,3 +278,10 @@ def test_the_efa_stacks_image_is_built_with_the_efa_installer_and_the_aws_stacks
     image = up.one(IMAGE, "trainstack-image")
     assert image.inputs["buildArgs"] == {"EFA_INSTALLER_VERSION": "1.51.0"}
     assert "buildArgs" not in run_main().one(IMAGE, "trainstack-image").inputs
+
+
+def test_jobs_submitted_to_the_stack_run_in_efa_mode_too(up):
+    # `trainstack submit` renders every job from the stack's shared values (jobSubmission.values).
+    values = up.exports["jobSubmission"]["values"]
+    assert values["gpuNetworking"]["mode"] == "efa" and values["gpuNetworking"]["efa"]["interfaces"] == 32
+    assert values["resources"]["gpusPerNode"] == 8 and values["resources"]["requests"]["cpu"] == "160"
