@@ -62,7 +62,10 @@ def efa_network_interfaces(count: int, security_group_ids: Sequence[pulumi.Input
     primary interface, which must carry IP), cards 1..n-1 device 1 `efa-only` interfaces (EFA
     devices without an IP address, so they use no subnet addresses). Every interface carries the
     same security groups (the cluster's and the EFA group's), as the module does.
-    efa-only needs the VPC CNI v1.18.4 or later (the module's enable_efa_only note).
+    efa-only needs the VPC CNI v1.18.4 or later (the module's enable_efa_only note). The EC2 user guide's
+    current text (efa-acc-inst-types.html) puts the other cards' efa-only interfaces on device index 0
+    instead, and an older revision on 1, as the module does; which one EKS's launch accepts on every type
+    only a real launch shows (docs/aws.md).
     """
     groups = list(security_group_ids)
     return [
