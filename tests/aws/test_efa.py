@@ -165,11 +165,20 @@ BAD_CONFIGS = [
     ("EFA on an existing network", {"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a"]}},
      f"{GPU}.efa", "not supported with trainstack:existingNetwork yet"),
 ]
+# An existing network without listed zones is refused for what it is, not for a missing gpuNodes.zone.
+EXISTING_WITHOUT_ZONES = ({"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a"]},
+                           GPU: {"zone": None}}, ("trainstack:availabilityZones",))
 
 
 @pytest.mark.parametrize(("overrides", "key", "fragment"), [c[1:] for c in BAD_CONFIGS], ids=[c[0] for c in BAD_CONFIGS])
 def test_bad_efa_config_stops_before_any_resource_with_one_line(overrides, key, fragment):
     assert_one_config_error_line(*run_p5_expecting_error(p5_config(overrides)), key, fragment)
+
+
+def test_an_existing_network_without_zones_is_refused_for_the_network():
+    overrides, remove = EXISTING_WITHOUT_ZONES
+    assert_one_config_error_line(*run_p5_expecting_error(p5_config(overrides, remove)), f"{GPU}.efa",
+                                 "not supported with trainstack:existingNetwork yet")
 
 
 def test_a_capacity_block_is_refused_for_a_group_without_efa():

@@ -335,7 +335,8 @@ GPU_NODE_KEYS = ("instanceTypes", "min", "desired", "max", "diskSizeGb", "capaci
 _CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 
-def _parse_efa(gpu: Section, types: tuple[str, ...], zones: tuple[str, ...]) -> EfaConfig | None:
+def _parse_efa(gpu: Section, types: tuple[str, ...], zones: tuple[str, ...], existing_network: bool
+               ) -> EfaConfig | None:
     """gpuNodes.efa: true -> one EFA instance type from efa.py's table, all its EFAs, one zone."""
     if not gpu.get("efa", as_bool, False):
         for key in ("efaInterfaces", "zone"):
@@ -343,6 +344,10 @@ def _parse_efa(gpu: Section, types: tuple[str, ...], zones: tuple[str, ...]) -> 
                 raise ConfigError(f"{gpu.key}.{key}", "set, but gpuNodes.efa is not true (it applies to EFA groups only)",
                                   f"pulumi config set --path {gpu.key}.efa true, or pulumi config rm --path {gpu.key}.{key}")
         return None
+    if existing_network:
+        raise ConfigError(f"{gpu.key}.efa", "not supported with trainstack:existingNetwork yet (the EFA group's one "
+                          "subnet is chosen by zone from the subnets the stack creates)",
+                          f"pulumi config rm {NAMESPACE}:existingNetwork, or pulumi config rm --path {gpu.key}.efa")
     types_key = f"{gpu.key}.instanceTypes"
     known = ", ".join(EFA_INSTANCE_TYPES)
     if len(types) != 1:
@@ -390,8 +395,8 @@ def _parse_capacity(gpu: Section, efa: EfaConfig | None) -> tuple[str, str | Non
     return capacity, reservation
 
 
-def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tuple[str, ...] = ()
-                             ) -> tuple[GpuNodeGroupConfig, JobConfig]:
+def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tuple[str, ...] = (),
+                             existing_network: bool = False) -> tuple[GpuNodeGroupConfig, JobConfig]:
     """The GPU node group and the job together: unless set, the node count follows the job (or, with the
     cluster autoscaler, the job's pending pods)."""
     gpu_key = f"{NAMESPACE}:gpuNodes"
@@ -426,7 +431,7 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
     if job.enabled and not ignore_scaling and desired < instances_to_start:
         raise ConfigError(f"{gpu_key}.desired", f"the job needs {instances_to_start} GPU nodes to start, "
                           f"desired is {desired}", set_hint(f"{gpu_key}.desired", str(instances_to_start)))
-    efa = _parse_efa(gpu, types, zones)
+    efa = _parse_efa(gpu, types, zones, existing_network)
     capacity, reservation = _parse_capacity(gpu, efa)
     ssh_key = gpu.get("sshPublicKey", as_str, None)
     if ssh_key is not None and not re.match(r"^(ssh-(rsa|ed25519)|ecdsa-sha2-nistp\d+) [A-Za-z0-9+/=]+", ssh_key):
@@ -557,11 +562,7 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
 
     autoscaler = top(raw, "clusterAutoscaler", as_bool, True)
     network = _parse_network(raw, region)
-    gpu_nodes, job = _parse_gpu_nodes_and_job(raw, autoscaler, network.availability_zones)
-    if gpu_nodes.efa is not None and network.existing is not None:
-        raise ConfigError(f"{NAMESPACE}:gpuNodes.efa", "not supported with trainstack:existingNetwork yet (the EFA "
-                          "group's one subnet is chosen by zone from the subnets the stack creates)",
-                          f"pulumi config rm {NAMESPACE}:existingNetwork, or pulumi config rm --path {NAMESPACE}:gpuNodes.efa")
+    gpu_nodes, job = _parse_gpu_nodes_and_job(raw, autoscaler, network.availability_zones, network.existing is not None)
     admins, preview_role = _parse_access(raw)
     return AwsStackConfig(
         region=region,
