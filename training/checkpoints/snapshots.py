@@ -440,6 +440,7 @@ class Uploader:
         self._cond = threading.Condition()
         self._sent: dict[str, tuple[int, int]] = {}  # run file -> (size, mtime_ns) last uploaded
         self._tokenizer_sent = False
+        self._submitted: set[int] = set()  # steps of the checkpoints this process saved
         for leftover in (run_dir / checkpoint.CHECKPOINTS).glob(f"{STAGING_PREFIX}*"):
             shutil.rmtree(leftover, ignore_errors=True)  # a previous process died mid-upload
         self._thread = threading.Thread(target=self._loop, name="snapshot-upload", daemon=True)
@@ -456,6 +457,7 @@ class Uploader:
                      f"(superseded by {step_name(step)})")
                 self._event(dropped, ok=False, skipped="superseded")
             self._queue.append(_Job("checkpoint", step=step))
+            self._submitted.add(step)
             self._cond.notify()
 
     def submit_export(self, path: Path) -> None:
@@ -555,8 +557,15 @@ class Uploader:
         name = step_name(step)
         local = self.run_dir / checkpoint.CHECKPOINTS / name
         deadline = time.monotonic() + self.commit_wait_s
-        while not (local / checkpoint.MANIFEST).is_file():  # a background checkpoint writer may still be at it
-            if time.monotonic() > deadline or not local.parent.is_dir():
+        # The background writer may still be at it (on a run's first save, checkpoints/ itself may not
+        # exist yet). Once a newer checkpoint has committed, this one either committed too and was
+        # pruned by local retention, or never will: waiting longer would hold up every later upload.
+        while not (local / checkpoint.MANIFEST).is_file():
+            if self._newer_committed(step):
+                info(f"{name} is no longer on disk (local retention, or a failed write) before its upload; a "
+                     "newer one supersedes it")
+                return None
+            if time.monotonic() > deadline:
                 raise RuntimeError(f"{local} never appeared")
             time.sleep(0.5)
         staged = self._stage(local)
@@ -586,6 +595,15 @@ class Uploader:
             shutil.rmtree(staged, ignore_errors=True)
         self._apply_retention(newest=step)
         return self.store.url(*remote)
+
+    def _newer_committed(self, step: int) -> bool:
+        """A checkpoint this process saved after `step` is on disk: the writer, one save at a time and
+        in order, is done with `step`. (Only this process's saves count: a damaged later checkpoint
+        left from before a fallback says nothing about this one.)"""
+        with self._cond:
+            newer = [s for s in self._submitted if s > step]
+        root = self.run_dir / checkpoint.CHECKPOINTS
+        return any((root / step_name(s) / checkpoint.MANIFEST).is_file() for s in newer)
 
     def _stage(self, local: Path) -> Path | None:
         """Hard links to the checkpoint's files: local retention cannot pull them away mid-upload."""
