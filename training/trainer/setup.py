@@ -160,10 +160,6 @@ def _resume(start: Start, latest: Checkpoint, cfg: TrainConfig, dist_info: DistI
         log_info(f"resumed from {latest.path} (step {start.step}, "
                  f"saved by {len(states['trainer']['rng'])} workers, now {dist_info.world_size})")
         start.resumed_schedule = states["trainer"].get("schedule")
-    if dist_info.is_main and start.step >= cfg.optim.max_steps:
-        log_info(f"the run is already at step {start.step}, at or past --max-steps {cfg.optim.max_steps}: there is "
-                 "nothing left to train" + (" (the export is written again)" if cfg.runtime.export else "")
-                 + "; raise --max-steps to train on")
 
 
 def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
