@@ -135,13 +135,10 @@ def verify(path: Path) -> str | None:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8 (binary garbage)
         return f"unreadable manifest ({exc})"
-    # What _write writes: a list of plain file names (nothing outside the folder), each with its size
-    # and checksum. Anything else is damage, and the reader falls back like it does for a bad checksum.
-    files = manifest.get("files") if isinstance(manifest, dict) else None
-    if not isinstance(files, dict) or not all(
-            "/" not in name and not name.startswith(".") and isinstance(e, dict)
-            and isinstance(e.get("bytes"), int) and isinstance(e.get("sha256"), str) for name, e in files.items()):
-        return "malformed manifest (no file list with sizes and checksums)"
+    problem = manifest_problem(manifest)
+    if problem is not None:
+        return problem
+    files = manifest["files"]
     for name, expected in files.items():
         file = path / name
         if not file.is_file():
@@ -155,6 +152,18 @@ def verify(path: Path) -> str | None:
             return f"{name} is unreadable ({exc.strerror or exc})"
     if {"model.pt", "optimizer.pt", "trainer.pt"} - set(files):
         return "incomplete file list"
+    return None
+
+
+def manifest_problem(manifest) -> str | None:
+    """None when `manifest` (parsed JSON) has the shape _write gives it: a list of plain file names
+    (nothing outside the folder), each with its size and checksum. Anything else is damage, and a
+    reader falls back to the previous checkpoint as it does for a bad checksum."""
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not all(
+            "/" not in name and not name.startswith(".") and isinstance(e, dict)
+            and isinstance(e.get("bytes"), int) and isinstance(e.get("sha256"), str) for name, e in files.items()):
+        return "malformed manifest (no file list with sizes and checksums)"
     return None
 
 

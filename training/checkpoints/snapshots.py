@@ -342,16 +342,18 @@ def restore_if_missing(store: Store, run_dir: Path) -> int | None:
 
 
 def _download_checkpoint(store: Store, run_dir: Path, step: int, manifest: dict) -> bool:
+    remote = (checkpoint.CHECKPOINTS, step_name(step))
+    problem = checkpoint.manifest_problem(manifest)  # a damaged manifest in the store: nothing downloaded
+    if problem is not None:
+        warn(f"{store.url(*remote)} is damaged ({problem}); trying the previous checkpoint")
+        return False
     parent = run_dir / checkpoint.CHECKPOINTS
     parent.mkdir(parents=True, exist_ok=True)
     # The temporary prefix of local saves: a download cut short is cleared by the next save.
     tmp = parent / f"{checkpoint.TMP_PREFIX}{step_name(step)}-restore-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
-    remote = (checkpoint.CHECKPOINTS, step_name(step))
     try:
-        for file in manifest.get("files", {}):
-            if "/" in file or file.startswith("."):
-                raise ValueError(f"unexpected file name {file!r} in the manifest")
+        for file in manifest["files"]:
             store.fs.get_file(store.path(*remote, file), str(tmp / file))
         (tmp / checkpoint.MANIFEST).write_text(json.dumps(manifest, indent=1))
         problem = checkpoint.verify(tmp)
