@@ -251,7 +251,9 @@ def _announce_schedule_change(saved: dict | None, schedule: Schedule, step: int)
     if not saved or saved == vars(schedule):
         return
     before = Schedule(**saved)
+    now, was = f"{schedule.lr_at(step):.3g}", f"{before.lr_at(step):.3g}"
+    effect = (f"the lr at step {step} is now {now} instead of {was}" if now != was
+              else f"the lr at step {step} stays {now}; the steps after it follow the new schedule")
     log_info(f"the learning-rate schedule changed on resume (max steps {before.max_steps} -> {schedule.max_steps}, "
              f"lr {before.lr:g} -> {schedule.lr:g}, min lr {before.min_lr:g} -> {schedule.min_lr:g}, warmup "
-             f"{before.warmup_steps} -> {schedule.warmup_steps}): the lr at step {step} is now "
-             f"{schedule.lr_at(step):.3g} instead of {before.lr_at(step):.3g}")
+             f"{before.warmup_steps} -> {schedule.warmup_steps}): {effect}")
