@@ -767,6 +767,15 @@ def test_sample_any_prompt_length_and_setting(settings, finished_run):
     assert "Traceback" not in err and out.count("-" * 40) == (3 if "--num-samples" in settings else 1)
 
 
+def test_sample_prints_no_deprecation_warnings(finished_run):
+    """A fresh process (transformers warns once per process): transformers 5 renamed the key/value cache
+    argument to `cache`, and each sample printed three lines of FutureWarning about past_key_values."""
+    result = subprocess.run([sys.executable, "-m", "training", "sample", str(finished_run), "--max-new-tokens", "4"],
+                            env=env(), cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "deprecated" not in result.stderr and "Warning" not in result.stderr, result.stderr
+
+
 def test_greedy_sampling_is_deterministic_and_matches_the_export(finished_run, tmp_path):
     import shutil
 
