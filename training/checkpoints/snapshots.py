@@ -137,13 +137,20 @@ class Store:
             raise UserError(f"cannot use --snapshot-uri {self.uri} ({_reason(exc)}); check the bucket name and "
                             "the credentials in the environment") from exc
 
-    def read_json(self, *parts: str) -> dict | None:
+    def read_json(self, *parts: str):
+        """The parsed JSON at `parts` (any JSON value: callers check its shape); None when it is absent or
+        is not JSON."""
         try:
             return json.loads(self.fs.cat_file(self.path(*parts)))
         except FileNotFoundError:
             return None
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except ValueError:  # not JSON, or not UTF-8
             return None
+
+    def read_object(self, *parts: str) -> dict | None:
+        """A small JSON object we wrote (an owner mark); None when it is absent or damaged."""
+        found = self.read_json(*parts)
+        return found if isinstance(found, dict) else None
 
     def put_bytes(self, data: bytes, *parts: str) -> None:
         self._parent(*parts)
@@ -230,7 +237,7 @@ def _claim(store: Store, run_dir: Path) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     run_uid(run_dir)
     try:
-        if store.read_json(OWNER_FILE) is None:
+        if store.read_object(OWNER_FILE) is None:
             store.put_file(run_dir / OWNER_FILE, OWNER_FILE)
     except Exception as exc:
         raise UserError(f"cannot write to --snapshot-uri {store.uri} ({_reason(exc)}); check the "
@@ -299,7 +306,7 @@ def check_owner(store: Store, run_dir: Path) -> None:
     is the same one (the same id) or holds no checkpoint yet (a restart on a fresh volume). A URI
     without an owner is new, unless it holds prepared data."""
     local = _read_local_json(run_dir / OWNER_FILE)
-    remote = store.read_json(OWNER_FILE)
+    remote = store.read_object(OWNER_FILE)
     fix = "give each run its own --snapshot-uri"
     if remote is None:
         meta = store.read_json("meta.json")  # a prepared data directory copied to the bucket
@@ -334,7 +341,7 @@ def restore_if_missing(store: Store, run_dir: Path) -> int | None:
         restored = _download_checkpoint(store, run_dir, step, manifest)
         if restored:
             _restore_run_files(store, run_dir)
-            owner = (store.read_json(OWNER_FILE) or {}).get("run_uid")
+            owner = (store.read_object(OWNER_FILE) or {}).get("run_uid")
             info(f"resuming run {owner} from --snapshot-uri {store.uri}: restored the checkpoint of step {step} "
                  f"from {store.url(checkpoint.CHECKPOINTS, name)}")
             return step
@@ -394,10 +401,12 @@ def _restore_run_files(store: Store, run_dir: Path) -> None:
 
 
 def _read_local_json(path: Path) -> dict | None:
+    """A small JSON object we wrote; None when it is absent or damaged (not UTF-8, not JSON, not an object)."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
+    return found if isinstance(found, dict) else None
 
 
 def run_uid(run_dir: Path) -> str:
@@ -630,7 +639,7 @@ class Uploader:
         complete = 0
         for step in self.store.checkpoint_steps():
             remote = (checkpoint.CHECKPOINTS, step_name(step))
-            owner = self.store.read_json(*remote, UPLOADED_BY)
+            owner = self.store.read_object(*remote, UPLOADED_BY)
             if not owner or owner.get("run_uid") != self.uid:
                 continue
             manifest = self.store.read_json(*remote, checkpoint.MANIFEST)
@@ -641,7 +650,9 @@ class Uploader:
                 if complete <= self.keep:
                     continue
             self.store.remove(*remote, checkpoint.MANIFEST)  # first: incomplete from here on
-            for file in (manifest or {}).get("files", CHECKPOINT_FILES):
+            # a damaged manifest's names are not trusted (one outside the folder would delete elsewhere)
+            files = manifest["files"] if checkpoint.manifest_problem(manifest) is None else CHECKPOINT_FILES
+            for file in files:
                 self.store.remove(*remote, file)
             self.store.remove(*remote, UPLOADED_BY)
             if self.store.local:  # object stores have no folders; a directory would stay behind empty

@@ -7,6 +7,7 @@ the global batch against the world size, the token windows of both splits.
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,11 +152,21 @@ def _windows(data: DataMeta, block_size: int) -> tuple[TokenWindows, TokenWindow
 
 
 def _resume(start: Start, latest: Checkpoint, cfg: TrainConfig, dist_info: DistInfo) -> None:
-    states = latest.load()
-    start.model.load_state_dict(states["model"])
-    start.optimizer.load_state_dict(states["optimizer"])
-    start.step = states["trainer"]["step"]
-    restore_rng(states["trainer"]["rng"], dist_info, cfg.runtime.seed, start.step)
+    # A checkpoint whose files match their manifest but are not what train saves (rewritten, manifest
+    # and all, by hand or by another program) would end in a KeyError or a load_state_dict traceback.
+    try:
+        states = latest.load()
+        start.model.load_state_dict(states["model"])
+        start.optimizer.load_state_dict(states["optimizer"])
+        start.step = states["trainer"]["step"]
+        if start.step != latest.step:
+            raise ValueError(f"its trainer state is at step {start.step!r}")
+        restore_rng(states["trainer"]["rng"], dist_info, cfg.runtime.seed, start.step)
+    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise UserError(f"checkpoint {latest.path} passes its checksums but does not hold what train saves "
+                        f"({type(exc).__name__}: {reason}); move it aside to resume from the previous one, or use a "
+                        "new --out") from exc
     if dist_info.is_main:
         log_info(f"resumed from {latest.path} (step {start.step}, "
                  f"saved by {len(states['trainer']['rng'])} workers, now {dist_info.world_size})")
