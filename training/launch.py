@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     problem = shutdown_timeout_problem(os.environ)
     if problem:
         print(f"error: {problem}", file=sys.stderr, flush=True)
-        return 2  # bad input: a retry cannot fix it (training/contract/errors.py NO_RETRY_EXIT)
+        return 2  # bad input: a retry cannot fix it (trainstack/contract/errors.py NO_RETRY_EXIT)
     os.environ.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
     import torch.distributed.run as torchrun
     from torch.distributed.elastic.multiprocessing.api import SignalException

@@ -13,10 +13,10 @@ import statistics
 from pathlib import Path
 
 from training.checkpoints import checkpoint
-from training.contract.errors import UserError
-from training.contract.log import warn
 from training.observability import run_log
 from training.observability.plots import LOSS_PNG
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import warn
 
 
 def summarize(run_dir: Path) -> dict:
