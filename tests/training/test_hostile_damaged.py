@@ -338,3 +338,22 @@ def test_a_checkpoint_that_passes_its_checksums_but_is_not_trains_is_one_line(da
     one_line_error(train(data_dir, run, "--max-steps", "4"), f"checkpoint {step_dir} passes its checksums but does "
                    "not hold what train saves", "move it aside")
     assert _files(run) == before
+
+
+@pytest.mark.parametrize("damage", ["a file", "garbage", "missing"])
+def test_a_damaged_run_tokenizer_is_written_again_on_resume_not_found_at_the_export(data_dir, exported_run, tmp_path,
+                                                                                  damage):
+    """RUN_DIR/tokenizer as a file: the resume trained to the end, then the export failed in a traceback."""
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    good = _files(run / "tokenizer")
+    shutil.rmtree(run / "tokenizer")
+    if damage == "a file":
+        (run / "tokenizer").write_text("x")
+    elif damage == "garbage":
+        (run / "tokenizer").mkdir()
+        (run / "tokenizer" / "tokenizer.json").write_text("garbage")
+    code, _, err = train(data_dir, run, "--max-steps", "4")
+    assert code == 0 and "Traceback" not in err, err
+    assert f"{run / 'tokenizer'} is missing, damaged or not the files of the run's tokenizer" in err
+    assert _files(run / "tokenizer") == good and (run / "export" / "config.json").is_file()

@@ -90,8 +90,10 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
     start = Start(model, teacher, optimizer, run_config, block_size, train_windows, val_windows)
     if latest is not None:
         _resume(start, latest, cfg, dist_info)
-    elif dist_info.is_main:
-        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")  # a stale one (killed start) is replaced
+    if dist_info.is_main:
+        # a stale one (killed start) is replaced; on a resume, a damaged one too (the export reads it at the
+        # end), from the data's tokenizer, which run_config.json's fingerprint has just matched
+        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer", resuming=latest is not None)
     return start
 
 
@@ -179,11 +181,14 @@ def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
                         "workers; raise --global-batch-size or run fewer workers")
 
 
-def _copy_tokenizer(source: Path, target: Path) -> None:
-    """RUN_DIR/tokenizer: the data's tokenizer (a new run's; what a killed start left is replaced whole)."""
+def _copy_tokenizer(source: Path, target: Path, resuming: bool = False) -> None:
+    """RUN_DIR/tokenizer: the data's tokenizer (what a killed start left, or a damaged one, is replaced whole)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists() and not target.is_symlink() and target.is_dir() and _same_files(source, target):
         return
+    if resuming:
+        warn(f"{target} is missing, damaged or not the files of the run's tokenizer; writing it again from {source} "
+             "(the same tokenizer: the data matches the run's tokenizer fingerprint)")
     tmp = target.with_name(f".{target.name}-{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(source, tmp)
