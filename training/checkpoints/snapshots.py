@@ -65,7 +65,10 @@ class Store:
     def __init__(self, uri: str):
         check_snapshot_uri(uri)
         self.uri = uri.rstrip("/")
-        scheme = self.uri.split("://", 1)[0]
+        scheme, rest = self.uri.split("://", 1)
+        if scheme != "file" and not rest.split("/", 1)[0].strip():
+            # gs:///x or s3:///x: no bucket, which the clients would first look for over the network
+            raise UserError(f"--snapshot-uri {uri}: no bucket name; use {scheme}://BUCKET/PREFIX")
         package = SNAPSHOT_SCHEMES[scheme]
         for name in QUIET_LOGGERS:
             quiet = logging.getLogger(name)

@@ -134,3 +134,14 @@ def test_a_malformed_manifest_in_the_store_falls_back_to_the_previous_checkpoint
     # trained from step 1 again, its step 2 replaces the damaged one in the store
     local = (tmp_path / "b" / "checkpoints" / "step_00000002" / "manifest.json").read_bytes()
     assert (store / "checkpoints" / "step_00000002" / "manifest.json").read_bytes() == local
+
+
+@pytest.mark.parametrize("uri", ["gs:///x", "s3:///x/y", "gcs:// /x"])
+def test_a_uri_without_a_bucket_is_refused_at_once(data_dir, tmp_path, uri):
+    """gs:///x waited the full 30 s reachability bound (credentials lookup) before a one-line error."""
+    import time
+
+    began = time.monotonic()
+    one_line_error(train(data_dir, tmp_path / "new", "--snapshot-uri", uri), f"--snapshot-uri {uri}: no bucket name")
+    assert time.monotonic() - began < 20
+    assert not (tmp_path / "new").exists()
