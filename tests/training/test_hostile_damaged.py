@@ -357,3 +357,18 @@ def test_a_damaged_run_tokenizer_is_written_again_on_resume_not_found_at_the_exp
     assert code == 0 and "Traceback" not in err, err
     assert f"{run / 'tokenizer'} is missing, damaged or not the files of the run's tokenizer" in err
     assert _files(run / "tokenizer") == good and (run / "export" / "config.json").is_file()
+
+
+def test_the_oldest_damaged_checkpoint_does_not_promise_a_previous_one(data_dir, exported_run, tmp_path):
+    from tests.support.training_runs import cli
+
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run, ignore=shutil.ignore_patterns("export"))
+    steps = sorted((run / "checkpoints").iterdir())
+    for step in steps:
+        (step / "manifest.json").write_bytes(b"\xff\xfe")
+    result = cli(["evaluate", str(run), "--data", str(data_dir), "--max-windows", "2"])
+    one_line_error(result, "no intact checkpoint")
+    warnings = [line for line in result[2].splitlines() if "is damaged" in line]
+    assert len(warnings) == len(steps) and warnings[-1].endswith("; there is no earlier one"), result[2]
+    assert all(line.endswith("falling back to the previous one") for line in warnings[:-1]), result[2]

@@ -181,12 +181,14 @@ def listed(run_dir: Path) -> list[Checkpoint]:
 
 def latest_valid(run_dir: Path, announce: bool = True) -> Checkpoint | None:
     """Newest intact checkpoint; damaged newer ones are reported and skipped (never deleted)."""
-    for ckpt in listed(run_dir):
+    found = listed(run_dir)
+    for i, ckpt in enumerate(found):
         problem = verify(ckpt.path)
         if problem is None:
             return ckpt
         if announce:
-            warn(f"checkpoint {ckpt.path} is damaged ({problem}); falling back to the previous one")
+            then = "falling back to the previous one" if i + 1 < len(found) else "there is no earlier one"
+            warn(f"checkpoint {ckpt.path} is damaged ({problem}); {then}")
     return None
 
 
