@@ -4,7 +4,7 @@ A cloud builds the cluster, its GPU nodes, a shared filesystem, a bucket and an 
 them over as handles (infra.contracts). From those this component makes, on the cluster's provider:
 
     namespace -> shared-volume claim, jobs' ServiceAccount -> [NVIDIA device plugin]
-              -> [Kueue + a queue per GPU pool] -> [training job]
+              -> [Kueue + a queue per GPU pool] -> jobs' owner -> [training job]
 
 The device plugin is optional because GKE installs its own on GPU nodes; the queues follow
 `trainstack:job.queue` (on by default), the job `trainstack:job.enabled`. The ServiceAccount and the
@@ -25,6 +25,7 @@ import pulumi_kubernetes as k8s
 from infra import validation
 from infra.config import JobConfig
 from infra.contracts import GPU_RESOURCE, GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
+from infra.job_owner import job_owner, owner_values
 from infra.job_service_account import JOB_SERVICE_ACCOUNT
 from infra.job_submission import shared_job_values, submission_output
 from infra.kueue import Kueue, KueueArgs, PoolQueue
@@ -253,6 +254,16 @@ class TrainingPlatform(pulumi.ComponentResource):
                 more_queues=more,
             ), opts=child_options(self, None, opts, depends_on=namespace_objects))
             job_args = replace(job_args, queue_name=kueue.local_queue_name)
+
+        # Every job names this ConfigMap as its owner: pulumi destroy deletes it first, and with it every
+        # job, CLI-submitted ones included, while what the jobs use still exists (infra/job_owner.py).
+        owner = job_owner(f"{name}-job-owner", namespace=namespace, opts=child_options(
+            self, args.provider, opts, depends_on=[
+                *namespace_objects, *([claim] if args.storage is not None else []), service_account,
+                *([kueue] if job.queue else []), *job_ready,
+                *(resource for pool in args.other_gpu_pools.values() for resource in pool.ready)]))
+        extra_values = deep_merge(extra_values, owner_values(owner))
+        job_args = replace(job_args, extra_values=extra_values)
 
         self.namespace = pulumi.Output.from_input(namespace)
         self.job = None

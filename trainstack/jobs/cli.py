@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = command("cancel", "stop a job and remove it from the cluster (its bucket prefix stays)")
     sub.add_argument("name", metavar="NAME", nargs="?")
     sub.add_argument("--all", action="store_true",
-                     help="every job the CLI submitted (before pulumi destroy: see docs/jobs.md)")
+                     help="every job the CLI submitted (pulumi destroy removes them itself: see docs/jobs.md)")
     sub = command("results", "where the job's checkpoints and export are, and how to fetch them")
     sub.add_argument("name", metavar="NAME")
     return parser
