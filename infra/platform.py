@@ -27,7 +27,7 @@ from infra.config import JobConfig
 from infra.contracts import GPU_RESOURCE, GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
 from infra.job_owner import job_owner, owner_values
 from infra.job_service_account import JOB_SERVICE_ACCOUNT
-from infra.job_submission import shared_job_values, submission_output
+from infra.job_submission import POOL_VALUE_KEYS, pool_entry, shared_job_values, submission_output
 from infra.kueue import Kueue, KueueArgs, PoolQueue
 from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from infra.pod_requests import format_quantity, parse_quantity, pod_requests, queue_quota
@@ -59,6 +59,8 @@ class TrainingPlatformArgs:
     # Chart values that shape the pods of a job on one of those pools (e.g. its GPU networking, whose
     # sidecar the pool's queue must count), by pool name.
     other_pool_values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The job's pool's name among the cluster's GPU pools (`trainstack submit --pool NAME`).
+    gpu_pool_name: str = "gpu"
     # One node of the job's pool: its allocatable ephemeral-storage (the cloud's estimate), when known.
     # The job's pods must fit it, or the scheduler never places them and the queue holds their quota.
     gpu_local_disk: str | None = None
@@ -267,13 +269,29 @@ class TrainingPlatform(pulumi.ComponentResource):
 
         self.namespace = pulumi.Output.from_input(namespace)
         self.job = None
+
+        def values_on(gpu: GpuPlacement, queue_name: pulumi.Input[str] | None, pool_values: Mapping[str, Any]
+                      ) -> dict[str, Any]:
+            return shared_job_values(image_ref=args.image_ref, gpu=gpu, claim_name=self.claim_name,
+                                     queue_name=queue_name, secret_env=job.secret_env, tensorboard=job.tensorboard,
+                                     extra_values=pool_values)
+
+        # `trainstack submit --pool P`: a job on another GPU pool gets that pool's placement, pod resources,
+        # GPU networking and queue; what the stack sets for every job (the cache, the TensorBoard image,
+        # the owner) stays. The job's own pool is listed too.
+        values = values_on(args.gpu, job_args.queue_name, extra_values)
+        pools = {args.gpu_pool_name: pool_entry(args.gpu, job_args.queue_name, values)}
+        shared = {key: value for key, value in args.job_values.items() if key not in POOL_VALUE_KEYS}
+        for pool_name, pool in sorted(args.other_gpu_pools.items()):
+            pool_values = deep_merge(deep_merge(deep_merge(deep_merge(
+                cache_values, {"resources": {**pool.pod_resources, "gpusPerNode": pool.gpus_per_node}}), shared),
+                args.other_pool_values.get(pool_name, {})), owner_values(owner))
+            queue = kueue.local_queue_names[f"{job.queue_name}-{pool_name}"] if job.queue else None
+            pools[pool_name] = pool_entry(pool, queue, values_on(pool, queue, pool_values))
         # What `trainstack submit` needs to run more jobs like this one (infra/job_submission.py).
         self.outputs = {"jobSubmission": submission_output(
             job=job, namespace=self.namespace, bucket=args.bucket, gpu=args.gpu, identity=args.identity,
-            service_account=self.service_account_name, queues=queues,
-            values=shared_job_values(image_ref=args.image_ref, gpu=args.gpu, claim_name=self.claim_name,
-                                     queue_name=job_args.queue_name, secret_env=job.secret_env,
-                                     tensorboard=job.tensorboard, extra_values=extra_values))}
+            service_account=self.service_account_name, queues=queues, values=values, pools=pools)}
         if job.enabled:
             self.job = TrainingJob(job.name, job_args, opts=child_options(self, None, opts, depends_on=job_ready))
             self.outputs.update({"jobName": self.job.job_name, "jobNamespace": self.job.namespace})

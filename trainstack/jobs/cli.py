@@ -17,7 +17,7 @@ from infra.paths import TRAINING_JOB_CHART_DIR
 from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
 from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError
-from trainstack.jobs.stack_outputs import StackOutputs, load
+from trainstack.jobs.stack_outputs import StackOutputs, load, on_pool
 
 
 def _nodes(text: str) -> tuple[int, int]:
@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--nodes", metavar="MIN:MAX", help="pods (one per GPU node), e.g. 2 or 1:4")
     sub.add_argument("--sweep", action="append", default=[], metavar="FLAG=V1,V2",
                      help="one job per value (repeat for a grid)")
+    sub.add_argument("--pool", metavar="NAME", help="the GPU pool to run on (default: the stack job's; "
+                     "jobSubmission.pools lists them)")
     sub.add_argument("--image", help="another image (<repository>@sha256:... or :tag) than the stack's")
     sub.add_argument("--tensorboard", action="store_true",
                      help="also run TensorBoard for this job (a Deployment that stays until cancel)")
@@ -112,6 +114,9 @@ def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
 
 
 def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
+    if args.pool is not None:
+        # That pool's placement, pod resources, queue and size, for every check below and the values sent.
+        outputs = on_pool(outputs, args.pool)
     rest = list(args.rest)
     custom = args.module is not None or args.script is not None
     if custom and args.sweep:

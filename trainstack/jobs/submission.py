@@ -117,7 +117,7 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
         raise _cli_error(error) from None
     check_object_names(name)
     _, nodes_for_max = nodes_for_job(job, outputs.gpus_per_node)
-    if nodes_for_max > outputs.pool_max_nodes:
+    if outputs.pool_max_nodes is not None and nodes_for_max > outputs.pool_max_nodes:
         raise UsageError(f"--nodes: {job.nodes_max} pods need {nodes_for_max} GPU nodes ({outputs.node_type}), but "
                          f"the stack's GPU pool has at most {outputs.pool_max_nodes}",
                          f"give --nodes {min(job.nodes_min, outputs.pool_max_nodes)}:{outputs.pool_max_nodes} or "
