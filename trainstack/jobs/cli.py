@@ -113,6 +113,22 @@ def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
                          "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
 
 
+def _check_owner(cluster: Cluster, outputs: StackOutputs) -> None:
+    """The job owner the outputs name must be the cluster's: the garbage collector deletes at once a Job
+    whose owners are all gone (kubernetes.io/docs/concepts/architecture/garbage-collection/), so a job
+    sent with outputs from before the stack was destroyed and brought up again would vanish."""
+    owner = outputs.values.get("owner")
+    if not owner:
+        return  # outputs from before the owner existed: the job has none (docs/jobs.md, pulumi destroy)
+    found = cluster.json("kubectl", ["get", "configmap", owner["name"], "--ignore-not-found", "--output", "json"])
+    uid = ((found or {}).get("metadata") or {}).get("uid")
+    if uid != owner["uid"]:
+        where = f"uid {uid}" if uid else "none"
+        raise UsageError(f"the outputs name the job owner {owner['name']} with uid {owner['uid']}, the cluster has "
+                         f"{where}: they are from an earlier pulumi up, and Kubernetes would delete the job at once",
+                         "save the outputs again with pulumi stack output --json --show-secrets")
+
+
 def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
     if args.pool is not None:
         # That pool's placement, pod resources, queue and size, for every check below and the values sent.
@@ -147,6 +163,7 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
         if taken:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
                              f"pick another NAME (e.g. {args.name}-2), or trainstack cancel {taken[0]} first")
+        _check_owner(cluster, outputs)
         if _without_gang(outputs, job):
             print(f"trainstack submit: warning: no queue on this stack, so the {job.nodes_min} nodes are not reserved "
                   "together: another multi-node job may take some of them (trainstack:job.queue true admits all or "
