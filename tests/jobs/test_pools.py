@@ -7,6 +7,7 @@ g2-standard-48 nodes with 4 L4, at most 3), the stack's job on t4.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 
 import kubernetes_validate
 import pytest
@@ -142,3 +143,28 @@ def test_gpu_networking_belongs_to_its_pool(tmp_path, cluster, cli, job_pool):
     code, _, err = cli("submit", "exp", "--outputs", str(path), "--pool", "a3", "--", "--max-steps", "50")
     assert code == 2 and "--pool a3: its GPU networking" in err and err.count("\n") == 1, err
     assert cluster.calls == []
+
+
+def test_list_counts_a_job_on_another_pool_with_that_pools_nodes(cluster, cli, outputs):
+    path = outputs()
+    for name, pool in (("on-t4", "t4"), ("on-l4", "l4")):
+        assert cli("submit", name, "--outputs", path, "--pool", pool, "--nodes", "2", "--", "--max-steps", "50")[0] == 0
+    started = (datetime.now(timezone.utc) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    jobs = []
+    for call in cluster.calls:
+        if call["tool"] == "helm" and call["argv"][0] == "install":
+            job = one(render(json.loads(call["stdin"]), release=call["argv"][1]), "Job")
+            job["metadata"].update(creationTimestamp=started, uid=call["argv"][1])
+            job["spec"]["suspend"] = False
+            job["status"] = {"active": 2, "startTime": started,
+                             "conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": started}]}
+            jobs.append(job)
+    cluster.set_state({**cluster.state, "jobs": jobs})
+    code, out, err = cli("list", "--outputs", path)
+    assert code == 0, err
+    lines = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+    # GPUs from the pods themselves: two L4 pods of 4 GPUs, two T4 pods of 2.
+    assert (lines["on-l4"][1], lines["on-l4"][2]) == ("running", "8")
+    assert (lines["on-t4"][1], lines["on-t4"][2]) == ("running", "4")
+    # The stack prices the job's pool only: the T4 job costs 2 nodes at that price, the L4 job is unknown.
+    assert lines["on-l4"][-1] == "?" and lines["on-t4"][-1].startswith("$")

@@ -187,6 +187,15 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
     return 0
 
 
+def _pricing(outputs: StackOutputs) -> list[status.PoolPricing]:
+    """Each GPU pool's nodes for `list`'s cost: the stack prices only the job's pool (estimatedHourlyUsd), so a
+    job on another pool shows its cost as unknown rather than at the wrong machine's price."""
+    return [status.PoolPricing(node_selector=pool["values"].get("nodeSelector") or {},
+                               gpus_per_node=pool["gpusPerNode"],
+                               usd_per_node=outputs.usd_per_node if pool["values"] == outputs.values else None)
+            for pool in outputs.pools.values()]
+
+
 def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
         releases = _releases(cluster)
@@ -195,7 +204,7 @@ def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
                      if outputs.queue_name else {})
     print(status.table(status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None,
                                    gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
-                                   ttl=status.ttl_seconds(outputs.values))))
+                                   ttl=status.ttl_seconds(outputs.values), pools=_pricing(outputs))))
     return 0
 
 
