@@ -1,4 +1,4 @@
-"""The GCP stacks' cost outputs, checked against the price table by hand (infra/cost/prices.yaml, us-central1)."""
+"""The GCP stacks' cost outputs, checked against the price table by hand (trainstack/infra/cost/prices.yaml, us-central1)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,6 @@ def test_a3_stack_is_on_demand_and_says_what_it_leaves_out():
     assert hourly["gpuNode"]["capacity"] == "ON_DEMAND"
     assert hourly["gpuNode"]["onDemandUsdPerNode"] == pytest.approx(9.46006 + 8 * 4.20076 + 200 * 0.17 / 730 + 0.0014,
                                                                     abs=1e-4)
-    assert "a3 local SSDs (16 per node: no price in infra/cost/prices.yaml)" in hourly["notIncluded"]
+    assert "a3 local SSDs (16 per node: no price in trainstack/infra/cost/prices.yaml)" in hourly["notIncluded"]
     run = exports["estimatedRunUsd"]
     assert (run["preset"], run["processes"], run["tokensPerStep"]) == ("gpt2-medium", 16, 16 * 16 * 1024)

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from infra.job_owner import JOB_OWNER
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.gcp import test_a3
+from trainstack.infra.kubernetes.job_owner import JOB_OWNER
 from trainstack.jobs.cli import main
 
 FAKE_TOOL = Path(__file__).with_name("fake_tool.py")

@@ -1,7 +1,7 @@
 """`pulumi destroy` with CLI-submitted jobs running: what the mocked graph and the rendered chart show.
 
 Pulumi deletes a resource before everything it depends on, so "A is deleted before B" is "A depends
-on B", directly or through others. Every job names the job owner (infra/job_owner.py) as its owner;
+on B", directly or through others. Every job names the job owner (trainstack/infra/kubernetes/job_owner.py) as its owner;
 destroy deletes that ConfigMap in the foreground first, which makes Kubernetes delete every job and
 wait for its pods, and only then what the jobs used (claim, ServiceAccount, queues, Kueue, the
 namespace, the GPU pools). The bucket is kept. What a mock cannot show (the API server's garbage
@@ -16,12 +16,12 @@ import uuid
 import kubernetes_validate
 import pytest
 
-from infra.job_owner import DELETE_TIMEOUT, JOB_OWNER
-from infra.versions import KUEUE_CHART
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.gcp import test_a3
 from tests.workloads.chart import KUBERNETES_VERSION, VALUE_SETS, load_values, render
+from trainstack.infra.core.versions import KUEUE_CHART
+from trainstack.infra.kubernetes.job_owner import DELETE_TIMEOUT, JOB_OWNER
 
 RUNS = {
     "aws": lambda: aws_runs.run_main(aws_runs.config_with({"trainstack:job": {"queue": True}})),

@@ -12,10 +12,10 @@ from datetime import datetime, timedelta, timezone
 import kubernetes_validate
 import pytest
 
-from infra.gcp.node_pools import POOL_LABEL
 from tests.gcp import stack_runs as gcp_runs
 from tests.gcp import test_a3
 from tests.workloads.chart import KUBERNETES_VERSION, one, render
+from trainstack.infra.gcp.node_pools import POOL_LABEL
 
 from .kueue_schema import validate_workload, workload_for
 
