@@ -34,6 +34,8 @@ import pulumi_kubernetes as k8s
 JOB_OWNER = "trainstack-jobs"
 # Time for the garbage collector to delete every job: the pods' grace period (the chart's
 # job.terminationGracePeriodSeconds, for the final checkpoint) plus Kueue's and the Job controller's work.
+# pulumi-kubernetes hands customTimeouts.delete to its delete await (provider/pkg/provider/provider.go
+# Delete, Timeout: req.Timeout; metadata/overrides.go TimeoutDuration), 10 minutes without it.
 DELETE_TIMEOUT = "30m"
 
 
