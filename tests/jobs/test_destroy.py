@@ -127,7 +127,7 @@ def test_every_job_names_the_owner_destroy_deletes(run, stack_exports):
 
 @pytest.mark.parametrize("stack", list(RUNS))
 def test_a_cli_jobs_objects_that_cost_or_hold_the_claim_are_owned(stack, cluster, cli, outputs_file, stack_exports):
-    code, _, err = cli("submit", "exp-a", "--outputs", outputs_file(stack), "--nodes", "1", "--tensorboard",
+    code, _, err = cli("submit", "exp-a", "--outputs", outputs_file(stack), "--pods", "1", "--tensorboard",
                        "--", "--max-steps", "50")
     assert code == 0, err
     [install] = [c for c in cluster.calls if c["tool"] == "helm" and c["argv"][0] == "install"]

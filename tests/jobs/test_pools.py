@@ -75,7 +75,7 @@ def test_every_pool_is_exported_with_its_own_placement_and_queue(two_pools):
 
 def test_submit_pool_sends_that_pools_placement_queue_and_gpus(cluster, cli, outputs, two_pools):
     submission = two_pools[1]["jobSubmission"]
-    code, out, err = cli("submit", "on-l4", "--outputs", outputs(), "--pool", "l4", "--nodes", "1:3",
+    code, out, err = cli("submit", "on-l4", "--outputs", outputs(), "--pool", "l4", "--pods", "1:3",
                          "--", "--max-steps", "50")
     assert (code, err) == (0, ""), err
     argv, values = _install(cluster)
@@ -99,14 +99,14 @@ def test_submit_without_pool_stays_on_the_jobs_pool(cluster, cli, outputs, two_p
     assert code == 0, err
     _, values = _install(cluster)
     assert values["nodeSelector"][POOL_LABEL] == "t4" and values["kueue"]["queueName"] == "training"
-    assert values["resources"]["gpusPerNode"] == 2
+    assert values["resources"]["gpusPerPod"] == 2
 
 
 @pytest.mark.parametrize(("argv", "says"), [
     (["--pool", "a100"], "--pool a100: no such GPU pool on this stack (pools: l4, t4)"),
-    # The node range against that pool's maximum (3 L4 nodes), not the job's pool's (2).
-    (["--pool", "l4", "--nodes", "4"], "4 pods need 4 GPU nodes (nvidia-l4), but the stack's GPU pool has at most 3"),
-    (["--pool", "t4", "--nodes", "3"], "3 pods need 3 GPU nodes (nvidia-tesla-t4), but the stack's GPU pool has at most 2"),
+    # The pod range against that pool's maximum (3 L4 nodes), not the job's pool's (2).
+    (["--pool", "l4", "--pods", "4"], "4 pods need 4 GPU nodes (nvidia-l4), but the stack's GPU pool has at most 3"),
+    (["--pool", "t4", "--pods", "3"], "3 pods need 3 GPU nodes (nvidia-tesla-t4), but the stack's GPU pool has at most 2"),
 ])
 def test_a_bad_pool_or_a_range_over_its_size_is_one_line_and_no_call(cluster, cli, outputs, argv, says):
     code, out, err = cli("submit", "exp", "--outputs", outputs(), *argv, "--", "--max-steps", "50")
@@ -148,7 +148,7 @@ def test_gpu_networking_belongs_to_its_pool(tmp_path, cluster, cli, job_pool):
 def test_list_counts_a_job_on_another_pool_with_that_pools_nodes(cluster, cli, outputs):
     path = outputs()
     for name, pool in (("on-t4", "t4"), ("on-l4", "l4")):
-        assert cli("submit", name, "--outputs", path, "--pool", pool, "--nodes", "2", "--", "--max-steps", "50")[0] == 0
+        assert cli("submit", name, "--outputs", path, "--pool", pool, "--pods", "2", "--", "--max-steps", "50")[0] == 0
     started = (datetime.now(timezone.utc) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     jobs = []
     for call in cluster.calls:
