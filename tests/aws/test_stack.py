@@ -654,9 +654,9 @@ def test_every_kubernetes_object_uses_the_clusters_provider(up):
     assert provider.inputs["kubeconfig"] == KUBECONFIG and provider.is_secret("kubeconfig")
     assert provider.inputs["clusterIdentifier"] == "trainstack-aws"
     kubernetes_objects = [r for r in up.registrations if r.type.startswith("kubernetes:")]
-    # PV, PVC, the jobs' ServiceAccount, the device plugin, autoscaler, Kueue and job releases, and the
-    # GPU pool's ResourceFlavor, ClusterQueue and LocalQueue
-    assert len(kubernetes_objects) == 10
+    # PV, PVC, the jobs' ServiceAccount, the device plugin, autoscaler, Kueue and job releases, the
+    # GPU pool's ResourceFlavor, ClusterQueue and LocalQueue, and the jobs' owner (infra/job_owner.py)
+    assert len(kubernetes_objects) == 11
     assert {r.provider for r in kubernetes_objects} == {provider.urn}
 
 

@@ -169,6 +169,14 @@ def test_in_a_queue_a_tensorboard_toggle_replaces_the_release() -> None:
     assert "values.tensorboard" not in _run_job(queue_name=None).one(RELEASE).replace_on_changes
 
 
+def test_in_a_queue_the_job_owner_arriving_replaces_the_release() -> None:
+    # The first pulumi up with the job owner (trainstack/infra/kubernetes/job_owner.py) adds values.owner: in
+    # place, that upgrade would write parallelism back like any other; outside a queue the Job gains the owner.
+    release = _run_job(queue_name="team-a", pods_min=1, pods_max=4).one(RELEASE)
+    assert "values.owner" in release.replace_on_changes
+    assert "values.owner" not in _run_job(queue_name=None).one(RELEASE).replace_on_changes
+
+
 def test_outputs_name_the_release_job_namespace_and_service_account() -> None:
     result = _run_job(release_name="run-42")
     assert result.exports == {

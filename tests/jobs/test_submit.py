@@ -89,7 +89,8 @@ def test_the_same_name_twice_never_replaces_the_job(cluster, cli, outputs_file):
     code, _, err = cli("submit", "exp", "--outputs", path)
     assert code == 2
     assert err.count("\n") == 1 and "a job named exp already exists" in err and "pick another NAME" in err
-    assert cluster.verbs() == ["helm list", "helm install", "helm list"]  # no second install, no upgrade
+    # The first: the names, the job owner's uid, the install. The second: no second install, no upgrade.
+    assert cluster.verbs() == ["helm list", "kubectl get", "helm install", "helm list"]
 
 
 def test_a_sweep_point_that_clashes_stops_the_whole_sweep(cluster, cli, outputs_file):
@@ -167,6 +168,18 @@ def test_two_submits_that_race_fail_with_helms_own_line(cluster, cli, outputs_fi
     assert code == 1 and out == ""
     assert err == ("trainstack submit: helm install failed: Error: INSTALLATION FAILED: release: already exists "
                    "(submitted before it: none)\n")
+
+
+@pytest.mark.parametrize("cluster_owner", [None, "0f0e0d0c-0000-4000-8000-000000000000"])
+def test_outputs_naming_another_job_owner_are_refused_before_install(cluster, cli, outputs_file, cluster_owner):
+    # The stack destroyed and brought up again since the outputs were saved: Kubernetes' garbage collector
+    # would delete a Job whose owner is gone as soon as it is created.
+    cluster.set_state({"configmaps": {} if cluster_owner is None else {"trainstack-jobs": cluster_owner}})
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("gcp"))
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "they are from an earlier pulumi up" in err and "save the outputs again" in err
+    assert (cluster_owner or "has none") in err
+    assert cluster.verbs() == ["helm list", "kubectl get"]
 
 
 def test_the_old_nodes_flag_submits_the_same_job_with_one_deprecation_line(cluster, cli, outputs_file):

@@ -17,7 +17,7 @@ from trainstack.infra.kubernetes.job_submission import SUBMITTED_BY_CLI
 from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
 from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError
-from trainstack.jobs.stack_outputs import StackOutputs, load
+from trainstack.jobs.stack_outputs import StackOutputs, load, on_pool
 
 
 def _pods(text: str, flag: str = "--pods") -> tuple[int, int]:
@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--nodes", metavar="MIN:MAX", help="deprecated: the old name of --pods")
     sub.add_argument("--sweep", action="append", default=[], metavar="FLAG=V1,V2",
                      help="one job per value (repeat for a grid)")
+    sub.add_argument("--pool", metavar="NAME", help="the GPU pool to run on (default: the stack job's; "
+                     "jobSubmission.pools lists them)")
     sub.add_argument("--image", help="another image (<repository>@sha256:... or :tag) than the stack's")
     sub.add_argument("--tensorboard", action="store_true",
                      help="also run TensorBoard for this job (a Deployment that stays until cancel)")
@@ -70,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = command("cancel", "stop a job and remove it from the cluster (its bucket prefix stays)")
     sub.add_argument("name", metavar="NAME", nargs="?")
     sub.add_argument("--all", action="store_true",
-                     help="every job the CLI submitted (before pulumi destroy: see docs/jobs.md)")
+                     help="every job the CLI submitted (pulumi destroy removes them itself: see docs/jobs.md)")
     sub = command("results", "where the job's checkpoints and export are, and how to fetch them")
     sub.add_argument("name", metavar="NAME")
     return parser
@@ -123,7 +125,26 @@ def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
                          "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
 
 
+def _check_owner(cluster: Cluster, outputs: StackOutputs) -> None:
+    """The job owner the outputs name must be the cluster's: the garbage collector deletes at once a Job
+    whose owners are all gone (kubernetes.io/docs/concepts/architecture/garbage-collection/), so a job
+    sent with outputs from before the stack was destroyed and brought up again would vanish."""
+    owner = outputs.values.get("owner")
+    if not owner:
+        return  # outputs from before the owner existed: the job has none (docs/jobs.md, pulumi destroy)
+    found = cluster.json("kubectl", ["get", "configmap", owner["name"], "--ignore-not-found", "--output", "json"])
+    uid = ((found or {}).get("metadata") or {}).get("uid")
+    if uid != owner["uid"]:
+        where = f"uid {uid}" if uid else "none"
+        raise UsageError(f"the outputs name the job owner {owner['name']} with uid {owner['uid']}, the cluster has "
+                         f"{where}: they are from an earlier pulumi up, and Kubernetes would delete the job at once",
+                         "save the outputs again with pulumi stack output --json --show-secrets")
+
+
 def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
+    if args.pool is not None:
+        # That pool's placement, pod resources, queue and size, for every check below and the values sent.
+        outputs = on_pool(outputs, args.pool)
     rest = list(args.rest)
     custom = args.module is not None or args.script is not None
     if custom and args.sweep:
@@ -154,6 +175,7 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
         if taken:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
                              f"pick another NAME (e.g. {args.name}-2), or trainstack cancel {taken[0]} first")
+        _check_owner(cluster, outputs)
         if _without_gang(outputs, job):
             print(f"trainstack submit: warning: no queue on this stack, so the {job.pods_min} pods are not reserved "
                   "together: another multi-pod job may take their nodes (trainstack:job.queue true admits all or "
@@ -177,6 +199,15 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
     return 0
 
 
+def _pricing(outputs: StackOutputs) -> list[status.PoolPricing]:
+    """Each GPU pool's nodes for `list`'s cost: the stack prices only the job's pool (estimatedHourlyUsd), so a
+    job on another pool shows its cost as unknown rather than at the wrong machine's price."""
+    return [status.PoolPricing(node_selector=pool["values"].get("nodeSelector") or {},
+                               gpus_per_node=pool["gpusPerNode"],
+                               usd_per_node=outputs.usd_per_node if pool["values"] == outputs.values else None)
+            for pool in outputs.pools.values()]
+
+
 def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
         releases = _releases(cluster)
@@ -185,7 +216,7 @@ def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
                      if outputs.queue_name else {})
     print(status.table(status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None,
                                    gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
-                                   ttl=status.ttl_seconds(outputs.values))))
+                                   ttl=status.ttl_seconds(outputs.values), pools=_pricing(outputs))))
     return 0
 
 

@@ -122,7 +122,7 @@ def check(outputs: StackOutputs, name: str, pods: tuple[int, int] | None, target
         raise _cli_error(error) from None
     check_object_names(name)
     _, nodes_for_max = gpu_nodes_for_job(job, outputs.gpus_per_node)
-    if nodes_for_max > outputs.pool_max_nodes:
+    if outputs.pool_max_nodes is not None and nodes_for_max > outputs.pool_max_nodes:
         raise UsageError(f"--pods: {job.pods_max} pods need {nodes_for_max} GPU nodes ({outputs.node_type}), but "
                          f"the stack's GPU pool has at most {outputs.pool_max_nodes}",
                          f"give --pods {min(job.pods_min, outputs.pool_max_nodes)}:{outputs.pool_max_nodes} or "

@@ -80,8 +80,10 @@ REPLACE_ON_CHANGES = (
 )
 # In a queue, parallelism is fixed while the Job runs (see the module docstring). A helm upgrade for
 # any other change also writes parallelism back to pods.replicas, which Kueue refuses for a Job it
-# admitted with fewer pods: TensorBoard, the one such value the stack config toggles, replaces too.
-REPLACE_ON_CHANGES_IN_A_QUEUE = (*REPLACE_ON_CHANGES, "values.job.pods.replicas", "values.tensorboard")
+# admitted with fewer pods: TensorBoard, the one such value the stack config toggles, replaces too,
+# and so does the job owner (job_owner.py), set once by the first `pulumi up` that has it.
+REPLACE_ON_CHANGES_IN_A_QUEUE = (*REPLACE_ON_CHANGES, "values.job.pods.replicas", "values.tensorboard",
+                                 "values.owner")
 
 
 @dataclass(frozen=True)

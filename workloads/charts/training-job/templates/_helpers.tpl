@@ -41,6 +41,19 @@ app.kubernetes.io/managed-by: {{ $ctx.Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" $ctx.Chart.Name $ctx.Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* metadata.ownerReferences naming .Values.owner: not a controller (Kueue and the Job controller look
+only at a controller owner), but blocking, so a foreground delete of the owner waits for this object. */}}
+{{- define "training-job.ownerReferences" -}}
+{{- with .Values.owner }}
+ownerReferences:
+  - apiVersion: {{ .apiVersion | quote }}
+    kind: {{ .kind | quote }}
+    name: {{ .name | quote }}
+    uid: {{ .uid | quote }}
+    blockOwnerDeletion: true
+{{- end }}
+{{- end -}}
+
 {{/* "repository@sha256:..." when a digest is given (immutable), else "repository:tag". */}}
 {{- define "training-job.imageRef" -}}
 {{- if .digest -}}
