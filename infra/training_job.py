@@ -276,6 +276,10 @@ def _gpu_container_resources(values: Mapping[str, Any]) -> dict[str, Any]:
     return {"requests": requests, "limits": limits}
 
 
+# GPU networking modes whose pods run the RxDM sidecar (templates/_gpu_networking.tpl); rdma has none.
+RXDM_MODES = ("tcpx", "tcpxo")
+
+
 def pod_resources(values: Mapping[str, Any]) -> dict[str, Any]:
     """The resource-bearing part of the pod template the chart renders for these values (templates/job.yaml):
     {"initContainers": [...], "containers": [...]}, each container's name, restartPolicy and resources.
@@ -287,7 +291,7 @@ def pod_resources(values: Mapping[str, Any]) -> dict[str, Any]:
     values = deep_merge(chart_default_values(), values)
     mode = values["gpuNetworking"]["mode"]
     init_containers: list[dict[str, Any]] = []
-    if mode != "none":
+    if mode in RXDM_MODES:
         init_containers.append({"name": f"{mode}-daemon", "restartPolicy": "Always",
                                 "resources": values["gpuNetworking"]["rxdmResources"]})
     for sidecar in values.get("sidecars") or []:

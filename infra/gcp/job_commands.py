@@ -14,7 +14,6 @@ from infra.commands import (
     kubectl_commands,
 )
 from infra.config import JobConfig
-from infra.gcp.machine_types import GpuDirectProfile
 from infra.job_submission import SUBMITTED_BY_CLI
 from infra.paths import TRAINING_JOB_CHART_DIR, project_relative
 from infra.training_job import image_values
@@ -46,8 +45,9 @@ def job_commands(*, project: str, location: str, cluster_name: str, job: JobConf
     }
 
 
-# The chart's machine profile per GPUDirect mode (workloads/charts/training-job/profiles/).
-MACHINE_PROFILES = {"tcpx": "a3-highgpu.yaml", "tcpxo": "a3-megagpu.yaml"}
+# The chart's machine profile per GPUDirect machine type (workloads/charts/training-job/profiles/).
+MACHINE_PROFILES = {"a3-highgpu-8g": "a3-highgpu.yaml", "a3-megagpu-8g": "a3-megagpu.yaml",
+                    "a3-ultragpu-8g": "a3-ultragpu.yaml", "a4-highgpu-8g": "a4-highgpu.yaml"}
 # ncclCheck.runner -> the chart's check profile: `trainer` is an all-reduce in the training image with the
 # job's own launcher and NCCL settings (it also proves the image's NCCL is the plugin's); `nccl-tests` is
 # the plugin image's all_gather_perf over mpirun (the network alone).
@@ -55,10 +55,10 @@ CHECK_PROFILES = {"trainer": "nccl-allreduce.yaml", "nccl-tests": "nccl-check.ya
 NCCL_CHECK_RELEASE = "nccl-check"
 
 
-def nccl_check_command(*, profile: GpuDirectProfile, namespace: str, min_bus_bandwidth_gbps: int, job: JobConfig,
+def nccl_check_command(*, machine_type: str, namespace: str, min_bus_bandwidth_gbps: int, job: JobConfig,
                        image_ref: pulumi.Input[str], claim_name: pulumi.Input[str] | None,
                        service_account: pulumi.Input[str], runner: str = "trainer") -> pulumi.Output[str]:
-    """Runs the NCCL check on two A3 nodes over the job's GPUDirect wiring; exits non-zero below the bar.
+    """Runs the NCCL check on two GPUDirect nodes over the job's wiring; exits non-zero below the bar.
 
     `eval "$(pulumi stack output ncclCheckCommand)"` prints pod 0's verdict line (bus bandwidth
     against the threshold) and removes the check's release whatever the outcome. The trainer runner
@@ -82,7 +82,7 @@ def nccl_check_command(*, profile: GpuDirectProfile, namespace: str, min_bus_ban
                 sets.append(f"--set-string storage.pvc={claim}")
         return " ".join([
             f"helm install {NCCL_CHECK_RELEASE} {PROJECT_CHART} -n {namespace}",
-            f"-f {profiles}/{MACHINE_PROFILES[profile.mode]} -f {profiles}/{CHECK_PROFILES[runner]}",
+            f"-f {profiles}/{MACHINE_PROFILES[machine_type]} -f {profiles}/{CHECK_PROFILES[runner]}",
             # Labelled as the CLI's jobs are: `trainstack cancel --all` (before pulumi destroy) removes it.
             f"--labels {'='.join(SUBMITTED_BY_CLI)}",
             *sets,

@@ -26,6 +26,8 @@ PROFILES = {
     "a3-nccl-check": ("a3-highgpu", "nccl-check"),
     "a3-mega-nccl-check": ("a3-megagpu", "nccl-check"),
     "a3-allreduce-check": ("a3-highgpu", "nccl-allreduce"),
+    "a4-rdma": ("a4-highgpu",),
+    "a4-allreduce-check": ("a4-highgpu", "nccl-allreduce"),
 }
 
 RELEASE = "gpt2-run"

@@ -1,6 +1,7 @@
 {{/*
 GPUDirect-TCPX / TCPXO wiring of the training pod (gpuNetworking.mode tcpx or tcpxo), shared by the
-trainer and the NCCL check. Every helper renders nothing when the mode is none.
+trainer and the NCCL check. Every helper renders nothing when the mode is none; mode rdma (A3 Ultra,
+A4) has its own helpers in _gpu_networking_rdma.tpl, which these call.
 
 Upstream shape (container-engine-accelerators gpudirect-tcpx(o)/nccl-test*.yaml, cluster-toolkit
 gpu-direct-workload/scripts/enable-tcpx(o)-in-workload.py): the pod joins the GPU VPCs through the
@@ -23,7 +24,9 @@ the installer DaemonSet filled on the node and the GPU device plugin mounts into
 {{/* Pod annotations as a JSON object: eth0 on the cluster network, eth1..N on the GPU networks. */}}
 {{- define "training-job.gpuNetworking.podAnnotations" -}}
 {{- $annotations := dict -}}
-{{- if ne .Values.gpuNetworking.mode "none" -}}
+{{- if eq .Values.gpuNetworking.mode "rdma" -}}
+{{- $annotations = include "training-job.gpuNetworking.rdma.podAnnotations" . | fromJson -}}
+{{- else if ne .Values.gpuNetworking.mode "none" -}}
 {{- $settings := include "training-job.gpuNetworking.settings" . | fromJson -}}
 {{- $interfaces := list (dict "interfaceName" "eth0" "network" "default") -}}
 {{- range $i, $network := $settings.networks -}}
@@ -58,7 +61,7 @@ the node's /sys and /proc/sys through hostPath, and its root filesystem stays wr
 entrypoint chmods itself and writes its health-check file). No other container gets any of this.
 */}}
 {{- define "training-job.gpuNetworking.sidecar" -}}
-{{- if ne .Values.gpuNetworking.mode "none" -}}
+{{- if has .Values.gpuNetworking.mode (list "tcpx" "tcpxo") -}}
 {{- $mode := .Values.gpuNetworking.mode -}}
 {{- $settings := include "training-job.gpuNetworking.settings" . | fromJson -}}
 - name: {{ include "training-job.gpuNetworking.daemonName" . }}
@@ -156,12 +159,16 @@ that .Values.env also sets is left out here: the user's entry (rendered after) w
 # The trainer's one hostPath: NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY (the TCPXO plugin's devices).
 - name: aperture-devices
   mountPath: /dev/aperture_devices
+{{- else if eq .Values.gpuNetworking.mode "rdma" }}
+{{- include "training-job.gpuNetworking.rdma.volumeMounts" . }}
 {{- end -}}
 {{- end -}}
 
 {{/* Pod volumes. type Directory: on a node without them the pod fails to start, visibly. */}}
 {{- define "training-job.gpuNetworking.volumes" -}}
-{{- if ne .Values.gpuNetworking.mode "none" }}
+{{- if eq .Values.gpuNetworking.mode "rdma" }}
+{{- include "training-job.gpuNetworking.rdma.volumes" . }}
+{{- else if ne .Values.gpuNetworking.mode "none" }}
 - name: nvidia-libraries
   hostPath:
     path: /home/kubernetes/bin/nvidia/lib64

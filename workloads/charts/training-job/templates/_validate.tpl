@@ -53,8 +53,11 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 {{- end -}}
 
 {{- if $check -}}
+{{- if and (eq $gpuNet "rdma") (eq $v.ncclCheck.runner "nccl-tests") -}}
+{{- fail "ncclCheck.runner nccl-tests is not wired for gpuNetworking.mode rdma (the gIB installer image carries no nccl-tests): use ncclCheck.runner trainer" -}}
+{{- end -}}
 {{- if eq $gpuNet "none" -}}
-{{- fail "ncclCheck.enabled needs gpuNetworking.mode tcpx or tcpxo: the check runs that mode's NCCL plugin image over its wiring" -}}
+{{- fail "ncclCheck.enabled needs gpuNetworking.mode tcpx, tcpxo or rdma: the check runs over that mode's wiring" -}}
 {{- end -}}
 {{- if or (ne (int $nodes.min) (int $nodes.max)) (lt (int $nodes.max) 2) -}}
 {{- fail (printf "ncclCheck.enabled needs job.nodes.min = job.nodes.max >= 2 (got %d:%d): mpirun starts on a fixed set of nodes" (int $nodes.min) (int $nodes.max)) -}}
