@@ -1,6 +1,6 @@
 """trainstack's Pulumi program: pick the stack's cloud, check its config, build it, export its outputs.
 
-Thin on purpose: everything else lives in infra/. This is the one place that knows every cloud;
+Thin on purpose: everything else lives in trainstack/infra/. This is the one place that knows every cloud;
 only the selected cloud's package (and its provider SDKs) is imported.
 """
 
@@ -9,13 +9,13 @@ from typing import Any
 
 import pulumi
 
-from infra.config import NAMESPACE, ConfigError, raw_config
-from infra.cost import check_budget
+from trainstack.infra.config import NAMESPACE, ConfigError, raw_config
+from trainstack.infra.cost import check_budget
 
 
 def build_aws(raw: dict[str, str]) -> dict[str, Any]:
-    from infra.aws import AwsStack, AwsStackArgs, parse_aws_config
-    from infra.aws.cost import estimate_aws_cost
+    from trainstack.infra.aws import AwsStack, AwsStackArgs, parse_aws_config
+    from trainstack.infra.aws.cost import estimate_aws_cost
 
     config = parse_aws_config(raw)  # every key checked before any resource is registered
     check_budget(estimate_aws_cost(config), config.budget, config.job.enabled)  # and the budget
@@ -23,8 +23,8 @@ def build_aws(raw: dict[str, str]) -> dict[str, Any]:
 
 
 def build_gcp(raw: dict[str, str]) -> dict[str, Any]:
-    from infra.gcp import GcpStack, GcpStackArgs, parse_gcp_config
-    from infra.gcp.cost import estimate_gcp_cost
+    from trainstack.infra.gcp import GcpStack, GcpStackArgs, parse_gcp_config
+    from trainstack.infra.gcp.cost import estimate_gcp_cost
 
     config = parse_gcp_config(raw)
     check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
@@ -50,7 +50,7 @@ def selected_cloud(raw: dict[str, str], stack: str) -> str:
     return cloud
 
 
-# Adopting a log group EKS recreated (infra/aws/cluster.py) imports it and applies our settings in the
+# Adopting a log group EKS recreated (trainstack/infra/aws/cluster.py) imports it and applies our settings in the
 # same update: the engine does that since pulumi/pulumi#19339, first released in v3.174.0; an older CLI
 # would refuse the import's diff. Refused up front instead, by the CLI itself.
 MINIMUM_PULUMI_CLI = ">=3.174.0"

@@ -31,7 +31,7 @@ CACHE = ROOT / "bench" / ".cache"
 RESULTS = ROOT / "bench" / "results"
 CPU = torch.device("cpu")
 
-# `python -m training train` defaults (training/contract/cli.py), for one process.
+# `python -m training train` defaults (trainstack/contract/cli.py), for one process.
 LR, WEIGHT_DECAY, BETAS, GRAD_CLIP, LOG_EVERY, SEED = 6e-4, 0.1, (0.9, 0.95), 1.0, 10, 1337
 
 

@@ -40,14 +40,14 @@ from pathlib import Path
 import torch
 
 from bench import common
-from training.contract.cli import build_parser
-from training.contract.config import TrainConfig
 from training.data.dataset import TokenWindows, load_meta
 from training.model.build import config_for, create_gpt, resolve_shape
 from training.model.export import export_model
 from training.observability import metrics
 from training.trainer import distill
 from training.trainer.step import Stepper
+from trainstack.contract.cli import build_parser
+from trainstack.contract.config import TrainConfig
 
 # Teachers, as `train` flags would build them; each student is the teacher with half its layers.
 # tiny: the student is `train --preset tiny`; mid: the student is bench/cpu_vs_hf_trainer.py's mid;

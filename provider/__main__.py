@@ -1,7 +1,7 @@
 """Entry point of the trainstack component package (PulumiPlugin.yaml beside it).
 
 The language host runs this folder as a script, so Python puts provider/ on sys.path, not the checkout that
-holds trainstack/ and infra/: add it, then serve the hosted components (trainstack.provider).
+holds trainstack/ and trainstack/infra/: add it, then serve the hosted components (trainstack.provider).
 """
 
 import sys

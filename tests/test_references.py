@@ -6,11 +6,11 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("training", "infra", "bench", "tests", "testbed", "images", "workloads", "policy", "trainstack", "docs")
+SOURCES = ("training", "bench", "tests", "testbed", "images", "workloads", "policy", "trainstack", "docs")
 SKIP_PARTS = {"venv", ".venv", "__pycache__", "golden", "results", "nccl_samples", "fixtures"}
 SUFFIXES = {".py", ".yaml", ".yml", ".tpl", ".toml", ".txt", ".md"}
 # A path into one of our folders, e.g. training/trainer/train.py or docs/BENCHMARKS.md.
-CITED_PATH = re.compile(r"(?<![\w./-])((?:training|infra|bench|tests|testbed|images|workloads|docs|policy|trainstack)/[\w./-]*\w"
+CITED_PATH = re.compile(r"(?<![\w./-])((?:training|bench|tests|testbed|images|workloads|docs|policy|trainstack)/[\w./-]*\w"
                         r"\.(?:py|md|yaml|yml|json|tpl|txt|lock|toml))(?![\w/])")
 CITED_DOC = re.compile(r"(?<![\w./-])([\w-]+\.md)\b")  # a bare document name, e.g. contracts.md
 OUTPUTS = ("bench/results/",)

@@ -2,7 +2,7 @@
 
 Bad input (UserError) is printed as one line and exits 2, and so is a write that failed because the
 storage is full or read-only (the code that wrote has already removed its half-written files). A
-retry cannot fix either (training/contract/errors.py). Nothing else is caught. `train` and `distill` end
+retry cannot fix either (trainstack/contract/errors.py). Nothing else is caught. `train` and `distill` end
 without the interpreter's own shutdown (training/elastic/process_exit.py).
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from training.contract.cli import build_parser, check_values
-from training.contract.errors import NO_RETRY_EXIT, UserError, storage_error, storage_failure
 from training.elastic.process_exit import exit_code, exit_now
+from trainstack.contract.cli import build_parser, check_values
+from trainstack.contract.errors import NO_RETRY_EXIT, UserError, storage_error, storage_failure
 
 
 def main(argv: list[str] | None = None) -> int:

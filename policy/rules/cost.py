@@ -1,5 +1,5 @@
 """Cost: GPU pools that scale to zero and run on spot or reserved capacity, a budget in the stack's
-config, and the labels that let the orphan audit (python -m infra.audit) find what a destroy left."""
+config, and the labels that let the orphan audit (python -m trainstack.infra.audit) find what a destroy left."""
 
 from __future__ import annotations
 

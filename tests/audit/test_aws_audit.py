@@ -11,7 +11,7 @@ import sys
 import boto3
 import pytest
 
-from infra.audit.__main__ import main
+from trainstack.infra.audit.__main__ import main
 
 from .servers import moto
 
@@ -183,7 +183,7 @@ def test_nothing_to_report_for_a_stack_without_leftovers(cloud, capsys):
 
 def test_command_line(cloud):
     env, state, _, made = cloud
-    done = subprocess.run([sys.executable, "-m", "infra.audit", "--stack", "aws", "--state", str(state)],
+    done = subprocess.run([sys.executable, "-m", "trainstack.infra.audit", "--stack", "aws", "--state", str(state)],
                           capture_output=True, text=True, env={**os.environ, **env}, timeout=120)
     assert done.returncode == 1, done.stderr
     assert _listed(done.stdout) == made["orphans"]
@@ -224,4 +224,4 @@ def test_an_unreachable_cloud_is_one_line_and_exit_2(tmp_path, capsys, monkeypat
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     assert main(["--stack", "aws", "--state", str(state)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("infra.audit: AWS (us-west-2):") and err.count("\n") == 1
+    assert err.startswith("trainstack.infra.audit: AWS (us-west-2):") and err.count("\n") == 1

@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from infra.audit.__main__ import main
+from trainstack.infra.audit.__main__ import main
 
 from .servers import gcs_emulator
 

@@ -1,4 +1,4 @@
-"""Values inside our types but outside what AWS documents (infra/aws/limits.py): each family is refused in one
+"""Values inside our types but outside what AWS documents (trainstack/infra/aws/limits.py): each family is refused in one
 line before any resource, and what the account alone knows (its zones) fails the preview before any resource."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from infra.aws.limits import EKS_NODE_TAGS, MAX_PUBLIC_ACCESS_CIDRS, MAX_TAGS
 from tests import pulumi_harness
 from tests.aws.stack_runs import (
     GET_AVAILABILITY_ZONES,
@@ -17,6 +16,7 @@ from tests.aws.stack_runs import (
     run_main_expecting_error,
 )
 from tests.stack_runs import assert_one_config_error_line
+from trainstack.infra.aws.limits import EKS_NODE_TAGS, MAX_PUBLIC_ACCESS_CIDRS, MAX_TAGS
 
 CIDRS = "trainstack:apiPublicAccessCidrs"
 TAGS = "trainstack:tags"

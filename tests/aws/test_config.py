@@ -11,9 +11,6 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from infra import versions
-from infra.aws.config import GPU_INSTANCE_FAMILIES, parse_aws_config
-from infra.config import ConfigError
 from tests.aws.stack_runs import (
     API_ACCESS,
     DEPLOYER_ROLE_ARN,
@@ -27,6 +24,9 @@ from tests.aws.stack_runs import (
     stack_file_config,
 )
 from tests.stack_runs import assert_one_config_error_line
+from trainstack.infra.aws.config import GPU_INSTANCE_FAMILIES, parse_aws_config
+from trainstack.infra.config import ConfigError
+from trainstack.infra.core import versions
 
 GPU = "trainstack:gpuNodes"
 JOB = "trainstack:job"
@@ -141,7 +141,7 @@ BAD_CONFIGS = [
      "platform + 2 x g4dn.xlarge SPOT $0.19 = $0.58/h, over the $100.00 limit"),
     ("run budget for an instance type without a price", {GPU: {"instanceTypes": ["g6e.xlarge"]},
                                                           JOB: {"enabled": True}, "trainstack:maxRunUsd": 100},
-     ("trainstack:maxHourlyUsd",), "trainstack:maxRunUsd", "cannot check the budget: no price for g6e.xlarge in infra/cost/prices.yaml"),
+     ("trainstack:maxHourlyUsd",), "trainstack:maxRunUsd", "cannot check the budget: no price for g6e.xlarge in trainstack/infra/cost/prices.yaml"),
     # job.train: every trainer flag, checked by the trainer's own parser before anything is registered.
     ("train value that is not a number", {JOB: {"train": {"lr": "fast"}}}, (), f"{JOB}.train.lr",
      "expected a number, got 'fast'"),
@@ -320,8 +320,8 @@ def test_config_values_arrive_as_strings_like_the_cli_sends_them():
 
 
 def test_job_train_takes_every_trainer_flag_and_passes_the_rest_as_extra_args():
-    from infra.config.train_args import train_keys
-    from training.contract.cli import train_flags
+    from trainstack.contract.cli import train_flags
+    from trainstack.infra.config.train_args import train_keys
 
     # Generated from the trainer's parser: every flag is a key, camelCase.
     assert len(train_keys()) == len(train_flags()) >= 30

@@ -1,5 +1,5 @@
 """The AWS stack's cost outputs with Pulumi.aws.yaml and the job enabled, checked against the price table
-by hand (infra/cost/prices.yaml, us-west-2)."""
+by hand (trainstack/infra/cost/prices.yaml, us-west-2)."""
 
 from __future__ import annotations
 

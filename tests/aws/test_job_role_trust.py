@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from infra.aws.irsa import trust_policy
 from tests.aws.stack_runs import config_with, run_main
+from trainstack.infra.aws.irsa import trust_policy
 
 
 def test_the_stack_jobs_previous_account_stays_trusted():

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
-from infra.pod_requests import parse_quantity, pod_requests
-from infra.training_job import chart_default_values, deep_merge, pod_resources
 from tests.aws.stack_runs import (
     JOB_ENABLED,
     NODE_GROUP,
@@ -16,6 +13,9 @@ from tests.aws.stack_runs import (
     run_main,
     run_main_expecting_error,
 )
+from trainstack.infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
+from trainstack.infra.kubernetes.pod_requests import parse_quantity, pod_requests
+from trainstack.infra.kubernetes.training_job import chart_default_values, deep_merge, pod_resources
 
 TAG = f"{NODE_TEMPLATE_RESOURCE_TAG}ephemeral-storage"
 GIB = 2**30

@@ -1,4 +1,4 @@
-"""Preflight (infra/aws/preflight.py) under mocks: what the account answers decides whether the preview
+"""Preflight (trainstack/infra/aws/preflight.py) under mocks: what the account answers decides whether the preview
 goes on. Both answers are tested for each question, and a failed check must leave nothing registered
 but the stack's components and providers."""
 
@@ -183,7 +183,7 @@ def test_the_preview_role_creating_the_cluster_in_a_real_up_is_refused_before_an
 
 
 def test_a_pulumi_cli_older_than_the_log_group_adoption_needs_is_refused_before_anything(monkeypatch):
-    # Importing a log group with a diff (infra/aws/cluster.py) needs the engine of pulumi/pulumi#19339; the
+    # Importing a log group with a diff (trainstack/infra/aws/cluster.py) needs the engine of pulumi/pulumi#19339; the
     # program asks the CLI (RequirePulumiVersion), which refuses itself when older.
     monitors = []
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from infra.training_job import chart_default_values
 from tests.aws.stack_runs import NODE_GROUP, RELEASE, REPO, run_main
+from trainstack.infra.kubernetes.training_job import chart_default_values
 
 DOCS = REPO / "docs" / "aws.md"
 

@@ -13,12 +13,6 @@ import json
 
 import pytest
 
-from infra import versions
-from infra.aws.cluster import ADMIN_VIEW_POLICY_ARN, GPU_NODE_LABELS, NODE_POLICY_ARNS, VIEW_POLICY_ARN
-from infra.aws.cluster_autoscaler import DESCRIBE_ACTIONS, SCALE_ACTIONS
-from infra.aws.config import GPU_INSTANCE_FAMILIES
-from infra.aws.efs_storage import EFS_CSI_POLICY_ARN
-from infra.aws.snapshot_bucket import BUCKET_ACTIONS, OBJECT_ACTIONS
 from tests.aws.stack_runs import (
     ACCESS_POINT,
     ACCOUNT,
@@ -71,6 +65,17 @@ from tests.aws.stack_runs import (
 )
 from tests.pulumi_harness import ProgramResult, Registration
 from tests.stack_runs import assert_tensorboard_runs_its_own_image
+from trainstack.infra.aws.cluster import (
+    ADMIN_VIEW_POLICY_ARN,
+    GPU_NODE_LABELS,
+    NODE_POLICY_ARNS,
+    VIEW_POLICY_ARN,
+)
+from trainstack.infra.aws.cluster_autoscaler import DESCRIBE_ACTIONS, SCALE_ACTIONS
+from trainstack.infra.aws.config import GPU_INSTANCE_FAMILIES
+from trainstack.infra.aws.efs_storage import EFS_CSI_POLICY_ARN
+from trainstack.infra.aws.snapshot_bucket import BUCKET_ACTIONS, OBJECT_ACTIONS
+from trainstack.infra.core import versions
 
 SEED_ZONES = ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
 

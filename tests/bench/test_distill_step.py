@@ -13,7 +13,7 @@ import torch
 
 from bench import distill_step
 from tests.support.training_runs import env
-from training.contract.shapes import ModelShape, gpt2_params_without_positions
+from trainstack.contract.shapes import ModelShape, gpt2_params_without_positions
 
 REPO = Path(__file__).resolve().parents[2]
 PEER = REPO / "bench" / ".peers" / "transformers-research-projects"

@@ -13,10 +13,10 @@ from typing import Any
 
 import grpc
 
-from infra.gcp.machine_types import FIXED_GPU_MACHINES
 from tests import stack_runs
 from tests.pulumi_harness import ProgramResult
 from tests.stack_runs import REPO, as_cli_config, short  # noqa: F401 - re-exported for the GCP tests
+from trainstack.infra.gcp.machine_types import FIXED_GPU_MACHINES
 
 STACK_FILE = REPO / "Pulumi.gcp.yaml"
 PROJECT = "ml-research-123"

@@ -7,11 +7,6 @@ import pulumi
 import pytest
 import yaml
 
-from infra.gcp.config import parse_gcp_config
-from infra.gcp.gpu_direct import plugin_image
-from infra.gcp.machine_types import GPU_DIRECT
-from infra.pod_requests import parse_quantity, pod_requests
-from infra.training_job import chart_default_values
 from tests import stack_runs
 from tests.gcp.stack_runs import (
     CLUSTER,
@@ -29,6 +24,11 @@ from tests.gcp.stack_runs import (
 )
 from tests.golden import assert_matches_golden
 from tests.workloads.chart import render
+from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.infra.gcp.gpu_direct import plugin_image
+from trainstack.infra.gcp.machine_types import GPU_DIRECT
+from trainstack.infra.kubernetes.pod_requests import parse_quantity, pod_requests
+from trainstack.infra.kubernetes.training_job import chart_default_values
 
 STACK_FILE = REPO / "Pulumi.gcp-a3.yaml"
 GOLDEN = REPO / "tests" / "gcp" / "golden" / "gcp-a3-stack.json"
@@ -182,8 +182,8 @@ def _helm_install_values(command: str) -> tuple[list[str], dict]:
     """The `helm install` words of a command and the values they give the chart (-f files, then --set)."""
     import shlex
 
-    from infra.training_job import deep_merge
     from tests.stack_runs import REPO
+    from trainstack.infra.kubernetes.training_job import deep_merge
 
     words = shlex.split(command.split(" && ", 1)[0])
     values: dict = {}

@@ -9,12 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from infra.gcp.config import parse_gcp_config
-from infra.gcp.gpu_direct import plugin_image
-from infra.gcp.gpu_networks import RDMA_NETWORK_MTU
-from infra.gcp.machine_types import GPU_DIRECT
-from infra.gcp.node_pools import GKE_TOPOLOGY_LEVELS
-from infra.pod_requests import parse_quantity, pod_requests
 from tests import stack_runs
 from tests.gcp.stack_runs import (
     BUCKET,
@@ -32,6 +26,12 @@ from tests.gcp.stack_runs import (
 )
 from tests.golden import assert_matches_golden
 from tests.workloads.chart import render
+from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.infra.gcp.gpu_direct import plugin_image
+from trainstack.infra.gcp.gpu_networks import RDMA_NETWORK_MTU
+from trainstack.infra.gcp.machine_types import GPU_DIRECT
+from trainstack.infra.gcp.node_pools import GKE_TOPOLOGY_LEVELS
+from trainstack.infra.kubernetes.pod_requests import parse_quantity, pod_requests
 
 STACK_FILE = REPO / "Pulumi.gcp-a4.yaml"
 GOLDEN = REPO / "tests" / "gcp" / "golden" / "gcp-a4-stack.json"

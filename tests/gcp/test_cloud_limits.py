@@ -1,11 +1,10 @@
-"""Values inside our types but outside what Google Cloud documents (infra/gcp/limits.py): each family is
+"""Values inside our types but outside what Google Cloud documents (trainstack/infra/gcp/limits.py): each family is
 refused in one line before any resource."""
 
 from __future__ import annotations
 
 import pytest
 
-from infra.gcp.limits import GOOGLE_NODE_LABELS, MAX_AUTHORIZED_NETWORKS, MAX_LABELS, MAX_NODES_PER_POOL_ZONE
 from tests import stack_runs
 from tests.gcp.stack_runs import (
     REPO,
@@ -16,6 +15,12 @@ from tests.gcp.stack_runs import (
     run_main_expecting_error,
 )
 from tests.stack_runs import assert_one_config_error_line
+from trainstack.infra.gcp.limits import (
+    GOOGLE_NODE_LABELS,
+    MAX_AUTHORIZED_NETWORKS,
+    MAX_LABELS,
+    MAX_NODES_PER_POOL_ZONE,
+)
 
 NETWORKS = "trainstack:apiAuthorizedNetworks"
 LABELS = "trainstack:labels"

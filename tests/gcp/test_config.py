@@ -8,7 +8,6 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from infra.gcp.config import parse_gcp_config
 from tests.gcp.stack_runs import (
     GET_ENGINE_VERSIONS,
     GET_ZONES,
@@ -21,6 +20,7 @@ from tests.gcp.stack_runs import (
     stack_file_config,
 )
 from tests.stack_runs import assert_one_config_error_line
+from trainstack.infra.gcp.config import parse_gcp_config
 
 POOL = "trainstack:gpuPools.t4"
 POOLS = "trainstack:gpuPools"

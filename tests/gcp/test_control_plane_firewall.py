@@ -1,21 +1,21 @@
 """The private GKE control plane reaches the webhooks and aggregated APIs of every chart the stack installs
-(infra/gcp/control_plane_firewall.py): a firewall rule from the control-plane range allows their ports."""
+(trainstack/infra/gcp/control_plane_firewall.py): a firewall rule from the control-plane range allows their ports."""
 
 from __future__ import annotations
 
 import pytest
 
-from infra.gcp.control_plane_firewall import (
+from tests.gcp.stack_runs import NODE_POOL, RELEASE, REPO, provider_calls, provider_outputs, run_main
+from tests.gcp.stack_runs import config_with as gcp_config_with
+from tests.stack_runs import config_with
+from tests.stack_runs import run_main as run_stack
+from trainstack.infra.core.versions import KUEUE_CHART
+from trainstack.infra.gcp.control_plane_firewall import (
     CONTROL_PLANE_CALLED_PORTS,
     PORTS_READ_AT_VERSION,
     chart_key,
     control_plane_ports,
 )
-from infra.versions import KUEUE_CHART
-from tests.gcp.stack_runs import NODE_POOL, RELEASE, REPO, provider_calls, provider_outputs, run_main
-from tests.gcp.stack_runs import config_with as gcp_config_with
-from tests.stack_runs import config_with
-from tests.stack_runs import run_main as run_stack
 
 FIREWALL = "gcp:compute/firewall:Firewall"
 A3 = REPO / "Pulumi.gcp-a3.yaml"
@@ -80,6 +80,6 @@ def test_a_chart_with_unknown_ports_is_refused():
 
 
 def test_the_ports_were_read_at_the_pinned_kueue_version():
-    # Bumping infra/versions.py's Kueue pin must come with reading its chart's webhook and visibility
+    # Bumping trainstack/infra/core/versions.py's Kueue pin must come with reading its chart's webhook and visibility
     # ports again (charts/kueue/values.yaml, templates/visibility/service.yaml at the new tag).
     assert PORTS_READ_AT_VERSION[KUEUE_CHART.chart] == KUEUE_CHART.version

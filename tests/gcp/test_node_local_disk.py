@@ -3,8 +3,8 @@ request is refused (review finding 1); the estimate follows GKE's documented res
 
 from __future__ import annotations
 
-from infra.gcp.node_disk import gke_allocatable_ephemeral_storage
 from tests.gcp.stack_runs import JOB_ENABLED, config_with, run_main, run_main_expecting_error
+from trainstack.infra.gcp.node_disk import gke_allocatable_ephemeral_storage
 
 
 def test_the_estimate_follows_gkes_reservation():

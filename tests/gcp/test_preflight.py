@@ -1,4 +1,4 @@
-"""Preflight (infra/gcp/preflight.py) under mocks: the zone, the release channel's version and each GPU
+"""Preflight (trainstack/infra/gcp/preflight.py) under mocks: the zone, the release channel's version and each GPU
 pool's machine type; both answers are tested, and a wrong one registers no cloud resource."""
 
 from __future__ import annotations

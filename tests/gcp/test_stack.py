@@ -11,8 +11,6 @@ import json
 
 import pytest
 
-from infra import versions
-from infra.gcp.identity import GKE_SERVICE_ACCOUNT_ANNOTATION
 from tests.gcp.stack_runs import (
     ACCESS_TOKEN,
     BUCKET,
@@ -47,6 +45,8 @@ from tests.gcp.stack_runs import (
     run_main,
 )
 from tests.stack_runs import assert_tensorboard_runs_its_own_image
+from trainstack.infra.core import versions
+from trainstack.infra.gcp.identity import GKE_SERVICE_ACCOUNT_ANNOTATION
 
 
 @pytest.fixture(scope="module")

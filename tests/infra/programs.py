@@ -8,7 +8,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from infra import (
+from tests.pulumi_harness import unknown_output
+from trainstack.infra import (
     Kueue,
     KueueArgs,
     NvidiaDevicePlugin,
@@ -19,7 +20,6 @@ from infra import (
     TrainingJob,
     TrainingJobArgs,
 )
-from tests.pulumi_harness import unknown_output
 
 # Resource types as the engine sees them.
 PROVIDER = "pulumi:providers:kubernetes"

@@ -1,4 +1,4 @@
-"""The price table, the throughput model and the estimate's arithmetic (infra/cost), checked by hand.
+"""The price table, the throughput model and the estimate's arithmetic (trainstack/infra/cost), checked by hand.
 
 The stacks' outputs and budget errors are tested in tests/<cloud>/test_cost.py and test_config.py.
 """
@@ -11,11 +11,11 @@ import json
 import pytest
 import yaml
 
-from infra.config.job import parse_job
-from infra.cost import CostInputs, GpuNodes, LineItem, Rate, estimate
-from infra.cost.prices import PRICES_FILE, PriceTable
-from infra.cost.throughput import expected_throughput, model_flops_per_token
-from training.contract.shapes import PRESETS, ModelShape, gpt2_params_without_positions
+from trainstack.contract.shapes import PRESETS, ModelShape, gpt2_params_without_positions
+from trainstack.infra.config.job import parse_job
+from trainstack.infra.cost import CostInputs, GpuNodes, LineItem, Rate, estimate
+from trainstack.infra.cost.prices import PRICES_FILE, PriceTable
+from trainstack.infra.cost.throughput import expected_throughput, model_flops_per_token
 
 
 def test_every_price_names_a_source_that_says_where_and_when():
@@ -99,7 +99,7 @@ def test_hourly_estimate_adds_platform_and_nodes_at_min_job_and_max():
     assert hourly["idlePlatform"] == 0.1
     assert (hourly["atMin"]["usd"], hourly["atJob"]["usd"], hourly["atMax"]["usd"]) == (0.1, 1.12, 1.63)
     assert (hourly["atJobSpot"], hourly["atJobOnDemand"]) == (1.12, 4.12)
-    assert "nat (no price in infra/cost/prices.yaml)" in hourly["notIncluded"]
+    assert "nat (no price in trainstack/infra/cost/prices.yaml)" in hourly["notIncluded"]
 
 
 def test_run_estimate_is_steps_times_tokens_over_throughput_times_nodes_and_price():
@@ -121,7 +121,7 @@ def test_run_estimate_follows_global_batch_and_shape_flags_in_extra_args():
     # The config refuses an unknown preset; the estimate still says why if handed one.
     (dataclasses.replace(_inputs({}), job=dataclasses.replace(_inputs({}).job, train={"preset": "gpt3"})),
      "train.preset 'gpt3' is not one of"),
-    (_inputs({}, rate=None), "no price for n in infra/cost/prices.yaml"),
+    (_inputs({}, rate=None), "no price for n in trainstack/infra/cost/prices.yaml"),
 ])
 def test_no_run_estimate_says_why(inputs, why):
     result = estimate(inputs)
@@ -129,8 +129,8 @@ def test_no_run_estimate_says_why(inputs, why):
 
 
 def test_the_suggested_budget_is_rounded_up_so_that_it_passes():
-    from infra.config import ConfigError
-    from infra.cost import Budget, check_budget
+    from trainstack.infra.config import ConfigError
+    from trainstack.infra.cost import Budget, check_budget
 
     result = estimate(_inputs({}))  # $1.63/h at max: 0.1 + 3 x 0.51
     with pytest.raises(ConfigError) as raised:

@@ -10,8 +10,6 @@ import jsonschema
 import pulumi
 import pytest
 
-from infra import InvalidArgsError, Kueue, KueueArgs
-from infra.versions import KUEUE_API_VERSION, KUEUE_CHART, KUEUE_VERSION
 from tests.infra.programs import (
     CLUSTER_QUEUE,
     GPU_NODE_LABELS,
@@ -24,6 +22,8 @@ from tests.infra.programs import (
     make_provider,
 )
 from tests.pulumi_harness import ProgramResult, run_program, unknown_output
+from trainstack.infra import InvalidArgsError, Kueue, KueueArgs
+from trainstack.infra.core.versions import KUEUE_API_VERSION, KUEUE_CHART, KUEUE_VERSION
 
 # v1beta2 schemas of Kueue's CRDs at the pinned release (see "_source" inside the file).
 SCHEMAS = json.loads((Path(__file__).parent / "fixtures" / "kueue-v0.19.2-v1beta2-schemas.json").read_text())
@@ -77,7 +77,7 @@ def _unknown_fields(instance: Any, schema: dict, path: str = "") -> list[str]:
 
 
 def test_schemas_fixture_matches_the_pinned_versions() -> None:
-    # Bumping Kueue in infra/versions.py without regenerating the fixture must fail here.
+    # Bumping Kueue in trainstack/infra/core/versions.py without regenerating the fixture must fail here.
     assert SCHEMAS["_source"]["tag"] == KUEUE_VERSION
     assert SCHEMAS["_source"]["apiVersion"] == KUEUE_API_VERSION
 

@@ -12,10 +12,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-from infra import InvalidArgsError, Kueue, KueueArgs
-from infra.contracts import NodeTopology
-from infra.kueue import PoolQueue
-from infra.versions import KUEUE_API_VERSION
 from tests.infra.programs import (
     CLUSTER_QUEUE,
     GPU_NODE_LABELS,
@@ -25,6 +21,10 @@ from tests.infra.programs import (
     make_provider,
 )
 from tests.pulumi_harness import ProgramResult, run_program
+from trainstack.infra import InvalidArgsError, Kueue, KueueArgs
+from trainstack.infra.core.contracts import NodeTopology
+from trainstack.infra.core.versions import KUEUE_API_VERSION
+from trainstack.infra.kubernetes.kueue import PoolQueue
 
 SCHEMAS = json.loads((Path(__file__).parent / "fixtures" / "kueue-v0.19.2-v1beta2-schemas.json").read_text())
 TOPOLOGY = f"kubernetes:{KUEUE_API_VERSION}:Topology"

@@ -13,12 +13,12 @@ import helm_python as helm
 import pytest
 import yaml
 
-from infra import Kueue
-from infra.kueue import manager_config_yaml
-from infra.versions import KUEUE_CHART
 from tests.infra.programs import RELEASE
 from tests.infra.test_kueue import _args, make_provider
 from tests.pulumi_harness import run_program
+from trainstack.infra import Kueue
+from trainstack.infra.core.versions import KUEUE_CHART
+from trainstack.infra.kubernetes.kueue import manager_config_yaml
 
 # The pinned chart's own files (kubernetes-sigs/kueue v0.19.2 charts/kueue), vendored: see its README.md.
 CHART_DIR = Path(__file__).parent / "kueue_chart_v0.19.2"

@@ -1,7 +1,7 @@
-"""The dependency rule of infra/__init__.py: no cloud package is imported outside its own folder.
+"""The dependency rule of trainstack/infra/__init__.py: no cloud package is imported outside its own folder.
 
-`infra/<cloud>/` may import the neutral layer; the neutral layer (and every other cloud) must not
-import `infra.<cloud>` or that cloud's provider SDKs, so a second cloud composes the neutral layer
+`trainstack/infra/<cloud>/` may import the neutral layer; the neutral layer (and every other cloud) must not
+import `trainstack.infra.<cloud>` or that cloud's provider SDKs, so a second cloud composes the neutral layer
 instead of copying from the first. `__main__.py`, which picks the cloud, is the one exception.
 """
 
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-INFRA = REPO / "infra"
+INFRA = REPO / "trainstack" / "infra"
 # What counts as "a cloud package": our cloud folders and the provider SDKs only they may use.
 CLOUD_MODULES = {
-    "aws": ("infra.aws", "pulumi_aws", "pulumi_eks"),
-    "gcp": ("infra.gcp", "pulumi_gcp"),
+    "aws": ("trainstack.infra.aws", "pulumi_aws", "pulumi_eks"),
+    "gcp": ("trainstack.infra.gcp", "pulumi_gcp"),
 }
 
 
@@ -55,19 +55,20 @@ def test_no_file_outside_a_cloud_folder_imports_a_cloud_package():
 
 
 def test_the_rule_catches_a_neutral_file_that_imports_a_cloud(tmp_path, monkeypatch):
-    fake_infra = tmp_path / "infra"
+    fake_infra = tmp_path / "trainstack" / "infra"
     (fake_infra / "aws").mkdir(parents=True)
-    neutral = fake_infra / "platform.py"
-    neutral.write_text("from infra.aws.cluster import GPU_NODE_LABELS\nimport pulumi_gcp as gcp\n")
+    (fake_infra / "kubernetes").mkdir()
+    neutral = fake_infra / "kubernetes" / "platform.py"
+    neutral.write_text("from trainstack.infra.aws.cluster import GPU_NODE_LABELS\nimport pulumi_gcp as gcp\n")
     own = fake_infra / "aws" / "cluster.py"
-    own.write_text("import pulumi_aws as aws\nfrom infra.contracts import GpuPlacement\n")
+    own.write_text("import pulumi_aws as aws\nfrom trainstack.infra.core.contracts import GpuPlacement\n")
     monkeypatch.setattr(f"{__name__}.INFRA", fake_infra)
     monkeypatch.setattr(f"{__name__}.REPO", tmp_path)
 
     assert violations(neutral) == [
-        "infra/platform.py imports infra.aws.cluster (a aws package)",
-        "infra/platform.py imports infra.aws.cluster.GPU_NODE_LABELS (a aws package)",
-        "infra/platform.py imports pulumi_gcp (a gcp package)",
+        "trainstack/infra/kubernetes/platform.py imports pulumi_gcp (a gcp package)",
+        "trainstack/infra/kubernetes/platform.py imports trainstack.infra.aws.cluster (a aws package)",
+        "trainstack/infra/kubernetes/platform.py imports trainstack.infra.aws.cluster.GPU_NODE_LABELS (a aws package)",
     ]
     assert violations(own) == []
 

@@ -16,8 +16,8 @@ from fractions import Fraction
 
 import pytest
 
-from infra.pod_requests import parse_quantity
 from tests.workloads.chart import render
+from trainstack.infra.kubernetes.pod_requests import parse_quantity
 
 GIB = 2**30
 LOCAL_SSD_BYTES = 375 * 10**9

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pulumi
 import pytest
 
-from infra import InvalidArgsError, NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from infra.nvidia_device_plugin import CHART_DEFAULT_TOLERATIONS
-from infra.versions import NVIDIA_DEVICE_PLUGIN_CHART
 from tests.infra.programs import DEVICE_PLUGIN, GPU_NODE_LABELS, PROVIDER, RELEASE, make_provider
 from tests.pulumi_harness import ProgramResult, run_program
+from trainstack.infra import InvalidArgsError, NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from trainstack.infra.core.versions import NVIDIA_DEVICE_PLUGIN_CHART
+from trainstack.infra.kubernetes.nvidia_device_plugin import CHART_DEFAULT_TOLERATIONS
 
 SPOT_TOLERATION = {"key": "spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 

@@ -7,8 +7,6 @@ import os
 import pulumi
 import pytest
 
-from infra import InvalidArgsError, TrainingImage
-from infra.paths import DOCKERFILE, REPO_ROOT
 from tests.infra.programs import (
     DIGEST,
     IMAGE,
@@ -21,6 +19,8 @@ from tests.infra.programs import (
     walk,
 )
 from tests.pulumi_harness import UNKNOWN, ProgramResult, run_program
+from trainstack.infra import InvalidArgsError, TrainingImage
+from trainstack.infra.core.paths import DOCKERFILE, REPO_ROOT
 
 CACHE_REF = f"{REPOSITORY}:buildcache"
 

@@ -10,9 +10,6 @@ from dataclasses import replace
 import pulumi
 import pytest
 
-from infra import InvalidArgsError, SecretEnv, TrainingJob
-from infra.paths import TRAINING_JOB_CHART_DIR
-from infra.training_job import REPLACE_ON_CHANGES, REPLACE_ON_CHANGES_IN_A_QUEUE, deep_merge, image_values
 from tests.infra.programs import (
     DIGEST,
     GPU_NODE_LABELS,
@@ -26,6 +23,14 @@ from tests.infra.programs import (
     walk,
 )
 from tests.pulumi_harness import UNKNOWN, ProgramResult, run_program, unknown_output
+from trainstack.infra import InvalidArgsError, SecretEnv, TrainingJob
+from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
+from trainstack.infra.kubernetes.training_job import (
+    REPLACE_ON_CHANGES,
+    REPLACE_ON_CHANGES_IN_A_QUEUE,
+    deep_merge,
+    image_values,
+)
 
 
 def _run_job(*, late_overrides: Callable[[], dict] = dict, **overrides) -> ProgramResult:
@@ -312,7 +317,7 @@ def test_invalid_arguments_fail_before_anything_is_registered(overrides: dict, m
 
 def test_the_chart_values_file_knows_every_key_the_component_sets() -> None:
     # The eager key check reads the chart's values.yaml: a key the component writes must be there.
-    from infra.training_job import chart_default_values
+    from trainstack.infra.kubernetes.training_job import chart_default_values
 
     defaults = chart_default_values()
     values = _values(nodes_replicas=3, cpu_request="2", memory_limit="9Gi", shm_size="2Gi", env={"A": "b"})

@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-from infra import SecretEnv, TrainingJob
-from infra.training_job import REPLACE_ON_CHANGES
 from tests.infra.programs import (
     DIGEST,
     GPU_NODE_LABELS,
@@ -24,6 +22,8 @@ from tests.infra.programs import (
 )
 from tests.pulumi_harness import run_program
 from tests.workloads.chart import one, render
+from trainstack.infra import SecretEnv, TrainingJob
+from trainstack.infra.kubernetes.training_job import REPLACE_ON_CHANGES
 
 # Job spec fields Kubernetes lets an update change; everything else in the spec is immutable.
 _MUTABLE_JOB_SPEC = frozenset(

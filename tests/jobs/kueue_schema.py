@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 
-from infra.versions import KUEUE_API_VERSION
+from trainstack.infra.core.versions import KUEUE_API_VERSION
 
 SCHEMA = Path(__file__).parent / "kueue" / "workload-v1beta2.schema.json"
 

@@ -235,7 +235,7 @@ def test_without_the_sdk_the_chart_is_rendered_by_helm_template(cluster, cli, ou
 
 def _half_the_memory_quota(exports):
     """A queue that holds one of the stack pool's two pods (memory), not both."""
-    from infra.pod_requests import format_quantity, parse_quantity
+    from trainstack.infra.kubernetes.pod_requests import format_quantity, parse_quantity
 
     quota = exports["jobSubmission"]["queues"][exports["jobSubmission"]["queueName"]]["quota"]
     quota["memory"] = format_quantity(parse_quantity(quota["memory"]) / 2)

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from infra.job_service_account import JOB_SERVICE_ACCOUNT
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.gcp import test_a3
+from trainstack.infra.kubernetes.job_service_account import JOB_SERVICE_ACCOUNT
 
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -83,7 +83,7 @@ def test_list_shows_state_gpus_age_cost_and_groups_sweeps(cluster, cli, outputs_
     code, out, err = cli("list", "--outputs", path)
     assert code == 0, err
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:-1] if not line.startswith("sweep")}
-    # g4dn.xlarge: 1 GPU per node, $0.3761 per node-hour in the stack's outputs (infra/cost/prices.yaml).
+    # g4dn.xlarge: 1 GPU per node, $0.3761 per node-hour in the stack's outputs (trainstack/infra/cost/prices.yaml).
     assert rows["queued"][:4] == ["queued", "1", "3h", "$0.00"]
     # Why it waits, in Kueue's words (its Workload's QuotaReserved=False message).
     assert next(line for line in out.splitlines() if line.startswith("queued ")).endswith(f"  waiting: {WAITING}")

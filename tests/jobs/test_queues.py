@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from infra.pod_requests import parse_quantity, pod_requests
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.gcp import test_a3
 from tests.workloads.chart import render
+from trainstack.infra.kubernetes.pod_requests import parse_quantity, pod_requests
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"

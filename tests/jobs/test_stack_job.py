@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from infra.config.train_args import train_keys
-from infra.job_submission import PER_JOB_KEYS
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.gcp import test_a3
 from tests.workloads.chart import one, render, trainer
+from trainstack.infra.config.train_args import train_keys
+from trainstack.infra.kubernetes.job_submission import PER_JOB_KEYS
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RUNS = {

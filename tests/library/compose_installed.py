@@ -23,8 +23,8 @@ class Mocks(pulumi.runtime.Mocks):
 
 pulumi.runtime.set_mocks(Mocks(), project="byo", stack="dev", preview=False)
 
-import infra.paths  # noqa: E402
 import trainstack  # noqa: E402
+import trainstack.infra.core.paths  # noqa: E402
 from trainstack.components import (  # noqa: E402
     Bucket,
     GpuNodes,
@@ -35,7 +35,7 @@ from trainstack.components import (  # noqa: E402
 )
 
 # The installed copies, not the checkout's: the package and the chart both under the venv's prefix.
-for path in (trainstack.__file__, infra.paths.__file__, infra.paths.TRAINING_JOB_CHART_DIR):
+for path in (trainstack.__file__, trainstack.infra.core.paths.__file__, trainstack.infra.core.paths.TRAINING_JOB_CHART_DIR):
     assert Path(path).resolve().is_relative_to(Path(sys.prefix).resolve()), path
 platform = TrainingPlatform("byo", TrainingPlatformArgs(
     kubeconfig="apiVersion: v1\nkind: Config\n", gpu=GpuNodes(gpus_per_node=1), bucket=Bucket(uri="s3://data"),

@@ -24,10 +24,10 @@ class Mocks(pulumi.runtime.Mocks):
 
 pulumi.runtime.set_mocks(Mocks(), project="consumer", stack="dev", preview=False)
 
-import infra.paths  # noqa: E402
+import trainstack.infra.core.paths  # noqa: E402
 from trainstack.components import AwsStack, AwsStackArgs, Job  # noqa: E402
 
-print("chart", infra.paths.TRAINING_JOB_CHART_DIR)
+print("chart", trainstack.infra.core.paths.TRAINING_JOB_CHART_DIR)
 try:
     AwsStack("training", AwsStackArgs(region="us-west-2", api_public_access_cidrs=["203.0.113.7/32"],
                                       job=Job(enabled=False)))

@@ -17,9 +17,6 @@ import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case
 
-from infra.aws import config as aws_config
-from infra.config import job as job_config
-from infra.gcp import config as gcp_config
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.golden import snapshot
@@ -38,6 +35,9 @@ from trainstack.components import (
 )
 from trainstack.components import platform as platform_module
 from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.infra.aws import config as aws_config
+from trainstack.infra.config import job as job_config
+from trainstack.infra.gcp import config as gcp_config
 from trainstack.provider import NAME
 
 PROVIDER_KEYS = {"gcp:project": "project", "gcp:region": "region", "aws:region": "region", "aws:profile": "profile"}

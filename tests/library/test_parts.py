@@ -13,18 +13,18 @@ import pulumi_kubernetes as k8s
 import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 
-from infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
-from infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
-from infra.gcp.machine_types import GPU_DIRECT
-from infra.kueue import Kueue, KueueArgs
-from infra.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from infra.training_job import SecretEnv, TrainingJob, TrainingJobArgs
 from tests.golden import snapshot
 from tests.library.test_facades import without_facade
 from tests.library.wire import over_the_wire
 from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack.components import HOSTED
+from trainstack.infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
+from trainstack.infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
+from trainstack.infra.gcp.machine_types import GPU_DIRECT
+from trainstack.infra.kubernetes.kueue import Kueue, KueueArgs
+from trainstack.infra.kubernetes.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from trainstack.infra.kubernetes.training_job import SecretEnv, TrainingJob, TrainingJobArgs
 from trainstack.provider import NAME
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n"

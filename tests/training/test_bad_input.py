@@ -271,8 +271,8 @@ def test_parse_time_refusals_do_not_even_import_torch():
 
 
 def test_the_api_for_the_cluster_config_checks_train_args_like_the_trainer():
-    from training.contract.cli import check_train_args, train_flags
-    from training.contract.errors import UserError
+    from trainstack.contract.cli import check_train_args, train_flags
+    from trainstack.contract.errors import UserError
 
     flags = {f.flag: f for f in train_flags()}
     assert flags["--lr"].kind == "float" and flags["--max-steps"].kind == "int" and flags["--max-steps"].default == 1000
@@ -399,8 +399,8 @@ def write_lock(run: Path, **owner) -> Path:
 def test_lock_decisions_for_other_hosts_torchrun_restarts_and_dead_owners(tmp_path, monkeypatch, capsys):
     import threading
 
-    from training.contract.errors import UserError
     from training.run_dir import lock as run_lock
+    from trainstack.contract.errors import UserError
 
     monkeypatch.setattr(run_lock, "OBSERVE_S", 0.5)
     # Another host whose lock is still refreshed: a live training there.

@@ -11,7 +11,9 @@ from typing import Any
 import helm_python as helm
 import yaml
 
-from infra.training_job import deep_merge  # re-exported for the chart tests too (Helm merge semantics)
+from trainstack.infra.kubernetes.training_job import (
+    deep_merge,  # re-exported for the chart tests too (Helm merge semantics)
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO_ROOT / "workloads" / "charts" / "training-job"

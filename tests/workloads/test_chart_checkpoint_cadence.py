@@ -6,9 +6,9 @@ from __future__ import annotations
 import helm_python as helm
 import pytest
 
-from infra.config.errors import ConfigError
-from infra.config.train_args import parse_train, trainer_args
-from training.contract.cli import build_parser
+from trainstack.contract.cli import build_parser
+from trainstack.infra.config.errors import ConfigError
+from trainstack.infra.config.train_args import parse_train, trainer_args
 
 from .chart import REPO_ROOT, chart_values, deep_merge, load_values, render, trainer
 from .test_chart_command import module_args
@@ -47,7 +47,7 @@ def test_the_schema_refuses_what_is_not_a_non_negative_number(bad):
 
 
 def test_the_stacks_job_train_key_is_the_charts_first_class_value():
-    # trainstack:job.train follows the trainer's flag table (infra/config/train_args.py): no extraArgs
+    # trainstack:job.train follows the trainer's flag table (trainstack/infra/config/train_args.py): no extraArgs
     assert parse_train({"checkpointEveryMinutes": 5}, KEY) == {"checkpointEveryMinutes": 5.0}
     assert trainer_args({}).checkpoint_every_minutes == 10.0  # a stack that sets nothing gets the chart's 10
     assert trainer_args({"checkpointEveryMinutes": 0}).checkpoint_every_minutes == 0

@@ -1,4 +1,4 @@
-"""The trainer's command, read by the real parsers: torchrun's, then training.contract.cli.build_parser()."""
+"""The trainer's command, read by the real parsers: torchrun's, then trainstack.contract.cli.build_parser()."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 from torch.distributed.run import config_from_args
 
-from training.contract.cli import build_parser
+from trainstack.contract.cli import build_parser
 
 from .chart import RELEASE, TRAINING_SETS, deep_merge, load_values, parse_launch, render, trainer
 

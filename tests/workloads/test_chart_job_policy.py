@@ -65,7 +65,7 @@ def test_queued_job_carries_the_queue_label_and_leaves_suspend_to_kueue(rendered
 
 
 def test_an_in_place_change_of_a_queued_job_leaves_its_job_alone():
-    # TensorBoard and the TTL upgrade in place (infra/training_job.py REPLACE_ON_CHANGES): the Job's
+    # TensorBoard and the TTL upgrade in place (trainstack/infra/kubernetes/training_job.py REPLACE_ON_CHANGES): the Job's
     # rendered object must not change, or helm upgrade would patch a running, admitted Job.
     base = load_values("gpu-4x8-queue-pvc")
     job = one(render(base), "Job")

@@ -1,6 +1,6 @@
 """The pod the chart renders, counted the way Kueue counts it, and the queue quota the platform gives it.
 
-infra/training_job.py pod_resources models the rendered pod's containers (the Pulumi program cannot
+trainstack/infra/kubernetes/training_job.py pod_resources models the rendered pod's containers (the Pulumi program cannot
 render the chart); these tests hold that model to the chart for every gpuNetworking mode, the NCCL
 check, the data cache and a sidecar of the user's own, and size the queue from the rendered pod.
 """
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from infra.platform import queue_args_for
-from infra.pod_requests import parse_quantity, pod_requests, queue_quota
-from infra.training_job import pod_resources
+from trainstack.infra.kubernetes.platform import queue_args_for
+from trainstack.infra.kubernetes.pod_requests import parse_quantity, pod_requests, queue_quota
+from trainstack.infra.kubernetes.training_job import pod_resources
 
 from .chart import VALUE_SETS, deep_merge, load_values, one, render
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import helm_python as helm
 import pytest
 
-from infra.pod_requests import parse_quantity
 from training.model.build import PRESETS
+from trainstack.infra.kubernetes.pod_requests import parse_quantity
 
 from .chart import CHART_DIR, chart, deep_merge, load_values, render
 

@@ -69,15 +69,15 @@ def test_dependencies_install_before_the_source_is_copied():
     assert copy_project < install_deps < copy_source
 
 
-@pytest.mark.parametrize("path", ["pyproject.toml", "training/__init__.py", "training/contract/cli.py"])
+@pytest.mark.parametrize("path", ["pyproject.toml", "training/__init__.py", "trainstack/contract/cli.py"])
 def test_build_context_keeps_what_the_image_needs(path):
     assert not is_ignored(path, DOCKERIGNORE)
 
 
 @pytest.mark.parametrize("path", [
     ".venv/bin/python", ".venv-checkov/bin/checkov", ".git/HEAD", "tests/workloads/chart.py",
-    "infra/__init__.py", "runs/demo/checkpoint.pt", "data/shard-0.bin", ".demo/run/x",
-    "workloads/charts/training-job/Chart.yaml", "training/contract/__pycache__/cli.cpython-311.pyc",
+    "trainstack/infra/__init__.py", "runs/demo/checkpoint.pt", "data/shard-0.bin", ".demo/run/x",
+    "workloads/charts/training-job/Chart.yaml", "trainstack/contract/__pycache__/cli.cpython-311.pyc",
     "Pulumi.dev.yaml", "node_modules/x/index.js",
 ])
 def test_build_context_leaves_out_everything_else(path):

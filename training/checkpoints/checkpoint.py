@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
-from training.contract.errors import UserError, storage_error, storage_failure
-from training.contract.log import warn
+from trainstack.contract.errors import UserError, storage_error, storage_failure
+from trainstack.contract.log import warn
 
 CHECKPOINTS = "checkpoints"
 MANIFEST = "manifest.json"

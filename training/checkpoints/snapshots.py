@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from training.checkpoints import checkpoint
-from training.contract.cli_integrations import SNAPSHOT_SCHEMES, check_snapshot_uri
-from training.contract.config import SnapshotConfig
-from training.contract.errors import UserError
-from training.contract.log import info, warn
 from training.elastic import distributed
+from trainstack.contract.cli_integrations import SNAPSHOT_SCHEMES, check_snapshot_uri
+from trainstack.contract.config import SnapshotConfig
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import info, warn
 
 REACH_TIMEOUT_S = 30.0  # how long the first question to the store may take before it counts as unreachable
 # Clients that log each failed retry with its traceback (gcsfs: logger.exception in retry_request); with no

@@ -20,10 +20,10 @@ import torch
 
 from training.commands.report import report
 from training.commands.sample import sample
-from training.contract.cli import build_parser
-from training.contract.log import info
 from training.data.prepare import prepare
 from training.observability.plots import LOSS_PNG
+from trainstack.contract.cli import build_parser
+from trainstack.contract.log import info
 
 
 def _free_port() -> int:

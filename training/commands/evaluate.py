@@ -21,10 +21,10 @@ import torch
 import torch.nn.functional as F
 
 from training.commands.sample import load_for_generation
-from training.contract.errors import UserError
 from training.data import tokenizer as tokenizers
 from training.data.dataset import META_FILE, TokenWindows, load_meta, micro_batches
 from training.elastic.distributed import pick_device
+from trainstack.contract.errors import UserError
 
 
 def load_model(name_or_path: str):

@@ -13,9 +13,9 @@ import statistics
 from pathlib import Path
 
 from training.checkpoints import checkpoint
-from training.contract.errors import UserError
 from training.observability import run_log
 from training.observability.plots import LOSS_PNG
+from trainstack.contract.errors import UserError
 
 
 def summarize(run_dir: Path) -> dict:

@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 
 from training.checkpoints import checkpoint
-from training.contract.errors import UserError
-from training.contract.log import warn
 from training.model.build import MODEL_CONFIG, create_model, load_model_config
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import warn
 
 
 def _reason(exc: BaseException) -> str:

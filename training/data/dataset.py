@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from training.contract.errors import UserError
+from trainstack.contract.errors import UserError
 
 META_FILE = "meta.json"
 FORMAT_VERSION = 1

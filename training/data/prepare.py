@@ -24,10 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from training.contract.cli import parse_tokenizer_spec
-from training.contract.errors import UserError, storage_error, storage_failure
-from training.contract.log import info
-from training.contract.paths import check_usable, kind_of
 from training.data import prepare_lock
 from training.data import tokenizer as tok
 from training.data.dataset import FORMAT_VERSION, META_FILE
@@ -40,6 +36,10 @@ from training.data.sources import (
     text_file_pieces,
 )
 from training.elastic.preemption import exit_on_signals
+from trainstack.contract.cli import parse_tokenizer_spec
+from trainstack.contract.errors import UserError, storage_error, storage_failure
+from trainstack.contract.log import info
+from trainstack.contract.paths import check_usable, kind_of
 
 GOLDEN = 0.6180339887498949  # low-discrepancy sequence: val chunks spread evenly over the corpus
 

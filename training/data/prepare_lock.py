@@ -15,8 +15,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from training.contract.errors import UserError
-from training.contract.log import info
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import info
 
 LOCK = ".prepare.lock"
 

@@ -29,10 +29,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from training.contract.errors import UserError
-from training.contract.log import warn
-from training.contract.paths import check_usable, kind_of
 from training.data.prepare_lock import LOCK
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import warn
+from trainstack.contract.paths import check_usable, kind_of
 
 STRUCTURED_FORMATS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet"}
 CHUNK_CHARS = 1 << 20  # text files are read in ~1 MB pieces cut at line ends

@@ -6,8 +6,8 @@ import hashlib
 import json
 from collections.abc import Iterator
 
-from training.contract.cli import MIN_TRAINED_VOCAB
-from training.contract.errors import UserError
+from trainstack.contract.cli import MIN_TRAINED_VOCAB
+from trainstack.contract.errors import UserError
 
 EOS = "<|endoftext|>"
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from training.contract.errors import UserError
+from trainstack.contract.errors import UserError
 
 
 @dataclass(frozen=True)

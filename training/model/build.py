@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from training.contract.errors import UserError
-from training.contract.shapes import PRESETS, ModelShape, padded_vocab, resolve_shape  # noqa: F401 - torch-free, in the contract
+from trainstack.contract.errors import UserError
+from trainstack.contract.shapes import PRESETS, ModelShape, padded_vocab, resolve_shape  # noqa: F401 - torch-free, in the contract
 
 
 def config_for(shape: ModelShape, vocab_size: int, dropout: float, eos_token_id: int):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from training.contract.errors import storage_error, storage_failure
+from trainstack.contract.errors import storage_error, storage_failure
 
 
 def export_model(model: torch.nn.Module, run_dir: Path) -> Path:

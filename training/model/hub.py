@@ -12,7 +12,7 @@ import concurrent.futures
 import os
 from pathlib import Path
 
-from training.contract.errors import UserError
+from trainstack.contract.errors import UserError
 
 CONNECT_TIMEOUT_S = 5.0
 

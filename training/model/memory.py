@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from training.contract.errors import UserError
+from trainstack.contract.errors import UserError
 
 BYTES_PER_PARAM = 16  # fp32 weights, gradients and AdamW's two moments; activations come on top
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from training.contract.shapes import PEAK_FLOPS, flops_per_token, peak_flops_of  # noqa: F401 - torch-free, shared with infra/cost
+from trainstack.contract.shapes import PEAK_FLOPS, flops_per_token, peak_flops_of  # noqa: F401 - torch-free, shared with trainstack/infra/cost
 
 
 def peak_flops(device: torch.device) -> float | None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from training.contract.config import TrainConfig
-from training.contract.log import warn
 from training.observability import metrics, wandb_logger
 from training.observability.plots import LOSS_PNG, BackgroundPlot
 from training.observability.run_log import MetricsFile
+from trainstack.contract.config import TrainConfig
+from trainstack.contract.log import warn
 
 
 class Recorder:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from training.contract.log import warn
+from trainstack.contract.log import warn
 
 METRICS = "metrics.jsonl"
 

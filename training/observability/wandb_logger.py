@@ -16,9 +16,9 @@ import os
 import uuid
 from pathlib import Path
 
-from training.contract.config import WandbConfig
-from training.contract.errors import UserError
-from training.contract.log import info, warn
+from trainstack.contract.config import WandbConfig
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import info, warn
 
 RUN_FILE = "wandb_run.json"
 

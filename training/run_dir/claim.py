@@ -11,8 +11,8 @@ import contextlib
 import shutil
 from pathlib import Path
 
-from training.contract.errors import UserError
 from training.run_dir.lock import LOCK, RunLock
+from trainstack.contract.errors import UserError
 
 RUN_CONFIG = "run_config.json"
 # What `train` itself puts in RUN_DIR (also half-written, by a killed run).

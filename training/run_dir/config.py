@@ -11,9 +11,9 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from training.contract.errors import UserError
-from training.contract.log import info
 from training.data.dataset import DataMeta
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import info
 
 FILE = "run_config.json"
 

@@ -24,8 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
-from training.contract.errors import UserError
-from training.contract.log import warn
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import warn
 
 LOCK = ".lock"
 HEARTBEAT_S = 10.0

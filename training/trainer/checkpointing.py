@@ -38,10 +38,10 @@ import torch
 
 from training.checkpoints import checkpoint
 from training.checkpoints.writer import BackgroundCheckpointer
-from training.contract.config import Cadence, TrainConfig
-from training.contract.errors import UserError
 from training.elastic import distributed
 from training.elastic.distributed import DistInfo
+from trainstack.contract.config import Cadence, TrainConfig
+from trainstack.contract.errors import UserError
 
 
 class Checkpointing:

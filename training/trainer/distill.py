@@ -29,14 +29,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from training.contract.config import DistillConfig, ModelChoice
-from training.contract.errors import UserError
 from training.data import tokenizer as tokenizers
 from training.data.dataset import DataMeta
 from training.model.build import create_gpt, load_pretrained
 from training.model.loss import cross_entropy
 from training.observability import metrics
 from training.trainer.step import Stepper, resolve_compile
+from trainstack.contract.config import DistillConfig, ModelChoice
+from trainstack.contract.errors import UserError
 
 
 @dataclass(frozen=True)

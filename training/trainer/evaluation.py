@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from training.contract.config import TrainConfig
 from training.data.dataset import TokenWindows, micro_batches
 from training.elastic import distributed
 from training.elastic.distributed import DistInfo
 from training.trainer.step import Stepper
+from trainstack.contract.config import TrainConfig
 
 
 class Evaluator:

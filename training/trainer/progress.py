@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from training.contract.config import TrainConfig
 from training.elastic import distributed
 from training.elastic.distributed import DistInfo
 from training.observability import metrics
 from training.trainer.checkpointing import diverged
+from trainstack.contract.config import TrainConfig
 
 
 class Console:

@@ -15,10 +15,6 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from training.checkpoints.checkpoint import Checkpoint
-from training.contract.config import TrainConfig
-from training.contract.errors import UserError
-from training.contract.log import info as log_info
-from training.contract.log import warn
 from training.data.dataset import DataMeta, TokenWindows, check_data
 from training.elastic.distributed import DistInfo
 from training.model.build import (
@@ -37,6 +33,10 @@ from training.trainer import distill
 from training.trainer.checkpointing import restore_rng
 from training.trainer.optim import make_optimizer
 from training.trainer.step import Stepper, resolve_compile
+from trainstack.contract.config import TrainConfig
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import info as log_info
+from trainstack.contract.log import warn
 
 
 @dataclass

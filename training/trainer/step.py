@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from training.contract.errors import UserError
+from trainstack.contract.errors import UserError
 
 
 def cpu_has_native_bf16() -> bool:

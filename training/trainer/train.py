@@ -15,10 +15,6 @@ from pathlib import Path
 import torch
 
 from training.checkpoints import snapshots
-from training.contract.config import TrainConfig
-from training.contract.errors import UserError
-from training.contract.log import info as log_info
-from training.contract.paths import check_usable
 from training.data.dataset import DataMeta, SampleOrder, load_meta, micro_batches, rank_samples
 from training.elastic import distributed
 from training.elastic.distributed import DistInfo
@@ -33,6 +29,10 @@ from training.trainer.evaluation import Evaluator
 from training.trainer.optim import Schedule, set_lr
 from training.trainer.progress import Console, TrainLog
 from training.trainer.step import Stepper, resolve_precision
+from trainstack.contract.config import TrainConfig
+from trainstack.contract.errors import UserError
+from trainstack.contract.log import info as log_info
+from trainstack.contract.paths import check_usable
 
 
 def run(args: argparse.Namespace) -> int:

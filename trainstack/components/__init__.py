@@ -1,6 +1,6 @@
 """trainstack's hosted components: what `pulumi package add` offers every Pulumi language, and Python imports.
 
-Each is a typed façade over a component in infra/ (the one this repository's own stacks build): its
+Each is a typed façade over a component in trainstack/infra/ (the one this repository's own stacks build): its
 Args are plain types, lists, dicts and nested Args dataclasses, so Pulumi's schema inference can read
 them (no `from __future__ import annotations` here: the analyzer reads annotations unevaluated), and
 handles between components are outputs (cluster name, kubeconfig, image ref), never Python objects.

@@ -1,6 +1,6 @@
 """AwsStack, hosted: the whole EKS training stack from typed Args (the keys of `Pulumi.aws.yaml`).
 
-A façade over infra.aws.AwsStack. Its Args are the stack file's settings, typed; they become stack config
+A façade over trainstack.infra.aws.AwsStack. Its Args are the stack file's settings, typed; they become stack config
 again and go through parse_aws_config and the budget check exactly as `pulumi up` of this repository's
 program does, so the same settings build the same resources (tests/library/test_facades.py compares the
 graphs), as children of the infra component.
@@ -11,16 +11,16 @@ from typing import Any
 
 import pulumi
 
-from infra.aws import AwsStack as InfraAwsStack
-from infra.aws import AwsStackArgs as InfraAwsStackArgs
-from infra.aws import parse_aws_config
-from infra.aws.cost import estimate_aws_cost
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.job_args import Job
 from trainstack.components.stack_config import (
     checked_stack_config,
     publish_stack_outputs,
 )
+from trainstack.infra.aws import AwsStack as InfraAwsStack
+from trainstack.infra.aws import AwsStackArgs as InfraAwsStackArgs
+from trainstack.infra.aws import parse_aws_config
+from trainstack.infra.aws.cost import estimate_aws_cost
 
 # Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
 PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}

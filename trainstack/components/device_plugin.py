@@ -5,12 +5,14 @@ from dataclasses import dataclass
 
 import pulumi
 
-from infra.nvidia_device_plugin import NvidiaDevicePlugin as InfraNvidiaDevicePlugin
-from infra.nvidia_device_plugin import NvidiaDevicePluginArgs as InfraNvidiaDevicePluginArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
+from trainstack.infra.kubernetes.nvidia_device_plugin import NvidiaDevicePlugin as InfraNvidiaDevicePlugin
+from trainstack.infra.kubernetes.nvidia_device_plugin import (
+    NvidiaDevicePluginArgs as InfraNvidiaDevicePluginArgs,
+)
 
 
 @dataclass(kw_only=True)

@@ -1,6 +1,6 @@
 """GcpStack, hosted: the whole GKE training stack from typed Args (the keys of `Pulumi.gcp.yaml`).
 
-A façade over infra.gcp.GcpStack. Its Args are the stack file's settings, typed; they become stack config
+A façade over trainstack.infra.gcp.GcpStack. Its Args are the stack file's settings, typed; they become stack config
 again and go through parse_gcp_config and the budget check exactly as `pulumi up` of this repository's
 program does, so the same settings build the same resources (tests/library/test_facades.py compares the
 graphs), as children of the infra component.
@@ -11,16 +11,16 @@ from typing import Any
 
 import pulumi
 
-from infra.gcp import GcpStack as InfraGcpStack
-from infra.gcp import GcpStackArgs as InfraGcpStackArgs
-from infra.gcp import parse_gcp_config
-from infra.gcp.cost import estimate_gcp_cost
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.job_args import Job
 from trainstack.components.stack_config import (
     checked_stack_config,
     publish_stack_outputs,
 )
+from trainstack.infra.gcp import GcpStack as InfraGcpStack
+from trainstack.infra.gcp import GcpStackArgs as InfraGcpStackArgs
+from trainstack.infra.gcp import parse_gcp_config
+from trainstack.infra.gcp.cost import estimate_gcp_cost
 
 # Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
 PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}

@@ -1,4 +1,4 @@
-"""GPUDirect networking on GKE A3 nodes, hosted in its two halves (infra.gcp.gpu_networks, infra.gcp.gpu_direct).
+"""GPUDirect networking on GKE A3 nodes, hosted in its two halves (trainstack.infra.gcp.gpu_networks, trainstack.infra.gcp.gpu_direct).
 
 GpuDirectNetworks makes the extra VPCs (one per GPU NIC) a GPU node pool attaches to; GpuDirect makes the
 in-cluster half on a cluster given by kubeconfig (GKE Network objects, the NCCL plugin installer, the NRI
@@ -11,14 +11,14 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from infra import validation
-from infra.gcp.gpu_direct import GpuDirect as InfraGpuDirect
-from infra.gcp.gpu_direct import GpuDirectArgs as InfraGpuDirectArgs
-from infra.gcp.gpu_networks import GpuNetworks as InfraGpuNetworks
-from infra.gcp.gpu_networks import GpuNetworksArgs as InfraGpuNetworksArgs
-from infra.gcp.machine_types import FIXED_GPU_MACHINES, GPU_DIRECT, GpuDirectProfile
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, stand_in_provider
+from trainstack.infra.core import validation
+from trainstack.infra.gcp.gpu_direct import GpuDirect as InfraGpuDirect
+from trainstack.infra.gcp.gpu_direct import GpuDirectArgs as InfraGpuDirectArgs
+from trainstack.infra.gcp.gpu_networks import GpuNetworks as InfraGpuNetworks
+from trainstack.infra.gcp.gpu_networks import GpuNetworksArgs as InfraGpuNetworksArgs
+from trainstack.infra.gcp.machine_types import FIXED_GPU_MACHINES, GPU_DIRECT, GpuDirectProfile
 
 
 def gpu_direct_profile(component: str, machine_type: str) -> GpuDirectProfile:

@@ -6,12 +6,12 @@ from typing import Any
 
 import pulumi
 
-from infra.kueue import Kueue as InfraKueue
-from infra.kueue import KueueArgs as InfraKueueArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
+from trainstack.infra.kubernetes.kueue import Kueue as InfraKueue
+from trainstack.infra.kubernetes.kueue import KueueArgs as InfraKueueArgs
 
 
 @dataclass(kw_only=True)

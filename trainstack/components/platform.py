@@ -1,6 +1,6 @@
 """TrainingPlatform, hosted: the training platform on a cluster you already have (EKS, GKE or any other).
 
-A façade over infra.platform.TrainingPlatform with schema-friendly Args: the cluster arrives as a
+A façade over trainstack.infra.kubernetes.platform.TrainingPlatform with schema-friendly Args: the cluster arrives as a
 kubeconfig (text), the GPU nodes, shared filesystem, bucket and identity as plain typed fields instead
 of the handles the stacks pass between Python objects. It makes one Kubernetes provider from the
 kubeconfig and then the very same resources the stacks make (namespace, shared-volume claim, NVIDIA
@@ -14,18 +14,18 @@ from typing import Any
 
 import pulumi
 
-from infra import validation
-from infra.config.job import KEY as JOB_KEY
-from infra.config.job import parse_job
-from infra.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
-from infra.contracts import SharedStorage as InfraSharedStorage
-from infra.platform import TrainingPlatform as InfraTrainingPlatform
-from infra.platform import TrainingPlatformArgs as InfraTrainingPlatformArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, stand_in_provider
 from trainstack.components.job_args import Job
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value, stack_errors_as_inputs
+from trainstack.infra.config.job import KEY as JOB_KEY
+from trainstack.infra.config.job import parse_job
+from trainstack.infra.core import validation
+from trainstack.infra.core.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
+from trainstack.infra.core.contracts import SharedStorage as InfraSharedStorage
+from trainstack.infra.kubernetes.platform import TrainingPlatform as InfraTrainingPlatform
+from trainstack.infra.kubernetes.platform import TrainingPlatformArgs as InfraTrainingPlatformArgs
 
 
 @dataclass(kw_only=True)

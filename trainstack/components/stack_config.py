@@ -15,10 +15,10 @@ from typing import Any
 import pulumi
 from pulumi.provider.experimental.util import camel_case
 
-from infra.config import NAMESPACE
-from infra.config.errors import ConfigError
-from infra.cost import check_budget
-from infra.training_image import missing_build_context
+from trainstack.infra.config import NAMESPACE
+from trainstack.infra.config.errors import ConfigError
+from trainstack.infra.cost import check_budget
+from trainstack.infra.image.training_image import missing_build_context
 
 
 def config_value(value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""TrainingJob, hosted: the training-job Helm chart on a cluster given by kubeconfig (infra.training_job)."""
+"""TrainingJob, hosted: the training-job Helm chart on a cluster given by kubeconfig (trainstack.infra.kubernetes.training_job)."""
 
 import dataclasses
 from dataclasses import dataclass
@@ -6,14 +6,14 @@ from typing import Any
 
 import pulumi
 
-from infra.training_job import SecretEnv as InfraSecretEnv
-from infra.training_job import TrainingJob as InfraTrainingJob
-from infra.training_job import TrainingJobArgs as InfraTrainingJobArgs
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
 from trainstack.components.job_args import SecretEnv
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
+from trainstack.infra.kubernetes.training_job import SecretEnv as InfraSecretEnv
+from trainstack.infra.kubernetes.training_job import TrainingJob as InfraTrainingJob
+from trainstack.infra.kubernetes.training_job import TrainingJobArgs as InfraTrainingJobArgs
 
 
 @dataclass(kw_only=True)

@@ -11,9 +11,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from infra.config import JobConfig
-from infra.job_submission import SUBMITTED_BY_CLI
-from infra.paths import TRAINING_JOB_CHART_DIR
+from trainstack.infra.config import JobConfig
+from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
+from trainstack.infra.kubernetes.job_submission import SUBMITTED_BY_CLI
 from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
 from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError
@@ -85,7 +85,7 @@ def _known(cluster: Cluster, name: str) -> None:
 
 
 # The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix.
-TRAINER_MODULES = ("training", "training.__main__", "training.contract.cli")
+TRAINER_MODULES = ("training", "training.__main__", "trainstack.contract.cli")
 
 
 def _check_custom_target(module: str | None, script: str | None) -> None:

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from infra.paths import TRAINING_JOB_CHART_DIR
+from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
 from trainstack.jobs.errors import UsageError
 
 _FIX = "fix the flag it names (trainstack submit --help), or the stack's job values and pulumi up"

@@ -1,11 +1,11 @@
 """What the job commands read from the stack: `pulumi stack output --json --show-secrets`, or a file.
 
-Outputs used (every stack exports them: infra/aws/stack.py, infra/gcp/stack.py via TrainingPlatform):
+Outputs used (every stack exports them: trainstack/infra/aws/stack.py, trainstack/infra/gcp/stack.py via TrainingPlatform):
 - `kubeconfig`: how helm and kubectl reach the cluster.
-- `jobSubmission` (infra/job_submission.py): namespace, bucket, GPUs per node, node type, queue,
+- `jobSubmission` (trainstack/infra/kubernetes/job_submission.py): namespace, bucket, GPUs per node, node type, queue,
   the stack's own job, the job identity's ServiceAccount annotations and the shared chart values.
-- `estimatedHourlyUsd` (infra/cost): the GPU pool's size at its maximum (`atMax.nodes`) and the
-  price of one GPU node (`gpuNode.usdPerNode`, from infra/cost/prices.yaml) for `list`'s cost column.
+- `estimatedHourlyUsd` (trainstack/infra/cost): the GPU pool's size at its maximum (`atMax.nodes`) and the
+  price of one GPU node (`gpuNode.usdPerNode`, from trainstack/infra/cost/prices.yaml) for `list`'s cost column.
 """
 
 from __future__ import annotations

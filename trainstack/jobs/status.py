@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from infra.training_job import chart_default_values
+from trainstack.infra.kubernetes.training_job import chart_default_values
 from trainstack.jobs.submission import SWEEP_LABEL
 
 CHART_NAME = "training-job"  # helm list's `chart` is "<name>-<version>"
@@ -205,5 +205,5 @@ def table(job_rows: list[JobRow]) -> str:
         lines.append(f"{'sweep ' + sweep:<52} {len(members)} jobs{'':<7}{sum(m.gpus for m in members):>4} "
                      f"{'':>5} {total:>9}")
         lines.extend(line(m, "  ") for m in members)
-    lines.append("COST: GPU node-hours since each job started x the stack's price per GPU node (infra/cost/prices.yaml)")
+    lines.append("COST: GPU node-hours since each job started x the stack's price per GPU node (trainstack/infra/cost/prices.yaml)")
     return "\n".join(lines)

@@ -1,6 +1,6 @@
 """A submission checked with the stack's own job checks, then turned into the chart's values.
 
-The checks are `trainstack:job`'s (infra/config/job.py parse_job: the name, the node range, one
+The checks are `trainstack:job`'s (trainstack/infra/config/job.py parse_job: the name, the node range, one
 process per GPU, the queue's name, every trainer flag through the trainer's own parser, W&B's key)
 plus the GPU pool's size, as the clouds check it (nodes_for_job against the pool's maximum).
 """
@@ -13,12 +13,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.config import ConfigError, nodes_for_job, parse_job
-from infra.config.job import KEY as KEY_JOB
-from infra.config.job import JobConfig
-from infra.config.train_args import train_keys
-from infra.pod_requests import format_quantity, parse_quantity, pod_requests
-from infra.training_job import chart_default_values, deep_merge, image_values, pod_resources
+from trainstack.infra.config import ConfigError, nodes_for_job, parse_job
+from trainstack.infra.config.job import KEY as KEY_JOB
+from trainstack.infra.config.job import JobConfig
+from trainstack.infra.config.train_args import train_keys
+from trainstack.infra.kubernetes.pod_requests import format_quantity, parse_quantity, pod_requests
+from trainstack.infra.kubernetes.training_job import (
+    chart_default_values,
+    deep_merge,
+    image_values,
+    pod_resources,
+)
 from trainstack.jobs.errors import UsageError
 from trainstack.jobs.stack_outputs import StackOutputs
 
@@ -192,7 +197,7 @@ def check_object_names(name: str) -> None:
 
 
 def service_account(outputs: StackOutputs, name: str) -> dict[str, Any]:
-    """The stack's own ServiceAccount, the one its cloud identity trusts (infra/job_service_account.py): never
+    """The stack's own ServiceAccount, the one its cloud identity trusts (trainstack/infra/kubernetes/job_service_account.py): never
     created or deleted by a job's release. Outputs of a stack from before it existed: the stack job's, while
     that release exists; otherwise the job gets its own, annotated but not trusted (docs/jobs.md)."""
     if outputs.service_account is not None:

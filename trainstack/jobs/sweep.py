@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from infra.config.train_args import train_keys
+from trainstack.infra.config.train_args import train_keys
 from trainstack.jobs.errors import UsageError
 
 # A grid is a handful of points: more is a mistake (or a bill) more often than a plan.

@@ -10,9 +10,9 @@ import pytest
 
 from testbed.processes import free_port
 from tests.support.training_runs import checkpoint_steps, cli, spawn, torchrun, train_args
-from training.contract.cli import build_parser
-from training.contract.config import TrainConfig
 from training.trainer.checkpointing import TimedSaves
+from trainstack.contract.cli import build_parser
+from trainstack.contract.config import TrainConfig
 
 
 class Ranks:

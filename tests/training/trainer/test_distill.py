@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tests.support.training_runs import TINY, cli, losses, one_line_error, train
-from training.contract.config import DistillConfig, ModelChoice
 from training.trainer import distill
+from trainstack.contract.config import DistillConfig, ModelChoice
 
 TEACHER_SHAPE = ["--n-layer", "4"]  # TINY is 64 wide, 2 heads, block 32
 STUDENT_STEPS = "30"
@@ -117,8 +117,8 @@ def test_distill_bad_input(data_dir, teacher, corpus_dir, tmp_path):
 
 def _steppers(compiled: bool, precision: str):
     """A 2-layer teacher, its 1-layer student and the DistillStepper train.py would build around them."""
-    from training.contract.shapes import ModelShape
     from training.model.build import config_for
+    from trainstack.contract.shapes import ModelShape
 
     torch.manual_seed(0)
     teacher = distill.create_gpt(config_for(ModelShape(2, 32, 2, 16), 128, 0.0, 0)).requires_grad_(False).eval()

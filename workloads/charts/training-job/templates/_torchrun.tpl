@@ -27,7 +27,7 @@ a stale rendezvous; stable for the Job's life, so upgrades and pod restarts keep
 {{- default (printf "%s-$(TRAINSTACK_JOB_UID)" (include "training-job.fullname" .)) .Values.job.runId -}}
 {{- end -}}
 
-{{/* `train` flags of our package, from .Values.train (see training/contract/cli.py). */}}
+{{/* `train` flags of our package, from .Values.train (see trainstack/contract/cli.py). */}}
 {{- define "training-job.trainArgs" -}}
 {{- $t := .Values.train -}}
 {{- $args := list "train" "--data" $t.data "--out" (include "training-job.runDir" .) "--preset" $t.preset -}}

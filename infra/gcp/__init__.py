@@ -1,6 +1,0 @@
-"""The GCP stack: typed components for the GKE GPU training platform (see stack.py for the whole)."""
-
-from infra.gcp.config import GcpStackConfig, parse_gcp_config
-from infra.gcp.stack import GcpStack, GcpStackArgs
-
-__all__ = ["GcpStack", "GcpStackArgs", "GcpStackConfig", "parse_gcp_config"]

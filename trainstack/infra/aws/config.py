@@ -1,0 +1,506 @@
+"""The AWS stack's configuration: every `trainstack:*` key parsed and checked once, at program start.
+
+Bad config stops the program before any resource is registered, with one line that names the key and
+the fix (ConfigError is a pulumi.RunError, which the Pulumi runtime prints as a single error line
+without a traceback).
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+
+from trainstack.infra.aws.limits import (
+    AWS_REGIONS,
+    EKS_NODE_TAGS,
+    MAX_PUBLIC_ACCESS_CIDRS,
+    MAX_TAG_KEY,
+    MAX_TAG_VALUE,
+    MAX_TAGS,
+    OTHER_PARTITIONS,
+    VPC_LARGEST_PREFIX,
+)
+from trainstack.infra.config import (
+    NAMESPACE,
+    ConfigError,
+    JobConfig,
+    nodes_for_job,
+    parse_job,
+    raw_config,
+    set_hint,
+)
+from trainstack.infra.config.reader import (
+    Section,
+    as_bool,
+    as_choice,
+    as_cidr_list,
+    as_int,
+    as_str,
+    as_str_list,
+    as_str_map,
+    check_scaling,
+    check_stack_keys,
+    top,
+    unroutable_reason,
+)
+from trainstack.infra.core import versions
+from trainstack.infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
+
+# NVIDIA GPUs per instance, for the x86_64 families the AL2023_x86_64_NVIDIA AMI runs on
+# (ARM families such as g5g are left out: that AMI cannot boot them).
+GPU_INSTANCE_FAMILIES: Mapping[str, Mapping[str, int]] = {
+    "g4dn": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "metal": 8},
+    "g5": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
+           "48xlarge": 8},
+    "g6": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
+           "48xlarge": 8},
+    "g6e": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
+            "48xlarge": 8},
+    "gr6": {"4xlarge": 1, "8xlarge": 1},
+    "p4d": {"24xlarge": 8},
+    "p4de": {"24xlarge": 8},
+    "p5": {"4xlarge": 1, "48xlarge": 8},
+    "p5e": {"48xlarge": 8},
+    "p5en": {"48xlarge": 8},
+    "p6-b200": {"48xlarge": 8},
+}
+
+# NVIDIA families whose GPUs the training image cannot count on: V100s (compute capability 7.0). The
+# image's PyTorch CUDA 12.8 line drops sm_70 kernels from 2.11 on (pytorch/pytorch#172598, "Exclude
+# Volta from CUDA-12.8 and 12.9 builds"), and NVIDIA's R580 is the last driver branch for Volta, so
+# a routine image or AMI bump would leave these nodes unable to run a kernel.
+REFUSED_GPU_FAMILIES: Mapping[str, str] = {
+    "p3": "NVIDIA V100 GPUs (compute capability 7.0)",
+    "p3dn": "NVIDIA V100 GPUs (compute capability 7.0)",
+}
+# One spot group, several pools (capacity diversification): each has 1 GPU, 4 vCPUs and 16 GiB, so
+# the cluster autoscaler's node template (built from the first type) fits every one of them.
+DEFAULT_GPU_INSTANCE_TYPES = ("g4dn.xlarge", "g5.xlarge", "g6.xlarge")  # T4, A10G, L4
+
+# Control-plane log types EKS can send to CloudWatch Logs (EKS API: LogSetup.types).
+CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+DEFAULT_CONTROL_PLANE_LOGS = ("audit", "authenticator")  # who did what, and who signed in
+
+# The seed's zones; other regions must list theirs (zone letters differ from region to region).
+DEFAULT_ZONES: Mapping[str, tuple[str, ...]] = {
+    "us-west-2": ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"),
+}
+
+# trainstack builds its AWS provider explicitly from these; any other aws:* key would be ignored.
+AWS_PROVIDER_KEYS = ("region", "profile")
+
+_IAM_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>\d{12}):(?P<kind>role|user)/(?P<path>[\w+=,.@/-]+)$")
+# Addresses the public endpoint never sees (they reach it only through the private one).
+_RFC1918 = tuple(ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+_CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class ExistingNetwork:
+    """A VPC the stack uses instead of creating one (its CIDR is looked up, never copied by hand)."""
+
+    vpc_id: str
+    public_subnet_ids: tuple[str, ...]
+    private_subnet_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    availability_zones: tuple[str, ...]
+    vpc_cidr: str
+    nat_gateway_per_zone: bool
+    existing: ExistingNetwork | None = None
+
+
+@dataclass(frozen=True)
+class NodeGroupConfig:
+    instance_types: tuple[str, ...]
+    min_size: int
+    desired_size: int
+    max_size: int
+    disk_size_gb: int
+
+
+@dataclass(frozen=True)
+class GpuNodeGroupConfig(NodeGroupConfig):
+    capacity_type: str  # "SPOT" or "ON_DEMAND"
+    gpus_per_instance: int
+    ssh_public_key: str | None = None
+    ignore_scaling_changes: bool = False  # always true while the cluster autoscaler owns the size
+
+
+@dataclass(frozen=True)
+class ApiEndpointConfig:
+    """Who reaches the Kubernetes API: a public endpoint limited to CIDR blocks, or a private one only."""
+
+    private: bool  # True: reachable from inside the VPC only (VPN, peering, a runner in the VPC)
+    public_access_cidrs: tuple[str, ...]  # empty when private
+
+
+@dataclass(frozen=True)
+class AwsStackConfig:
+    region: str
+    aws_profile: str | None  # aws:profile, for the explicit AWS provider and the kubeconfig
+    cluster_name: str
+    kubernetes_version: str
+    network: NetworkConfig
+    system_nodes: NodeGroupConfig
+    gpu_nodes: GpuNodeGroupConfig
+    job: JobConfig
+    delete_bucket_on_destroy: bool
+    # The shared filesystem holds the runs: `pulumi destroy` refuses while this is on (Pulumi's protect).
+    protect_shared_filesystem: bool
+    cluster_admin_arns: tuple[str, ...]
+    api_endpoint: ApiEndpointConfig
+    tags: Mapping[str, str]
+    budget: Budget = Budget()  # trainstack:maxHourlyUsd / maxRunUsd
+    preview_role_arn: str | None = None  # read-only access entry for PR previews
+    cluster_autoscaler: bool = True  # cluster-autoscaler owns the GPU group's size (scale from and to 0)
+    control_plane_logs: tuple[str, ...] = DEFAULT_CONTROL_PLANE_LOGS
+
+
+# --- the sections -----------------------------------------------------------------------------------
+
+TOP_LEVEL_KEYS = (
+    "cloud",
+    "clusterName",
+    "kubernetesVersion",
+    "availabilityZones",
+    "vpcCidr",
+    "natGatewayPerZone",
+    "existingNetwork",
+    "systemNodes",
+    "gpuNodes",
+    "job",
+    *BUDGET_KEYS,  # maxHourlyUsd, maxRunUsd
+    "deleteBucketOnDestroy",
+    "protectSharedFilesystem",
+    "clusterAdmins",
+    "previewRoleArn",
+    "apiEndpoint",
+    "apiPublicAccessCidrs",
+    "controlPlaneLogs",
+    "clusterAutoscaler",
+    "tags",
+)
+
+
+def _instance_gpus(instance_type: str, key: str) -> int:
+    family, _, size = instance_type.partition(".")
+    if family in REFUSED_GPU_FAMILIES:
+        raise ConfigError(key, f"{instance_type} has {REFUSED_GPU_FAMILIES[family]}, which the training image's "
+                          "CUDA 12.8 PyTorch line no longer builds kernels for",
+                          "use a Turing or newer family such as g4dn, g5 or g6")
+    sizes = GPU_INSTANCE_FAMILIES.get(family)
+    if sizes is None:
+        raise ConfigError(key, f"{instance_type} has no NVIDIA GPU (or runs on ARM)",
+                          f"use an x86 GPU type such as g4dn.xlarge (families: {', '.join(GPU_INSTANCE_FAMILIES)})")
+    if size not in sizes:
+        raise ConfigError(key, f"{instance_type} is not a size of the {family} family",
+                          f"use one of {', '.join(family + '.' + s for s in sizes)}")
+    return sizes[size]
+
+
+def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
+    zones_key = f"{NAMESPACE}:availabilityZones"
+    zones = top(raw, "availabilityZones", as_str_list, DEFAULT_ZONES.get(region, ()), allow_empty=True)
+    existing = None
+    existing_key = f"{NAMESPACE}:existingNetwork"
+    if existing_key in raw:
+        section = Section(existing_key, raw[existing_key], ("vpcId", "publicSubnetIds", "privateSubnetIds"))
+        vpc_id = section.get("vpcId", as_str, None)
+        if vpc_id is None or not vpc_id.startswith("vpc-"):
+            raise ConfigError(f"{existing_key}.vpcId", f"expected a VPC ID like vpc-0123abcd, got {vpc_id!r}",
+                              set_hint(f"{existing_key}.vpcId", "vpc-0123abcd"))
+        private = section.get("privateSubnetIds", as_str_list, ())
+        public = section.get("publicSubnetIds", as_str_list, (), allow_empty=True)
+        if not private:
+            raise ConfigError(f"{existing_key}.privateSubnetIds", "no private subnets given (nodes and EFS mount "
+                              "targets live there)", set_hint(f"{existing_key}.privateSubnetIds[0]", "subnet-..."))
+        for subnet_key, subnets in (("privateSubnetIds", private), ("publicSubnetIds", public)):
+            for subnet in subnets:
+                if not subnet.startswith("subnet-"):
+                    raise ConfigError(f"{existing_key}.{subnet_key}", f"{subnet!r} is not a subnet ID",
+                                      "use IDs like subnet-0123abcd")
+        existing = ExistingNetwork(vpc_id=vpc_id, public_subnet_ids=public, private_subnet_ids=private)
+    elif not zones:
+        raise ConfigError(zones_key, f"no availability zones for region {region}",
+                          f"pulumi config set --path '{zones_key}[0]' {region}a (list two or more zones)")
+    if existing is None and len(zones) < 2:
+        raise ConfigError(zones_key, f"{len(zones)} zone: EKS needs subnets in at least two zones for its control "
+                          "plane", f"list a second zone, e.g. pulumi config set --path '{zones_key}[1]' {region}b")
+    if len(zones) > 8:
+        raise ConfigError(zones_key, f"{len(zones)} zones: the VPC layout has room for 8", "list at most 8 zones")
+    for zone in zones:
+        if not (zone.startswith(region) and re.fullmatch(r"[a-z]", zone[len(region):])):
+            raise ConfigError(zones_key, f"{zone!r} is not a zone of region {region}",
+                              f"use zones like {region}a, {region}b")
+    cidr_key = f"{NAMESPACE}:vpcCidr"
+    cidr = top(raw, "vpcCidr", as_str, "10.0.0.0/16")
+    try:
+        network = ipaddress.IPv4Network(cidr)
+    except ValueError:
+        raise ConfigError(cidr_key, f"{cidr!r} is not an IPv4 CIDR block", set_hint(cidr_key, "10.0.0.0/16")) from None
+    # Two subnets per zone, each a /20 or larger when the VPC is a /16: see network.py.
+    if network.prefixlen > 20 or not network.is_private:
+        raise ConfigError(cidr_key, f"{cidr} must be a private block of size /20 or larger",
+                          set_hint(cidr_key, "10.0.0.0/16"))
+    if network.prefixlen < VPC_LARGEST_PREFIX:
+        raise ConfigError(cidr_key, f"{cidr} is larger than a VPC may be (AWS allows /{VPC_LARGEST_PREFIX} to /28)",
+                          set_hint(cidr_key, f"{network.network_address}/{VPC_LARGEST_PREFIX}"))
+    return NetworkConfig(availability_zones=zones, vpc_cidr=str(network),
+                         nat_gateway_per_zone=top(raw, "natGatewayPerZone", as_bool, False), existing=existing)
+
+
+# Graviton (Arm) families: the system nodes boot the x86_64 AL2023 AMI, which cannot run on them.
+_ARM_FAMILY = re.compile(r"^(a1|[a-z]+\d+g[a-z]*)$")
+_INSTANCE_TYPE = re.compile(r"^([a-z][a-z0-9-]*)\.(nano|micro|small|medium|large|metal|\d*xlarge|metal-\d+xl)$")
+
+
+def _system_instance_type(section: Section) -> str:
+    key = f"{section.key}.instanceType"
+    value = section.get("instanceType", as_str, "t3.medium")
+    match = _INSTANCE_TYPE.fullmatch(value)
+    if match is None:
+        raise ConfigError(key, f"{value!r} is not an EC2 instance type (family.size, e.g. t3.medium)",
+                          set_hint(key, "t3.medium"))
+    if _ARM_FAMILY.fullmatch(match.group(1)):
+        raise ConfigError(key, f"{value} is an Arm (Graviton) type; the system nodes run the x86_64 AMI",
+                          set_hint(key, "t3.medium"))
+    return value
+
+
+# Tags trainstack puts on resources itself, with the user's: they count toward AWS's 50.
+TRAINSTACK_TAGS = ("app", "pulumi-stack", "Name")
+
+
+def _parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
+    key = f"{NAMESPACE}:tags"
+    tags = top(raw, "tags", as_str_map, {})
+    for name in tags:
+        if name.lower().startswith("aws:") or name.startswith("kubernetes.io/") or name.startswith("k8s.io/"):
+            raise ConfigError(f"{key}.{name}", "is in a reserved namespace (aws:, kubernetes.io/, k8s.io/ belong to "
+                              "AWS, EKS and the cluster autoscaler)", f"pulumi config rm --path '{key}.{name}'")
+        if name in TRAINSTACK_TAGS:
+            raise ConfigError(f"{key}.{name}", "is set by trainstack on every resource (cost reports and the orphan "
+                              "audit rely on it)", f"pulumi config rm --path '{key}.{name}'")
+        if len(name) > MAX_TAG_KEY or len(tags[name]) > MAX_TAG_VALUE:
+            raise ConfigError(f"{key}.{name}", f"AWS tag keys hold at most {MAX_TAG_KEY} characters and values "
+                              f"{MAX_TAG_VALUE} (this key has {len(name)}, its value {len(tags[name])})",
+                              f"shorten {key}.{name}")
+    added = (*TRAINSTACK_TAGS, *EKS_NODE_TAGS)
+    room = MAX_TAGS - len(added)
+    if len(tags) > room:
+        raise ConfigError(key, f"{len(tags)} tags: AWS allows {MAX_TAGS} per resource, and a GPU node carries "
+                          f"{len(added)} more ({', '.join(added)})", f"keep at most {room} in {key}")
+    return tags
+
+
+def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
+    key = f"{NAMESPACE}:systemNodes"
+    section = Section(key, raw.get(key), ("instanceType", "min", "desired", "max", "diskSizeGb"))
+    min_size = section.get("min", as_int, 1, minimum=1)
+    desired = section.get("desired", as_int, 1, minimum=1)
+    max_size = section.get("max", as_int, 2, minimum=1)
+    check_scaling(key, min_size, max_size, desired)
+    return NodeGroupConfig(
+        instance_types=(_system_instance_type(section),),
+        min_size=min_size,
+        desired_size=desired,
+        max_size=max_size,
+        disk_size_gb=section.get("diskSizeGb", as_int, 20, minimum=20, maximum=16384),
+    )
+
+
+def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[GpuNodeGroupConfig, JobConfig]:
+    """The GPU node group and the job together: unless set, the node count follows the job (or, with the
+    cluster autoscaler, the job's pending pods)."""
+    gpu_key = f"{NAMESPACE}:gpuNodes"
+    gpu = Section(gpu_key, raw.get(gpu_key), ("instanceTypes", "min", "desired", "max", "diskSizeGb",
+                                               "capacityType", "sshPublicKey", "ignoreScalingChanges"))
+    types = gpu.get("instanceTypes", as_str_list, DEFAULT_GPU_INSTANCE_TYPES)
+    gpus_by_type = {t: _instance_gpus(t, f"{gpu_key}.instanceTypes") for t in types}
+    if len(set(gpus_by_type.values())) > 1:
+        raise ConfigError(f"{gpu_key}.instanceTypes", f"types with different GPU counts cannot share one job: "
+                          f"{gpus_by_type}", "list instance types with the same number of GPUs")
+    gpus_per_instance = next(iter(gpus_by_type.values()))
+    job = parse_job(raw, gpus_per_instance, "GPU instance type")
+
+    pods_per_instance = gpus_per_instance // job.gpus_per_node
+    instances_to_start, instances_for_job = nodes_for_job(job, gpus_per_instance)
+    min_size = gpu.get("min", as_int, 0, minimum=0)
+    max_size = gpu.get("max", as_int, max(instances_for_job, min_size), minimum=1)
+    # No job, no GPU nodes: spot GPUs are the bill, so they scale to zero unless asked otherwise. With the
+    # autoscaler the job's pending pods grow the group; without it, `pulumi up` sets the size.
+    follows_job = instances_for_job if job.enabled and not autoscaler else 0
+    desired = gpu.get("desired", as_int, max(min_size, follows_job), minimum=0)
+    check_scaling(gpu_key, min_size, max_size, desired)
+    if instances_for_job > max_size:
+        raise ConfigError(f"{NAMESPACE}:job.nodesMax", f"{job.nodes_max} pods need {instances_for_job} GPU nodes "
+                          f"({pods_per_instance} per {types[0]}), but {gpu_key}.max is {max_size}",
+                          f"raise {gpu_key}.max to {instances_for_job} or lower {NAMESPACE}:job.nodesMax")
+    ignore_scaling = gpu.get("ignoreScalingChanges", as_bool, autoscaler)
+    if autoscaler and not ignore_scaling:
+        raise ConfigError(f"{gpu_key}.ignoreScalingChanges", "false while the cluster autoscaler owns the GPU "
+                          "group: every `pulumi up` would reset the size the autoscaler set",
+                          f"pulumi config rm --path {gpu_key}.ignoreScalingChanges, or set "
+                          f"{NAMESPACE}:clusterAutoscaler false")
+    if job.enabled and not ignore_scaling and desired < instances_to_start:
+        raise ConfigError(f"{gpu_key}.desired", f"the job needs {instances_to_start} GPU nodes to start, "
+                          f"desired is {desired}", set_hint(f"{gpu_key}.desired", str(instances_to_start)))
+    capacity = gpu.get("capacityType", as_str, "SPOT").upper()
+    if capacity not in ("SPOT", "ON_DEMAND"):
+        raise ConfigError(f"{gpu_key}.capacityType", f"expected SPOT or ON_DEMAND, got {capacity!r}",
+                          set_hint(f"{gpu_key}.capacityType", "SPOT"))
+    ssh_key = gpu.get("sshPublicKey", as_str, None)
+    if ssh_key is not None and not re.match(r"^(ssh-(rsa|ed25519)|ecdsa-sha2-nistp\d+) [A-Za-z0-9+/=]+", ssh_key):
+        raise ConfigError(f"{gpu_key}.sshPublicKey", "expected an OpenSSH public key (ssh-ed25519 AAAA...)",
+                          f"pulumi config set --path '{gpu_key}.sshPublicKey' \"$(cat ~/.ssh/id_ed25519.pub)\"")
+    gpu_nodes = GpuNodeGroupConfig(
+        instance_types=types,
+        min_size=min_size,
+        desired_size=desired,
+        max_size=max_size,
+        disk_size_gb=gpu.get("diskSizeGb", as_int, 100, minimum=20, maximum=16384),
+        capacity_type=capacity,
+        gpus_per_instance=gpus_per_instance,
+        ssh_public_key=ssh_key,
+        ignore_scaling_changes=ignore_scaling,
+    )
+    return gpu_nodes, job
+
+
+def access_entry_key(arn: str) -> str:
+    """A stable name for an access entry of `arn`: reordering the list never replaces an entry."""
+    match = _IAM_ARN.fullmatch(arn)
+    assert match is not None, arn  # checked by _parse_access
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", f"{match['account']}-{match['kind']}-{match['path']}")
+
+
+def _parse_access(raw: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    """(cluster admin ARNs, the preview role's ARN): IAM roles or users, each given one access entry."""
+    admins_key = f"{NAMESPACE}:clusterAdmins"
+    admins = top(raw, "clusterAdmins", as_str_list, (), allow_empty=True)
+    preview_key = f"{NAMESPACE}:previewRoleArn"
+    preview_role = top(raw, "previewRoleArn", as_str, None)
+    for key, arns in ((admins_key, admins), (preview_key, (preview_role,) if preview_role else ())):
+        for arn in arns:
+            if not _IAM_ARN.fullmatch(arn):
+                raise ConfigError(key, f"{arn!r} is not an IAM role or user ARN",
+                                  "use ARNs like arn:aws:iam::123456789012:role/Admin")
+    principals = [(admins_key, arn) for arn in admins] + ([(preview_key, preview_role)] if preview_role else [])
+    seen: dict[str, str] = {}
+    for key, arn in principals:
+        name = access_entry_key(arn)
+        if name in seen:
+            problem = (f"{arn} is listed twice" if seen[name] == arn
+                       else f"{arn} and {seen[name]} map to the same access entry name")
+            raise ConfigError(key, problem, "give each IAM principal one access entry: remove one of them")
+        seen[name] = arn
+    return admins, preview_role
+
+
+def _parse_api_endpoint(raw: Mapping[str, str]) -> ApiEndpointConfig:
+    """Private, or public for an explicit allow-list: there is no default that opens the API to everyone."""
+    endpoint_key = f"{NAMESPACE}:apiEndpoint"
+    endpoint = top(raw, "apiEndpoint", as_choice, "public", choices=("public", "private"))
+    cidrs_key = f"{NAMESPACE}:apiPublicAccessCidrs"
+    if endpoint == "private":
+        if cidrs_key in raw:
+            raise ConfigError(cidrs_key, "set, but trainstack:apiEndpoint is private (no public endpoint to limit)",
+                              f"pulumi config rm {cidrs_key}, or pulumi config set {endpoint_key} public")
+        return ApiEndpointConfig(private=True, public_access_cidrs=())
+    if cidrs_key not in raw:
+        raise ConfigError(cidrs_key, "not set: the public Kubernetes API endpoint would accept any address",
+                          f"pulumi config set --path '{cidrs_key}[0]' \"$(curl -s https://checkip.amazonaws.com)/32\" "
+                          f"(list 0.0.0.0/0 to accept any address, or set {endpoint_key} private)")
+    cidrs = top(raw, "apiPublicAccessCidrs", as_cidr_list, ())
+    if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
+        raise ConfigError(cidrs_key, f"{len(cidrs)} blocks: EKS accepts at most {MAX_PUBLIC_ACCESS_CIDRS} public "
+                          "access CIDR ranges per cluster", f"merge blocks until at most {MAX_PUBLIC_ACCESS_CIDRS} remain")
+    for cidr in cidrs:
+        network = ipaddress.IPv4Network(cidr)
+        unroutable = unroutable_reason(cidr)
+        if unroutable is not None:
+            raise ConfigError(cidrs_key, f"{cidr} is in the {unroutable} block: no client reaches the public "
+                              "endpoint from there", "list public addresses, e.g. 203.0.113.7/32")
+        if any(network.subnet_of(block) for block in _RFC1918):
+            raise ConfigError(cidrs_key, f"{cidr} is a private block: the public endpoint never sees those addresses "
+                              "(from inside the VPC the private endpoint answers)",
+                              "list public addresses, e.g. 203.0.113.7/32")
+    return ApiEndpointConfig(private=False, public_access_cidrs=cidrs)
+
+
+def _parse_control_plane_logs(raw: Mapping[str, str]) -> tuple[str, ...]:
+    key = f"{NAMESPACE}:controlPlaneLogs"
+    logs = top(raw, "controlPlaneLogs", as_str_list, DEFAULT_CONTROL_PLANE_LOGS, allow_empty=True)
+    for log in logs:
+        if log not in CONTROL_PLANE_LOG_TYPES:
+            raise ConfigError(key, f"{log!r} is not an EKS control-plane log type",
+                              f"use some of {', '.join(CONTROL_PLANE_LOG_TYPES)}")
+    return logs
+
+
+def _parse_kubernetes_version(raw: Mapping[str, str]) -> str:
+    key = f"{NAMESPACE}:kubernetesVersion"
+    version = top(raw, "kubernetesVersion", as_str, versions.EKS_KUBERNETES_VERSION)
+    if version not in versions.EKS_SUPPORTED_KUBERNETES_VERSIONS:
+        supported = ", ".join(versions.EKS_SUPPORTED_KUBERNETES_VERSIONS)
+        raise ConfigError(key, f"Kubernetes {version} is not one trainstack supports ({supported})",
+                          set_hint(key, versions.EKS_KUBERNETES_VERSION))
+    return version
+
+
+def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = None) -> AwsStackConfig:
+    """All of the AWS stack's config, typed and checked; raises ConfigError on the first bad key."""
+    raw = raw_config() if raw is None else raw
+    stack = pulumi.get_stack() if stack is None else stack
+    check_stack_keys(raw, TOP_LEVEL_KEYS, "aws", AWS_PROVIDER_KEYS,
+                     " and set the matching AWS_* environment variable instead")
+    region = raw.get("aws:region")
+    if not region:
+        raise ConfigError("aws:region", "not set", "pulumi config set aws:region us-west-2")
+    partition = next((p for prefix, p in OTHER_PARTITIONS.items() if region.startswith(prefix)), None)
+    if partition is not None:
+        raise ConfigError("aws:region", f"{region} is in the {partition} partition, and trainstack builds ARNs of the "
+                          "aws partition only (arn:aws:...)", "pulumi config set aws:region <a Region of the aws "
+                          "partition, e.g. us-west-2>")
+    if region not in AWS_REGIONS:
+        close = difflib.get_close_matches(region, sorted(AWS_REGIONS), n=1)
+        raise ConfigError("aws:region", f"{region!r} is not an AWS Region" + (f" (did you mean {close[0]}?)"
+                          if close else ""), f"pulumi config set aws:region {close[0] if close else 'us-west-2'} "
+                          "(aws ec2 describe-regions lists them; a Region newer than trainstack/infra/aws/limits.py goes there)")
+
+    name_key = f"{NAMESPACE}:clusterName"
+    cluster_name = top(raw, "clusterName", as_str, f"{NAMESPACE}-{stack}")
+    if not _CLUSTER_NAME.fullmatch(cluster_name):
+        raise ConfigError(name_key, f"{cluster_name!r} is not a valid EKS cluster name (letters, digits, - and _, "
+                          "at most 100)", set_hint(name_key, f"{NAMESPACE}-{stack}"))
+
+    autoscaler = top(raw, "clusterAutoscaler", as_bool, True)
+    gpu_nodes, job = _parse_gpu_nodes_and_job(raw, autoscaler)
+    admins, preview_role = _parse_access(raw)
+    return AwsStackConfig(
+        region=region,
+        aws_profile=raw.get("aws:profile") or None,
+        cluster_name=cluster_name,
+        kubernetes_version=_parse_kubernetes_version(raw),
+        network=_parse_network(raw, region),
+        system_nodes=_parse_system_nodes(raw),
+        gpu_nodes=gpu_nodes,
+        job=job,
+        delete_bucket_on_destroy=top(raw, "deleteBucketOnDestroy", as_bool, False),
+        protect_shared_filesystem=top(raw, "protectSharedFilesystem", as_bool, True),
+        cluster_admin_arns=admins,
+        api_endpoint=_parse_api_endpoint(raw),
+        tags=_parse_tags(raw),
+        budget=parse_budget(raw),
+        preview_role_arn=preview_role,
+        cluster_autoscaler=autoscaler,
+        control_plane_logs=_parse_control_plane_logs(raw),
+    )

@@ -1,0 +1,156 @@
+"""Preflight: what only the AWS account can answer, asked during `pulumi preview` before anything is created.
+
+- Is every chosen availability zone one of the region's, available to this account? (ec2:DescribeAvailabilityZones)
+- Is every instance type (GPU and system) offered in every chosen availability zone?
+  (ec2:DescribeInstanceTypeOfferings; an EKS node group whose subnets include a zone without the
+  type fails only after the cluster has been created, 15 minutes in.)
+- Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
+- Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
+- When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
+  Pulumi? (sts:GetCallerIdentity; EKS makes the creator admin, and a second access entry for it fails
+  the apply after the cluster was created.) The preview role is checked the same way, but only by a
+  real `up`: in CI it runs `pulumi preview` as itself, which creates nothing.
+
+Each answer is an Output whose apply raises a one-line pulumi.RunError; `gate()` combines them into
+an Output that the stack's resources depend on, so a wrong answer fails the preview and nothing is
+registered. These calls need credentials (the same ones `pulumi preview` uses); under mocks the tests
+answer them. With `trainstack:existingNetwork` the zones are the subnets', which are not looked up
+here: the offering check is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from trainstack.infra.aws.config import AwsStackConfig
+from trainstack.infra.config import NAMESPACE
+from trainstack.infra.core import versions
+
+EFS_CSI_ADDON = "aws-efs-csi-driver"
+
+
+def checked_offerings(result: aws.ec2.GetInstanceTypeOfferingsResult, wanted: dict[str, str],
+                      zones: Sequence[str]) -> bool:
+    """`wanted` maps instance type -> the config key that chose it; every (type, zone) pair must be offered."""
+    offered = set(zip(result.instance_types or (), result.locations or (), strict=False))
+    for instance_type, key in wanted.items():
+        missing = [zone for zone in zones if (instance_type, zone) not in offered]
+        if missing:
+            where = [zone for zone in zones if zone not in missing]
+            raise pulumi.RunError(
+                f"{key}: {instance_type} is not offered in {', '.join(missing)} (offered in: "
+                f"{', '.join(where) or 'none of the chosen zones'}). Fix: drop {', '.join(missing)} from "
+                f"{NAMESPACE}:availabilityZones, or choose another instance type")
+    return True
+
+
+def checked_zones(result: aws.GetAvailabilityZonesResult, zones: Sequence[str], region: str) -> bool:
+    available = list(result.names or ())
+    missing = [zone for zone in zones if zone not in available]
+    if missing:
+        verb = "is not an available zone" if len(missing) == 1 else "are not available zones"
+        raise pulumi.RunError(f"{NAMESPACE}:availabilityZones: {', '.join(missing)} {verb} of {region} for this "
+                              f"account (available: {', '.join(available) or 'none'}). Fix: list only available zones "
+                              f"in {NAMESPACE}:availabilityZones")
+    return True
+
+
+def checked_cluster_version(result: aws.eks.GetClusterVersionsResult, version: str, region: str) -> bool:
+    if not any(v.cluster_version == version for v in result.cluster_versions or ()):
+        raise pulumi.RunError(f"{NAMESPACE}:kubernetesVersion: EKS offers no Kubernetes {version} in {region}. Fix: "
+                              f"pulumi config set {NAMESPACE}:kubernetesVersion {versions.EKS_KUBERNETES_VERSION}")
+    return True
+
+
+def addon_version_key(version: str) -> tuple[int, ...]:
+    """`v3.3.0-eksbuild.1` -> (3, 3, 0, 1)."""
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def checked_addon(result: aws.eks.GetAddonVersionResult, pinned: str, kubernetes_version: str) -> bool:
+    newest = result.version or ""
+    if not newest or addon_version_key(pinned) > addon_version_key(newest):
+        raise pulumi.RunError(
+            f"{NAMESPACE}:kubernetesVersion: EKS offers the {EFS_CSI_ADDON} add-on for Kubernetes {kubernetes_version} "
+            f"up to {newest or 'no version'}, not the pinned {pinned} (trainstack/infra/core/versions.py EFS_CSI_ADDON_VERSION). "
+            f"Fix: pulumi config set {NAMESPACE}:kubernetesVersion {versions.EKS_KUBERNETES_VERSION}, or pin an "
+            "offered build")
+    return True
+
+
+def deployer_principal(caller_arn: str) -> str:
+    """The IAM ARN behind sts:GetCallerIdentity's answer (an assumed-role session maps to its role)."""
+    match = re.fullmatch(r"arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/.+", caller_arn)
+    if match:
+        return f"arn:{match['partition']}:iam::{match['account']}:role/{match['role']}"
+    return caller_arn
+
+
+def _principal_identity(arn: str) -> tuple[str, str, str]:
+    """(account, kind, name): a role's path is not part of the session ARN, so it is left out."""
+    _, _, resource = arn.partition(":iam::")
+    account, _, rest = resource.partition(":")
+    kind, _, path = rest.partition("/")
+    return account, kind, path.rsplit("/", 1)[-1]
+
+
+def checked_access_entries(admin_arns: Sequence[str], preview_role_arn: str | None, caller_arn: str, *,
+                           cluster_exists: bool, dry_run: bool) -> bool:
+    """No access entry of ours is for the identity that creates the cluster.
+
+    Only creation collides: pulumi-eks leaves bootstrapClusterCreatorAdminPermissions at true
+    (pulumi/pulumi-eks nodejs/eks/cluster/cluster.ts, accessConfig), so EKS gives the creator an entry,
+    and a second entry for it fails the apply (ResourceInUseException) after the cluster took 10
+    minutes. Once the cluster exists, whoever created it, a listed admin may run preview and up. The
+    preview role is refused only by a real `up`: in CI it runs `pulumi preview` as itself, which
+    creates no cluster, and its own read-only entry is the one that preview needs.
+    """
+    if cluster_exists:
+        return True
+    deployer = _principal_identity(deployer_principal(caller_arn))
+    for arn in admin_arns:
+        if _principal_identity(arn) == deployer:
+            raise pulumi.RunError(f"trainstack:clusterAdmins: {arn} is the identity running Pulumi ({caller_arn}), "
+                                  "which EKS makes cluster admin when it creates the cluster. Fix: remove it from "
+                                  "trainstack:clusterAdmins")
+    if preview_role_arn and not dry_run and _principal_identity(preview_role_arn) == deployer:
+        raise pulumi.RunError(f"trainstack:previewRoleArn: {preview_role_arn} is the identity running `pulumi up` "
+                              f"({caller_arn}), which EKS makes cluster admin when it creates the cluster. Fix: create "
+                              "the cluster as another identity (the preview role is for `pulumi preview` in CI), or "
+                              "pulumi config rm trainstack:previewRoleArn")
+    return True
+
+
+def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource) -> pulumi.Output[list]:
+    """An Output that resolves to [] once every check passed: give it to resources as depends_on."""
+    invoke = pulumi.InvokeOutputOptions(parent=parent, provider=provider)
+    checks = [
+        aws.eks.get_cluster_versions_output(cluster_versions_onlies=[cfg.kubernetes_version], opts=invoke).apply(
+            lambda result: checked_cluster_version(result, cfg.kubernetes_version, cfg.region)),
+        aws.eks.get_addon_version_output(addon_name=EFS_CSI_ADDON, kubernetes_version=cfg.kubernetes_version,
+                                         most_recent=True, opts=invoke).apply(
+            lambda result: checked_addon(result, versions.EFS_CSI_ADDON_VERSION, cfg.kubernetes_version)),
+    ]
+    if cfg.cluster_admin_arns or cfg.preview_role_arn:
+        dry_run = pulumi.runtime.is_dry_run()
+        checks.append(pulumi.Output.all(aws.get_caller_identity_output(opts=invoke),
+                                        aws.eks.get_clusters_output(opts=invoke)).apply(
+            lambda answers: checked_access_entries(
+                cfg.cluster_admin_arns, cfg.preview_role_arn, answers[0].arn,
+                cluster_exists=cfg.cluster_name in (answers[1].names or ()), dry_run=dry_run)))
+    zones = cfg.network.availability_zones
+    if cfg.network.existing is None and zones:
+        checks.append(aws.get_availability_zones_output(state="available", opts=invoke).apply(
+            lambda result: checked_zones(result, zones, cfg.region)))
+        wanted = {t: f"{NAMESPACE}:gpuNodes.instanceTypes" for t in cfg.gpu_nodes.instance_types}
+        wanted.update({t: f"{NAMESPACE}:systemNodes.instanceType" for t in cfg.system_nodes.instance_types})
+        checks.append(aws.ec2.get_instance_type_offerings_output(
+            location_type="availability-zone",
+            filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=list(wanted)),
+                     aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="location", values=list(zones))],
+            opts=invoke).apply(lambda result: checked_offerings(result, wanted, zones)))
+    return pulumi.Output.all(*checks).apply(lambda _: [])

@@ -1,0 +1,161 @@
+"""AwsStack: the whole EKS spot-GPU training platform of the seed, composed from typed components.
+
+network -> EKS cluster (system + spot GPU node groups, access entries, control-plane logs)
+        -> cluster autoscaler (IRSA; grows the GPU group from 0 for pending pods, back to 0 after)
+        -> EFS storage (CSI add-on with IRSA, file system, a mount target per zone, access point + volume)
+registry -> training image + TensorBoard image;  snapshot bucket -> job IRSA role
+all of them, as handles -> TrainingPlatform (namespace, claim, NVIDIA device plugin, training job)
+Every AWS resource uses one explicit AWS provider, every Kubernetes object the cluster's provider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_docker_build as docker_build
+
+from trainstack.infra import TrainingImage, TrainingImageArgs, tensorboard_image_args
+from trainstack.infra.aws import preflight
+from trainstack.infra.aws.cluster import EksCluster, EksClusterArgs
+from trainstack.infra.aws.cluster_autoscaler import NAMESPACE as AUTOSCALER_NAMESPACE
+from trainstack.infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from trainstack.infra.aws.config import AwsStackConfig
+from trainstack.infra.aws.cost import estimate_aws_cost
+from trainstack.infra.aws.efs_storage import EfsStorage, EfsStorageArgs
+from trainstack.infra.aws.irsa import IrsaRole, IrsaRoleArgs
+from trainstack.infra.aws.job_commands import job_commands
+from trainstack.infra.aws.network import Network, NetworkArgs
+from trainstack.infra.aws.registry import Registry, RegistryArgs
+from trainstack.infra.aws.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
+from trainstack.infra.config import NAMESPACE
+from trainstack.infra.core.contracts import ObjectStore, WorkloadIdentity
+from trainstack.infra.kubernetes.job_service_account import JOB_SERVICE_ACCOUNT
+from trainstack.infra.kubernetes.kueue import KUEUE_NAMESPACE
+from trainstack.infra.kubernetes.nvidia_device_plugin import DEFAULT_NAMESPACE as DEVICE_PLUGIN_NAMESPACE
+from trainstack.infra.kubernetes.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
+from trainstack.infra.kubernetes.training_job import image_values
+
+
+def release_namespaces(cfg: AwsStackConfig) -> list[str]:
+    """Where this stack's Helm releases may keep their state (Secrets): what a preview must be able to read.
+
+    Every namespace a release of this stack can use, whatever the config turns on: the access scope is
+    immutable (terraform-provider-aws internal/service/eks/access_policy_association.go: access_scope
+    ForceNew), and a replacement of an association keyed by the same cluster, principal and policy
+    creates the new one, then deletes it as the old one. A stable scope is never replaced; reading a
+    namespace's Secrets where no release runs grants nothing.
+    """
+    return [cfg.job.namespace, DEVICE_PLUGIN_NAMESPACE, AUTOSCALER_NAMESPACE, KUEUE_NAMESPACE]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AwsStackArgs:
+    config: AwsStackConfig
+
+
+class AwsStack(pulumi.ComponentResource):
+    outputs: dict[str, pulumi.Input[Any]]  # the stack outputs, exported by __main__.py
+
+    def __init__(self, name: str, args: AwsStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("trainstack:aws:AwsStack", name, None, opts)
+        cfg = args.config
+        tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **cfg.tags}
+
+        aws_provider = aws.Provider(f"{name}-aws", region=cfg.region, profile=cfg.aws_profile,
+                                    opts=pulumi.ResourceOptions(parent=self))
+        # Nothing is created before the account confirms what only it knows (preflight.py).
+        child = pulumi.ResourceOptions(parent=self, providers={"aws": aws_provider},
+                                       depends_on=preflight.gate(cfg, aws_provider, parent=self))
+
+        network = Network(f"{name}-network", NetworkArgs(
+            region=cfg.region,
+            availability_zones=cfg.network.availability_zones,
+            vpc_cidr=cfg.network.vpc_cidr,
+            nat_gateway_per_zone=cfg.network.nat_gateway_per_zone,
+            existing=cfg.network.existing,
+            tags=tags,
+        ), opts=child)
+        cluster = EksCluster(f"{name}-eks", EksClusterArgs(
+            cluster_name=cfg.cluster_name,
+            kubernetes_version=cfg.kubernetes_version,
+            vpc_id=network.vpc_id,
+            public_subnet_ids=network.public_subnet_ids,
+            private_subnet_ids=network.private_subnet_ids,
+            system_nodes=cfg.system_nodes,
+            gpu_nodes=cfg.gpu_nodes,
+            api_endpoint=cfg.api_endpoint,
+            cluster_admin_arns=cfg.cluster_admin_arns,
+            preview_role_arn=cfg.preview_role_arn,
+            preview_secret_namespaces=release_namespaces(cfg),
+            control_plane_logs=cfg.control_plane_logs,
+            autoscaled=cfg.cluster_autoscaler,
+            aws_profile=cfg.aws_profile,
+            tags=tags,
+        ), opts=child)
+        if cfg.cluster_autoscaler:
+            ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(cluster=cluster, region=cfg.region,
+                                                                          tags=tags), opts=child)
+        storage = EfsStorage(f"{name}-efs", EfsStorageArgs(
+            cluster=cluster, network=network, claim_namespace=cfg.job.namespace,
+            claim_name=shared_claim_name(cfg.job), protect=cfg.protect_shared_filesystem, tags=tags), opts=child)
+
+        registry = Registry(f"{name}-registry", RegistryArgs(tags=tags), opts=child)
+        # Builds with the local Docker/BuildKit of whoever runs `pulumi up`.
+        builder = docker_build.Provider(f"{name}-docker-build", opts=pulumi.ResourceOptions(parent=self))
+        push = {"repository_url": registry.repository_url, "registry_server": registry.server,
+                "registry_username": registry.username, "registry_password": registry.password, "provider": builder}
+        image_args = TrainingImageArgs(**push)
+        image = TrainingImage(f"{name}-image", image_args, opts=child)
+        job_values = {}
+        if cfg.job.tensorboard:
+            tensorboard_image = TrainingImage(f"{name}-tensorboard-image", tensorboard_image_args(image_args),
+                                              opts=child)
+            job_values = {"tensorboard": {"image": tensorboard_image.ref.apply(image_values)}}
+
+        bucket = SnapshotBucket(f"{name}-snapshots", SnapshotBucketArgs(
+            delete_on_destroy=cfg.delete_bucket_on_destroy, tags=tags), opts=child)
+        # Trusts the one ServiceAccount every job runs as, the stack's own and the CLI's alike.
+        job_role = IrsaRole(f"{name}-job", IrsaRoleArgs(
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            namespace=cfg.job.namespace,
+            service_account=JOB_SERVICE_ACCOUNT,
+            # The stack job's own account before every job shared one (trainstack/infra/kubernetes/job_service_account.py):
+            # jobs started then keep their bucket access through the upgrade. It grants nothing new:
+            # whoever can run a pod in the namespace can already run it as JOB_SERVICE_ACCOUNT.
+            also_trusted=[cfg.job.name],
+            inline_policy=bucket.read_write_policy,
+            tags=tags,
+        ), opts=child)
+
+        platform = TrainingPlatform(name, TrainingPlatformArgs(
+            provider=cluster.provider,
+            job=cfg.job,
+            gpu=cluster.gpu_placement,
+            storage=storage.shared_storage,
+            bucket=ObjectStore(uri=pulumi.Output.concat("s3://", bucket.bucket_name), name=bucket.bucket_name),
+            identity=WorkloadIdentity(service_account_annotations={"eks.amazonaws.com/role-arn": job_role.role_arn}),
+            image_ref=image.ref,
+            install_device_plugin=True,
+            job_values=job_values,
+            gpu_local_disk=cluster.gpu_local_disk,
+        # Kueue's controller (and its webhook) runs on the system nodes: the platform waits for them, as on GKE.
+        ), opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.system_node_group]))
+
+        self.outputs = {
+            "clusterName": cluster.cluster_name,
+            "kubeconfig": cluster.kubeconfig_json,
+            "registryUrl": registry.repository_url,
+            "imageRef": image.ref,
+            "bucketName": bucket.bucket_name,
+            **job_commands(region=cfg.region, cluster_name=cfg.cluster_name, aws_profile=cfg.aws_profile,
+                           job=cfg.job, bucket_name=bucket.bucket_name),
+            **platform.outputs,
+            **estimate_aws_cost(cfg).outputs(),  # estimatedHourlyUsd, estimatedRunUsd
+        }
+        if not cfg.job.enabled:
+            self.outputs["enableJobCommand"] = f"pulumi config set --path {NAMESPACE}:job.enabled true && pulumi up"
+        self.register_outputs(self.outputs)

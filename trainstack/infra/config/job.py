@@ -1,0 +1,150 @@
+"""`trainstack:job.*`: the training job every cloud runs, parsed into JobConfig.
+
+The rules a job must follow wherever it runs (nodes min/max, one process per GPU, names the chart can
+use, `train` keys the chart knows) live here once; each cloud only says how many GPUs its node type has.
+Secrets (a W&B key) reach the pods only by reference: `secretEnv` names Kubernetes Secrets the user
+created, and the chart mounts them as secretKeyRef; no secret value passes through Pulumi.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainstack.contract.config import TrainConfig
+from trainstack.infra.config.errors import NAMESPACE, ConfigError, set_hint
+from trainstack.infra.config.reader import Section, as_bool, as_int, as_str, decoded, reject_unknown
+from trainstack.infra.config.train_args import parse_train, trainer_args
+from trainstack.infra.kubernetes.training_job import SecretEnv
+
+KEY = f"{NAMESPACE}:job"
+JOB_KEYS = ("enabled", "name", "namespace", "nodesMin", "nodesMax", "gpusPerNode", "procsPerNode", "dataPrefix",
+            "tensorboard", "queue", "queueName", "train", "secretEnv")
+_SECRET_ENV_KEYS = ("name", "secretName", "key")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+# How a user gives the job their W&B key: a Secret they create, named here; the key never enters Pulumi.
+WANDB_SECRET_EXAMPLE = "[{name: WANDB_API_KEY, secretName: wandb, key: api-key}]"
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# The chart names the Job, its Service and its pods' hostnames after the release: at most 50 characters.
+_JOB_NAME_MAX = 50
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    enabled: bool
+    name: str  # the Helm release, the Job and the run directory /mnt/shared/runs/<name>
+    namespace: str
+    nodes_min: int
+    nodes_max: int
+    procs_per_node: int
+    gpus_per_node: int
+    data_prefix: str  # the prepared data set, under <bucket>/<data_prefix>/
+    tensorboard: bool
+    # Submit through Kueue (all pods admitted together, in order when the pool is full); on by default
+    # since every stack has a queue per GPU pool. false: no Kueue at all, jobs start as soon as created.
+    queue: bool = True
+    queue_name: str = "training"  # the LocalQueue and ClusterQueue
+    train: Mapping[str, Any] = field(default_factory=dict)
+    # Environment variables from Kubernetes Secrets the user created (the chart's secretEnv).
+    secret_env: tuple[SecretEnv, ...] = ()
+
+
+def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -> JobConfig:
+    """trainstack:job, for nodes with `gpus_per_node_type` GPUs each (`node_type` names them in errors)."""
+    section = Section(KEY, raw.get(KEY), JOB_KEYS)
+    nodes_min = section.get("nodesMin", as_int, 1, minimum=1)
+    nodes_max = section.get("nodesMax", as_int, max(nodes_min, 2), minimum=1)
+    if nodes_min > nodes_max:
+        raise ConfigError(f"{KEY}.nodesMin", f"nodesMin ({nodes_min}) is greater than nodesMax ({nodes_max})",
+                          set_hint(f"{KEY}.nodesMin", str(nodes_max)))
+    gpus = section.get("gpusPerNode", as_int, gpus_per_node_type, minimum=1)
+    if gpus > gpus_per_node_type:
+        raise ConfigError(f"{KEY}.gpusPerNode", f"{gpus} GPUs per pod, but the {node_type} has "
+                          f"{gpus_per_node_type}", set_hint(f"{KEY}.gpusPerNode", str(gpus_per_node_type)))
+    procs = section.get("procsPerNode", as_int, gpus, minimum=1)
+    if procs != gpus:
+        raise ConfigError(f"{KEY}.procsPerNode", f"{procs} processes for {gpus} GPUs (torchrun starts one process "
+                          "per GPU)", set_hint(f"{KEY}.procsPerNode", str(gpus)))
+    names = {}
+    for name_key, default in (("name", "train"), ("namespace", "default"), ("queueName", "training")):
+        names[name_key] = value = section.get(name_key, as_str, default)
+        if not _K8S_NAME.fullmatch(value) or (name_key == "name" and (len(value) > _JOB_NAME_MAX
+                                                                     or value[0].isdigit())):
+            raise ConfigError(f"{KEY}.{name_key}", f"{value!r} is not a valid name (lowercase letters, digits and "
+                              "-, starting with a letter)", set_hint(f"{KEY}.{name_key}", default))
+    data_prefix = section.get("dataPrefix", as_str, "data").strip("/")
+    if "://" in data_prefix or not data_prefix:
+        raise ConfigError(f"{KEY}.dataPrefix", f"expected a prefix inside the snapshot bucket, got {data_prefix!r}",
+                          set_hint(f"{KEY}.dataPrefix", "data"))
+    train: dict[str, Any] = section.get("train", parse_train, {})
+    secret_env = section.get("secretEnv", _secret_env, ())
+    _check_wandb_key(train, secret_env)
+    return JobConfig(
+        enabled=section.get("enabled", as_bool, False),  # the shipped stack files start without a job (data first)
+        name=names["name"],
+        namespace=names["namespace"],
+        nodes_min=nodes_min,
+        nodes_max=nodes_max,
+        procs_per_node=procs,
+        gpus_per_node=gpus,
+        data_prefix=data_prefix,
+        tensorboard=section.get("tensorboard", as_bool, True),
+        queue=section.get("queue", as_bool, True),
+        queue_name=names["queueName"],
+        train=train,
+        secret_env=secret_env,
+    )
+
+
+def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:
+    """[{name, secretName, key}]: each variable is read from a Secret in the job's namespace (secretKeyRef)."""
+    items = decoded(value)
+    if not isinstance(items, list):
+        raise ConfigError(key, f"expected a list of {{name, secretName, key}}, got {items!r}",
+                          f"write it in Pulumi.<stack>.yaml as {key}: {WANDB_SECRET_EXAMPLE}")
+    result = []
+    for i, item in enumerate(items):
+        at = f"{key}[{i}]"
+        if not isinstance(item, dict) or set(item) != set(_SECRET_ENV_KEYS):
+            if isinstance(item, dict):
+                reject_unknown(f"{at}.", item.keys(), _SECRET_ENV_KEYS)
+            raise ConfigError(at, f"expected {{name, secretName, key}}, got {item!r}",
+                              f"write it as {WANDB_SECRET_EXAMPLE[1:-1]} (the Secret's name and the key inside it)")
+        name, secret, secret_key = (item[k] for k in _SECRET_ENV_KEYS)
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise ConfigError(f"{at}.name", f"{name!r} is not an environment variable name", set_hint(f"{at}.name", "WANDB_API_KEY"))
+        if not isinstance(secret, str) or not _SECRET_NAME.fullmatch(secret):
+            raise ConfigError(f"{at}.secretName", f"{secret!r} is not a Secret name (lowercase letters, digits, - and .)",
+                              set_hint(f"{at}.secretName", "wandb"))
+        if not isinstance(secret_key, str) or not secret_key:
+            raise ConfigError(f"{at}.key", f"expected the key inside Secret {secret!r}, got {secret_key!r}",
+                              set_hint(f"{at}.key", "api-key"))
+        result.append(SecretEnv(name=name, secret_name=secret, key=secret_key))
+    names = [s.name for s in result]
+    if len(set(names)) != len(names):
+        raise ConfigError(key, f"a variable is set twice: {sorted({n for n in names if names.count(n) > 1})}",
+                          "keep one entry per name")
+    return tuple(result)
+
+
+def _check_wandb_key(train: Mapping[str, Any], secret_env: tuple[SecretEnv, ...]) -> None:
+    """W&B online needs WANDB_API_KEY in the pods; without it every pod would stop at start-up."""
+    args = trainer_args(dict(train))
+    wandb = TrainConfig.from_args(args).wandb
+    if not wandb.enabled or wandb.mode != "online":
+        return
+    if "WANDB_API_KEY" not in {s.name for s in secret_env}:
+        raise ConfigError(f"{KEY}.secretEnv", f"job.train.wandbProject {args.wandb_project!r} logs to W&B online, but no "
+                          "secretEnv gives the pods WANDB_API_KEY",
+                          "kubectl create secret generic wandb -n <job namespace> --from-literal=api-key=<your key>, then "
+                          f"in Pulumi.<stack>.yaml {KEY}: {{secretEnv: {WANDB_SECRET_EXAMPLE}}} (or set "
+                          f"{KEY}.train.wandbMode offline)")
+
+
+def nodes_for_job(job: JobConfig, gpus_per_node_type: int) -> tuple[int, int]:
+    """(nodes to start the job, nodes for the job at its largest): pods are packed by GPUs."""
+    pods_per_node = gpus_per_node_type // job.gpus_per_node
+    return -(-job.nodes_min // pods_per_node), -(-job.nodes_max // pods_per_node)

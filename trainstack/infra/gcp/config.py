@@ -1,0 +1,539 @@
+"""The GCP stack's configuration: every `trainstack:*` and `gcp:*` key parsed and checked at program start.
+
+Bad config stops the program before any resource is registered, with one line that names the key and
+the fix. What only the account can answer (is the zone in the region, is the GKE version offered)
+is asked of the GCP API during `pulumi preview` (see cluster.py).
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+
+from trainstack.infra.config import (
+    NAMESPACE,
+    ConfigError,
+    JobConfig,
+    nodes_for_job,
+    parse_job,
+    raw_config,
+    set_hint,
+)
+from trainstack.infra.config.reader import (
+    Section,
+    as_bool,
+    as_choice,
+    as_cidr_list,
+    as_int,
+    as_object,
+    as_str,
+    as_str_map,
+    check_scaling,
+    check_stack_keys,
+    top,
+    top_section,
+    unroutable_reason,
+)
+from trainstack.infra.core import versions
+from trainstack.infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
+from trainstack.infra.gcp.limits import (
+    GCP_REGIONS,
+    GOOGLE_NODE_LABELS,
+    MAX_AUTHORIZED_NETWORKS,
+    MAX_LABELS,
+    MAX_NODES_PER_POOL_ZONE,
+    RESERVATION,
+    STEPPED_TIERS,
+    capacity_fits,
+    nearest_capacity,
+)
+from trainstack.infra.gcp.machine_types import (
+    FIXED_GPU_MACHINES,
+    GPU_DIRECT,
+    N1_ACCELERATORS,
+    UNSUPPORTED_BY_IMAGE,
+    GpuDirectProfile,
+    n1_vcpus,
+)
+
+# trainstack builds its Google provider explicitly from these; any other gcp:* key would be ignored.
+GCP_PROVIDER_KEYS = ("project", "region")
+DEFAULT_REGION = "us-central1"
+# The seed's T4 pools need a zone that has T4s; other regions must name theirs.
+DEFAULT_ZONES: Mapping[str, str] = {"us-central1": "us-central1-a"}
+
+TOP_LEVEL_KEYS = (
+    "cloud",
+    "zone",
+    "regional",
+    "clusterName",
+    "releaseChannel",
+    "kubernetesVersion",
+    "network",
+    "existingNetwork",
+    "apiAuthorizedNetworks",
+    "systemNodes",
+    "gpuPools",
+    "jobPool",
+    "job",
+    *BUDGET_KEYS,  # maxHourlyUsd, maxRunUsd
+    "sharedFilesystem",
+    "deleteBucketOnDestroy",
+    "protectSharedFilesystem",
+    "labels",
+)
+GPU_POOL_KEYS = ("machineType", "acceleratorType", "acceleratorCount", "diskSizeGb", "diskType", "min", "max",
+                 "capacity", "reservation", "placement", "localSsdCount", "gpuDirect", "driverVersion", "topologyAware")
+# How a pool gets its VMs: spot (preemptible, cheapest), on demand, a named reservation, or DWS
+# flex-start (queued for up to a week, then up to 7 days of run time, no preemption).
+CAPACITY_TYPES = ("SPOT", "ON_DEMAND", "RESERVATION", "FLEX_START")
+GPU_DIRECT_MODES = ("auto", "tcpx", "tcpxo", "rdma", "none")
+RELEASE_CHANNELS = ("REGULAR", "STABLE", "RAPID")
+DISK_TYPES = ("pd-ssd", "pd-balanced", "pd-standard", "hyperdisk-balanced")
+DRIVER_VERSIONS = ("DEFAULT", "LATEST")
+# The CUDA training image (about 10 GB unpacked) and the node's own images fit with room to spare.
+MIN_GPU_DISK_GB = 50
+# Filestore tiers: (smallest, largest) share in GiB, as the Filestore CSI driver on GKE supports them.
+FILESTORE_TIERS: Mapping[str, tuple[int, int]] = {
+    "BASIC_HDD": (1024, 65433),
+    "BASIC_SSD": (2560, 65433),
+    "ZONAL": (1024, 102400),
+    "REGIONAL": (1024, 102400),
+    "ENTERPRISE": (1024, 10240),
+}
+_PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_CLUSTER_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
+_POOL_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$")
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+_VERSION_PREFIX = re.compile(r"^1\.\d{2}$")
+# Arm machine series: the x86 COS node image does not boot on them.
+ARM_SERIES = ("t2a", "c4a", "n4a")
+
+
+@dataclass(frozen=True)
+class ExistingNetwork:
+    """A VPC and subnet the stack uses instead of creating them; the subnet must have both ranges."""
+
+    network: str
+    subnetwork: str
+    pods_range_name: str
+    services_range_name: str
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    subnet_cidr: str
+    pods_cidr: str
+    services_cidr: str
+    master_cidr: str  # the control plane's private endpoint range (private nodes)
+    existing: ExistingNetwork | None = None
+
+
+@dataclass(frozen=True)
+class SystemPoolConfig:
+    machine_type: str
+    min_nodes: int
+    max_nodes: int
+    disk_size_gb: int
+
+
+@dataclass(frozen=True)
+class GpuPoolConfig:
+    name: str
+    machine_type: str
+    accelerator_type: str
+    accelerator_count: int
+    attach_accelerator: bool  # N1: the accelerator is attached; A2/A3/G2: it comes with the machine
+    disk_size_gb: int
+    disk_type: str
+    min_nodes: int
+    max_nodes: int
+    capacity: str  # one of CAPACITY_TYPES
+    reservation: str | None  # the reservation's name, with capacity RESERVATION
+    compact_placement: bool  # nodes close together in the zone's network (multi-node NCCL)
+    local_ssd_count: int  # local NVMe SSDs as the node's ephemeral storage (the data cache)
+    gpu_direct: GpuDirectProfile | None  # TCPX / TCPXO networking on A3, RDMA on A3 Ultra and A4
+    driver_version: str  # GKE-managed driver: DEFAULT or LATEST
+    # Kueue places a multi-node job's pods by GKE's gce-topology node labels (on by default on GPUDirect pools).
+    topology_aware: bool = False
+
+    @property
+    def spot(self) -> bool:
+        return self.capacity == "SPOT"
+
+
+@dataclass(frozen=True)
+class FilestoreConfig:
+    tier: str
+    capacity_gb: int
+
+
+@dataclass(frozen=True)
+class GcpStackConfig:
+    project: str
+    region: str
+    zone: str
+    regional: bool  # control plane replicated across the region's zones; the nodes stay in `zone`
+    cluster_name: str
+    release_channel: str
+    kubernetes_version: str  # the minimum minor version, e.g. "1.34"; the newest patch GKE offers is used
+    network: NetworkConfig
+    api_authorized_networks: tuple[str, ...]  # empty: the endpoint is open (still authenticated by IAM)
+    system_pool: SystemPoolConfig
+    gpu_pools: tuple[GpuPoolConfig, ...]
+    job_pool: GpuPoolConfig
+    job: JobConfig
+    filestore: FilestoreConfig | None  # None: no shared filesystem
+    delete_bucket_on_destroy: bool
+    # The shared filesystem holds the runs: `pulumi destroy` refuses while this is on (Pulumi's protect).
+    protect_shared_filesystem: bool
+    labels: Mapping[str, str]
+    budget: Budget = Budget()  # trainstack:maxHourlyUsd / maxRunUsd
+
+    @property
+    def location(self) -> str:
+        return self.region if self.regional else self.zone
+
+
+def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
+    key = f"{NAMESPACE}:gpuPools.{name}"
+    if not _POOL_NAME.fullmatch(name):
+        raise ConfigError(key, f"{name!r} is not a valid node pool name (lowercase letters, digits and -, at most 32)",
+                          f"rename {NAMESPACE}:gpuPools.{name} to e.g. t4")
+    pool = Section(key, value, GPU_POOL_KEYS)
+    machine_type = pool.get("machineType", as_str, "n1-standard-4")
+    fixed = FIXED_GPU_MACHINES.get(machine_type)
+    vcpus = n1_vcpus(machine_type)
+    if fixed is not None:
+        accelerator = pool.get("acceleratorType", as_str, fixed.accelerator)
+        count = pool.get("acceleratorCount", as_int, fixed.count)
+        if accelerator != fixed.accelerator or count != fixed.count:
+            raise ConfigError(f"{key}.acceleratorCount" if accelerator == fixed.accelerator else
+                              f"{key}.acceleratorType",
+                              f"{machine_type} comes with {fixed.count} x {fixed.accelerator}, not {count} x "
+                              f"{accelerator}", f"remove {key}.acceleratorType and .acceleratorCount, or pick the "
+                              "machine type of the size you want")
+    elif vcpus is not None:
+        accelerator = pool.get("acceleratorType", as_str, "nvidia-tesla-t4")
+        counts = N1_ACCELERATORS.get(accelerator)
+        if counts is None:
+            raise ConfigError(f"{key}.acceleratorType", f"{accelerator} cannot be attached to {machine_type} "
+                              f"(N1 machines take {', '.join(N1_ACCELERATORS)}; A100, H100, L4 come with A2, A3, G2 "
+                              "machine types)", set_hint(f"{key}.acceleratorType", "nvidia-tesla-t4"))
+        count = pool.get("acceleratorCount", as_int, 1)
+        if count not in counts:
+            raise ConfigError(f"{key}.acceleratorCount", f"{count} x {accelerator} is not a count GCP offers (it "
+                              f"offers {', '.join(map(str, counts))})", set_hint(f"{key}.acceleratorCount", "1"))
+        if vcpus > counts[count]:
+            raise ConfigError(f"{key}.machineType", f"{machine_type} has {vcpus} vCPUs; with {count} x {accelerator} "
+                              f"an N1 machine may have at most {counts[count]}",
+                              f"use a smaller N1 machine type or more GPUs ({key}.acceleratorCount)")
+    else:
+        raise ConfigError(f"{key}.machineType", f"{machine_type} takes no GPUs (GPUs attach to N1 machines; A2, A3, "
+                          "A4 and G2 machines come with them)", set_hint(f"{key}.machineType", "n1-standard-4"))
+    if accelerator in UNSUPPORTED_BY_IMAGE:
+        raise ConfigError(f"{key}.acceleratorType", f"{accelerator} is a {UNSUPPORTED_BY_IMAGE[accelerator]} GPU; the "
+                          "training image's PyTorch (CUDA 12.8) has no kernels for it",
+                          set_hint(f"{key}.acceleratorType", "nvidia-tesla-t4"))
+    disk = pool.get("diskSizeGb", as_int, 100, maximum=65536)
+    if disk < MIN_GPU_DISK_GB:
+        raise ConfigError(f"{key}.diskSizeGb", f"{disk} GB cannot hold the CUDA training image (about 10 GB) and the "
+                          f"node's images; GPU nodes need at least {MIN_GPU_DISK_GB} GB",
+                          set_hint(f"{key}.diskSizeGb", "100"))
+    min_nodes = pool.get("min", as_int, 0, minimum=0)
+    max_nodes = pool.get("max", as_int, max(min_nodes, 2), minimum=0, maximum=MAX_NODES_PER_POOL_ZONE)
+    check_scaling(key, min_nodes, max_nodes)
+    gpu_direct = _parse_gpu_direct(pool, machine_type)
+    capacity = pool.get("capacity", as_choice, "SPOT", choices=CAPACITY_TYPES)
+    reservation = pool.get("reservation", as_str, None)
+    if (capacity == "RESERVATION") != (reservation is not None):
+        raise ConfigError(f"{key}.reservation", "a reservation name goes with capacity RESERVATION, and only with it",
+                          f"set both {key}.capacity RESERVATION and {key}.reservation <name>, or neither")
+    if reservation is not None and not RESERVATION.fullmatch(reservation):
+        raise ConfigError(f"{key}.reservation", f"{reservation!r} is not a reservation name (lowercase letters, digits "
+                          "and -, starting with a letter, at most 63; projects/<project>/reservations/<name> for a "
+                          "shared one; <name>/reservationBlocks/<block> for one block)",
+                          f"{set_hint(f'{key}.reservation', '<name>')} (gcloud compute reservations list)")
+    placement = pool.get("placement", as_choice, "COMPACT" if gpu_direct else "ANY", choices=("COMPACT", "ANY"))
+    if placement == "COMPACT" and capacity == "RESERVATION":
+        # GKE refuses a compact placement policy on a pool that consumes a specific reservation: the
+        # reservation already fixes where the VMs are.
+        raise ConfigError(f"{key}.placement", "COMPACT cannot be combined with a specific reservation (the "
+                          "reservation decides placement)", set_hint(f"{key}.placement", "ANY"))
+    if placement == "COMPACT" and capacity == "FLEX_START":
+        raise ConfigError(f"{key}.placement", f"COMPACT is not offered with FLEX_START on {machine_type}",
+                          set_hint(f"{key}.placement", "ANY"))
+    default_ssds = gpu_direct.local_ssd_count if gpu_direct else 0
+    return GpuPoolConfig(
+        name=name,
+        machine_type=machine_type,
+        accelerator_type=accelerator,
+        accelerator_count=count,
+        attach_accelerator=fixed is None,
+        disk_size_gb=disk,
+        disk_type=pool.get("diskType", as_choice, "pd-ssd", choices=DISK_TYPES),
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+        capacity=capacity,
+        reservation=reservation,
+        compact_placement=placement == "COMPACT",
+        local_ssd_count=pool.get("localSsdCount", as_int, default_ssds, minimum=0, maximum=32),
+        gpu_direct=gpu_direct,
+        driver_version=pool.get("driverVersion", as_choice, "DEFAULT", choices=DRIVER_VERSIONS),
+        topology_aware=pool.get("topologyAware", as_bool, gpu_direct is not None),
+    )
+
+
+def _parse_gpu_direct(pool: Section, machine_type: str) -> GpuDirectProfile | None:
+    """`auto` picks the machine type's GPUDirect networking; naming one it does not have is an error."""
+    key = f"{pool.key}.gpuDirect"
+    mode = pool.get("gpuDirect", as_choice, "auto", choices=GPU_DIRECT_MODES)
+    profile = GPU_DIRECT.get(machine_type)
+    if mode == "auto":
+        return profile
+    if mode == "none":
+        return None
+    if profile is None or profile.mode != mode:
+        offered = f"{machine_type} has {profile.mode}" if profile else f"{machine_type} has no GPUDirect NICs"
+        machines = ", ".join(f"{m} ({p.mode})" for m, p in GPU_DIRECT.items())
+        raise ConfigError(key, f"{mode} is not available: {offered} (GPUDirect machines: {machines})",
+                          set_hint(key, "auto"))
+    return profile
+
+
+def _parse_gpu_pools_and_job(raw: Mapping[str, str]) -> tuple[tuple[GpuPoolConfig, ...], GpuPoolConfig, JobConfig]:
+    pools_key = f"{NAMESPACE}:gpuPools"
+    pools_raw = top(raw, "gpuPools", as_object, {"t4": {}})
+    if not pools_raw:
+        raise ConfigError(pools_key, "no GPU pool", f"pulumi config set --path '{pools_key}.t4.machineType' "
+                          "n1-standard-4")
+    pools = tuple(_parse_gpu_pool(name, value) for name, value in pools_raw.items())
+    names = [pool.name for pool in pools]
+    job_pool_name = top(raw, "jobPool", as_str, names[0] if len(names) == 1 else None)
+    if job_pool_name is None:
+        raise ConfigError(f"{NAMESPACE}:jobPool", f"not set, and there are {len(names)} GPU pools ({', '.join(names)})",
+                          f"pulumi config set {NAMESPACE}:jobPool {names[0]}")
+    if job_pool_name not in names:
+        raise ConfigError(f"{NAMESPACE}:jobPool", f"{job_pool_name!r} is not one of the GPU pools ({', '.join(names)})",
+                          f"pulumi config set {NAMESPACE}:jobPool {names[0]}")
+    job_pool = pools[names.index(job_pool_name)]
+    job = parse_job(raw, job_pool.accelerator_count, f"{job_pool.machine_type} node pool's machine type")
+    _, nodes_for_max = nodes_for_job(job, job_pool.accelerator_count)
+    offered = GPU_DIRECT.get(job_pool.machine_type)
+    if offered is not None and offered.rdma and job_pool.gpu_direct is None and nodes_for_max > 1:
+        key = f"{pools_key}.{job_pool.name}.gpuDirect"
+        raise ConfigError(key, f"none on {job_pool.machine_type} while the job spans {nodes_for_max} nodes: its GPUs "
+                          "reach other nodes only through the RDMA network, and without it NCCL falls back to "
+                          "sockets on the primary NIC, silently", f"{set_hint(key, 'auto')} (or a one-node job)")
+    if nodes_for_max > job_pool.max_nodes:
+        pool_key = f"{pools_key}.{job_pool.name}.max"
+        raise ConfigError(f"{NAMESPACE}:job.nodesMax", f"{job.nodes_max} pods need {nodes_for_max} GPU nodes, but "
+                          f"{pool_key} is {job_pool.max_nodes}",
+                          f"raise {pool_key} to {nodes_for_max} or lower {NAMESPACE}:job.nodesMax")
+    return pools, job_pool, job
+
+
+def _cidr(value: str, key: str, *, largest_prefix: int) -> str:
+    try:
+        network = ipaddress.IPv4Network(value)
+    except ValueError:
+        raise ConfigError(key, f"{value!r} is not an IPv4 CIDR block", f"use a block like 10.0.0.0/{largest_prefix}"
+                          ) from None
+    if not network.is_private or network.prefixlen > largest_prefix:
+        raise ConfigError(key, f"{value} must be a private block of size /{largest_prefix} or larger",
+                          set_hint(key, f"10.0.0.0/{largest_prefix}"))
+    return str(network)
+
+
+def _parse_network(raw: Mapping[str, str]) -> NetworkConfig:
+    section = top_section(raw, "network", ("subnetCidr", "podsCidr", "servicesCidr", "masterCidr"))
+    key = section.key
+    blocks = {
+        "subnetCidr": _cidr(section.get("subnetCidr", as_str, "10.10.0.0/20"), f"{key}.subnetCidr",
+                            largest_prefix=24),
+        "podsCidr": _cidr(section.get("podsCidr", as_str, "10.16.0.0/14"), f"{key}.podsCidr", largest_prefix=21),
+        "servicesCidr": _cidr(section.get("servicesCidr", as_str, "10.20.0.0/20"), f"{key}.servicesCidr",
+                              largest_prefix=24),
+    }
+    master = section.get("masterCidr", as_str, "172.16.0.32/28")
+    try:
+        master_block = ipaddress.IPv4Network(master)
+    except ValueError:
+        raise ConfigError(f"{key}.masterCidr", f"{master!r} is not an IPv4 CIDR block",
+                          set_hint(f"{key}.masterCidr", "172.16.0.32/28")) from None
+    if master_block.prefixlen != 28 or not master_block.is_private:
+        raise ConfigError(f"{key}.masterCidr", f"{master} must be a private /28 (GKE's control-plane range)",
+                          set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
+    named = {**blocks, "masterCidr": str(master_block)}
+    for (name_a, a), (name_b, b) in ((x, y) for i, x in enumerate(named.items()) for y in list(named.items())[i + 1:]):
+        if ipaddress.IPv4Network(a).overlaps(ipaddress.IPv4Network(b)):
+            raise ConfigError(f"{key}.{name_b}", f"{b} overlaps {key}.{name_a} ({a})", "give each range its own block")
+
+    existing = None
+    existing_key = f"{NAMESPACE}:existingNetwork"
+    if existing_key in raw:
+        names = ("network", "subnetwork", "podsRangeName", "servicesRangeName")
+        existing_section = Section(existing_key, raw[existing_key], names)
+        values = {}
+        for name in names:
+            values[name] = existing_section.get(name, as_str, None)
+            if values[name] is None:
+                raise ConfigError(f"{existing_key}.{name}", "not set (an existing network needs all of "
+                                  f"{', '.join(names)})", set_hint(f"{existing_key}.{name}", "<name>"))
+        existing = ExistingNetwork(network=values["network"], subnetwork=values["subnetwork"],
+                                   pods_range_name=values["podsRangeName"],
+                                   services_range_name=values["servicesRangeName"])
+    return NetworkConfig(subnet_cidr=blocks["subnetCidr"], pods_cidr=blocks["podsCidr"],
+                         services_cidr=blocks["servicesCidr"], master_cidr=str(master_block), existing=existing)
+
+
+def _parse_system_pool(raw: Mapping[str, str]) -> SystemPoolConfig:
+    section = top_section(raw, "systemNodes", ("machineType", "min", "max", "diskSizeGb"))
+    min_nodes = section.get("min", as_int, 1, minimum=1)
+    max_nodes = section.get("max", as_int, max(min_nodes, 3), minimum=1, maximum=MAX_NODES_PER_POOL_ZONE)
+    check_scaling(section.key, min_nodes, max_nodes)
+    machine_type = section.get("machineType", as_str, "e2-standard-4")
+    if machine_type in FIXED_GPU_MACHINES or n1_vcpus(machine_type) is None and not re.fullmatch(
+            r"[a-z][a-z0-9]*-[a-z]+-\d+", machine_type) or machine_type.split("-")[0] in ARM_SERIES:
+        raise ConfigError(f"{section.key}.machineType", f"{machine_type!r} is not a general-purpose x86 machine type",
+                          set_hint(f"{section.key}.machineType", "e2-standard-4"))
+    return SystemPoolConfig(machine_type=machine_type, min_nodes=min_nodes, max_nodes=max_nodes,
+                            disk_size_gb=section.get("diskSizeGb", as_int, 50, minimum=20, maximum=65536))
+
+
+def _parse_filestore(raw: Mapping[str, str]) -> FilestoreConfig | None:
+    section = top_section(raw, "sharedFilesystem", ("enabled", "tier", "capacityGb"))
+    key = section.key
+    if not section.get("enabled", as_bool, True):
+        return None
+    tier = section.get("tier", as_choice, "BASIC_HDD", choices=tuple(FILESTORE_TIERS))
+    smallest, largest = FILESTORE_TIERS[tier]
+    capacity = section.get("capacityGb", as_int, smallest)
+    if not smallest <= capacity <= largest:
+        raise ConfigError(f"{key}.capacityGb", f"a {tier} Filestore share holds {smallest} to {largest} GiB, not "
+                          f"{capacity}", set_hint(f"{key}.capacityGb", str(smallest)))
+    if tier in STEPPED_TIERS and not capacity_fits(capacity):
+        nearest = min(nearest_capacity(capacity), largest)
+        raise ConfigError(f"{key}.capacityGb", f"a {tier} Filestore share grows in steps of 256 GiB up to 9984 and of "
+                          f"2560 GiB from 10240; {capacity} lies between them", set_hint(f"{key}.capacityGb",
+                                                                                         str(nearest)))
+    return FilestoreConfig(tier=tier, capacity_gb=capacity)
+
+
+# Labels trainstack sets itself (trainstack-capacity on on-demand GPU pools): they count toward GCP's 64.
+TRAINSTACK_LABELS = ("app", "pulumi-stack", "trainstack-capacity")
+
+
+def _parse_labels(raw: Mapping[str, str], stack: str) -> dict[str, str]:
+    key = f"{NAMESPACE}:labels"
+    labels = top(raw, "labels", as_str_map, {})
+    for name, value in labels.items():
+        if not _LABEL_KEY.fullmatch(name) or not _LABEL_VALUE.fullmatch(value):
+            raise ConfigError(key, f"{name}: {value!r} is not a GCP label (lowercase letters, digits, _ and -, "
+                              "keys start with a letter, at most 63 characters)", f"fix {key}.{name}")
+        if name in ("app", "pulumi-stack"):
+            raise ConfigError(f"{key}.{name}", "is set by trainstack on every resource", f"remove {key}.{name}")
+        if name.startswith("goog"):
+            raise ConfigError(f"{key}.{name}", "starts with goog, which Google reserves for its own labels",
+                              f"rename {key}.{name}")
+    added = (*TRAINSTACK_LABELS, *GOOGLE_NODE_LABELS)
+    room = MAX_LABELS - len(added)
+    if len(labels) > room:
+        raise ConfigError(key, f"{len(labels)} labels: GCP allows {MAX_LABELS} per resource, and a GPU node's VM "
+                          f"carries up to {len(added)} more ({', '.join(added)})", f"keep at most {room} in {key}")
+    stack_label = re.sub(r"[^a-z0-9_-]", "-", stack.lower())[:63]
+    return {"app": "trainstack", "pulumi-stack": stack_label, **labels}
+
+
+def _parse_authorized_networks(raw: Mapping[str, str]) -> tuple[str, ...]:
+    key = f"{NAMESPACE}:apiAuthorizedNetworks"
+    cidrs = top(raw, "apiAuthorizedNetworks", as_cidr_list, (), allow_empty=True)
+    if len(cidrs) > MAX_AUTHORIZED_NETWORKS:
+        raise ConfigError(key, f"{len(cidrs)} blocks: a private GKE cluster takes at most {MAX_AUTHORIZED_NETWORKS} "
+                          "authorized networks", f"merge blocks until at most {MAX_AUTHORIZED_NETWORKS} remain")
+    for cidr in cidrs:
+        # Private and shared (100.64/10) ranges may reach the endpoint from inside a VPC; these never do.
+        unroutable = unroutable_reason(cidr, allow_shared=True)
+        if unroutable is not None:
+            raise ConfigError(key, f"{cidr} is in the {unroutable} block: no client reaches the control plane from "
+                              "there", "list the addresses you connect from, e.g. 203.0.113.7/32")
+    return cidrs
+
+
+def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = None) -> GcpStackConfig:
+    """All of the GCP stack's config, typed and checked; raises ConfigError on the first bad key."""
+    raw = raw_config() if raw is None else raw
+    stack = pulumi.get_stack() if stack is None else stack
+    check_stack_keys(raw, TOP_LEVEL_KEYS, "gcp", GCP_PROVIDER_KEYS)
+    project = raw.get("gcp:project", "").strip()
+    if not project:
+        raise ConfigError("gcp:project", "not set (the project that holds the cluster and pays for it)",
+                          "pulumi config set gcp:project <your-project-id> (gcloud projects list shows them)")
+    if not _PROJECT_ID.fullmatch(project):
+        raise ConfigError("gcp:project", f"{project!r} is not a project ID (6-30 lowercase letters, digits and -)",
+                          "pulumi config set gcp:project <your-project-id> (the ID, not the display name)")
+    region = raw.get("gcp:region", "").strip() or DEFAULT_REGION
+    if region not in GCP_REGIONS:
+        close = difflib.get_close_matches(region, sorted(GCP_REGIONS), n=1)
+        raise ConfigError("gcp:region", f"{region!r} is not a Google Cloud region" + (f" (did you mean {close[0]}?)"
+                          if close else ""), f"pulumi config set gcp:region {close[0] if close else DEFAULT_REGION} "
+                          "(gcloud compute regions list; a region newer than trainstack/infra/gcp/limits.py goes there)")
+    zone_key = f"{NAMESPACE}:zone"
+    zone = top(raw, "zone", as_str, DEFAULT_ZONES.get(region))
+    if zone is None:
+        raise ConfigError(zone_key, f"no default zone for region {region}",
+                          f"pulumi config set {zone_key} {region}-a (a zone of {region} that has your GPUs)")
+    if not re.fullmatch(re.escape(region) + r"-[a-z]", zone):
+        raise ConfigError(zone_key, f"{zone!r} is not a zone of region {region}",
+                          f"pulumi config set {zone_key} {region}-a (or set gcp:region to the zone's region)")
+
+    name_key = f"{NAMESPACE}:clusterName"
+    default_name = re.sub(r"[^a-z0-9-]", "-", f"{NAMESPACE}-{stack}".lower())[:40].rstrip("-")
+    cluster_name = top(raw, "clusterName", as_str, default_name)
+    if not _CLUSTER_NAME.fullmatch(cluster_name):
+        raise ConfigError(name_key, f"{cluster_name!r} is not a valid GKE cluster name (lowercase letters, digits "
+                          "and -, starting with a letter, at most 40)", set_hint(name_key, default_name))
+    version_key = f"{NAMESPACE}:kubernetesVersion"
+    version = top(raw, "kubernetesVersion", as_str, versions.GKE_MIN_KUBERNETES_VERSION)
+    if not _VERSION_PREFIX.fullmatch(version):
+        raise ConfigError(version_key, f"expected a minor version such as {versions.GKE_MIN_KUBERNETES_VERSION}, got "
+                          f"{version!r}", set_hint(version_key, versions.GKE_MIN_KUBERNETES_VERSION))
+    if tuple(map(int, version.split("."))) < tuple(map(int, versions.GKE_OLDEST_KUBERNETES_VERSION.split("."))):
+        raise ConfigError(version_key, f"Kubernetes {version} is older than trainstack supports on GKE (native "
+                          f"sidecars, Filestore CSI and Kueue need {versions.GKE_OLDEST_KUBERNETES_VERSION} or newer)",
+                          set_hint(version_key, versions.GKE_MIN_KUBERNETES_VERSION))
+    cidrs = _parse_authorized_networks(raw)
+
+    gpu_pools, job_pool, job = _parse_gpu_pools_and_job(raw)
+    filestore = _parse_filestore(raw)
+    if filestore is None and job.enabled:
+        raise ConfigError(f"{NAMESPACE}:sharedFilesystem.enabled", "false while the job is enabled: its checkpoints "
+                          "and export would live only inside the pod and be lost when it ends",
+                          f"pulumi config set --path '{NAMESPACE}:sharedFilesystem.enabled' true, or set "
+                          f"{NAMESPACE}:job.enabled false")
+    return GcpStackConfig(
+        project=project,
+        region=region,
+        zone=zone,
+        regional=top(raw, "regional", as_bool, False),
+        cluster_name=cluster_name,
+        release_channel=top(raw, "releaseChannel", as_choice, "REGULAR", choices=RELEASE_CHANNELS),
+        kubernetes_version=version,
+        network=_parse_network(raw),
+        api_authorized_networks=cidrs,
+        system_pool=_parse_system_pool(raw),
+        gpu_pools=gpu_pools,
+        job_pool=job_pool,
+        job=job,
+        filestore=filestore,
+        delete_bucket_on_destroy=top(raw, "deleteBucketOnDestroy", as_bool, False),
+        protect_shared_filesystem=top(raw, "protectSharedFilesystem", as_bool, True),
+        labels=_parse_labels(raw, stack),
+        budget=parse_budget(raw),
+    )
