@@ -38,6 +38,7 @@ def snapshot(result: ProgramResult) -> list[dict[str, Any]]:
             "protect": registration.protect,
             "ignoreChanges": sorted(registration.ignore_changes),
             "replaceOnChanges": sorted(registration.replace_on_changes),
+            "deleteTimeout": registration.delete_timeout,
         }
         entries.append({
             "resource": short(registration.urn),

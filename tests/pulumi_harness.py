@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,7 @@ class Registration:
     protect: bool = False
     retain_on_delete: bool = False
     delete_before_replace: bool = False
+    delete_timeout: str = ""  # customTimeouts.delete ("": the provider's default)
     read: bool = False  # registered through `Resource.get` (ReadResource)
 
     def is_secret(self, path: str) -> bool:
@@ -168,6 +170,10 @@ class _Mocks(pulumi_mocks.Mocks):
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict]:
         extra = self._outputs(args.typ, args.name, _plain(args.inputs)) if self._outputs else {}
         state = {**args.inputs, **(extra or {})}
+        if args.typ.startswith("kubernetes:") and isinstance(state.get("metadata"), dict):
+            # The API server gives every object a uid (an ownerReference names its owner by it).
+            state["metadata"] = {"uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{args.typ}::{args.name}")),
+                                 **state["metadata"]}
         # An empty ID is an unknown ID: what a preview of a fresh stack sees.
         resource_id = (
             "" if self._preview and not args.resource_id else (args.resource_id or f"{args.name}-id")
@@ -223,6 +229,7 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
             protect=False if read else bool(request.protect),
             retain_on_delete=False if read else bool(request.retainOnDelete),
             delete_before_replace=False if read else request.deleteBeforeReplace,
+            delete_timeout="" if read else request.customTimeouts.delete,
             read=read,
         )
         with self._lock:

@@ -133,6 +133,23 @@ def watch_store_calls() -> None:
     C10dRendezvousBackend._call_store = call_store
 
 
+def shutdown_timeout_problem(environ: Mapping[str, str]) -> str | None:
+    """TORCH_ELASTIC_SHUTDOWN_TIMEOUT set to something torch cannot use: torchrun reads it with a bare
+    int() (torch 2.13, torch/distributed/launcher/api.py, LaunchConfig.__post_init__), so a value set
+    by hand that is not a whole number ended the launcher in a ValueError traceback with exit 1 (a
+    failure the Job retries), and a negative one would make no sense as a grace period."""
+    if "TORCH_ELASTIC_SHUTDOWN_TIMEOUT" not in environ:
+        return None
+    text = environ["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"]
+    try:
+        if int(text) >= 0:
+            return None
+    except ValueError:
+        pass
+    return (f"TORCH_ELASTIC_SHUTDOWN_TIMEOUT={text!r} in the environment: must be a whole number of seconds >= 0 "
+            "(the grace period between SIGTERM and SIGKILL for the workers); fix or unset it")
+
+
 def honour_shutdown_timeout() -> None:
     """Give workers max(torch's timeout, TORCH_ELASTIC_SHUTDOWN_TIMEOUT) seconds between SIGTERM and SIGKILL."""
     seconds = os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT")
@@ -195,6 +212,10 @@ def wait_for_store_host() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    problem = shutdown_timeout_problem(os.environ)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr, flush=True)
+        return 2  # bad input: a retry cannot fix it (trainstack/contract/errors.py NO_RETRY_EXIT)
     os.environ.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
     import torch.distributed.run as torchrun
     from torch.distributed.elastic.multiprocessing.api import SignalException

@@ -278,7 +278,7 @@ def test_bad_a4_config_stops_with_one_line(pool, key, fragment):
 
 def test_a_one_node_job_may_leave_the_rdma_network_out():
     result = run(a4_config({"trainstack:gpuPools": {"a4": {"gpuDirect": "none"}},
-                            "trainstack:job": {"enabled": True, "nodesMin": 1, "nodesMax": 1}}))
+                            "trainstack:job": {"enabled": True, "podsMin": 1, "podsMax": 1}}))
     assert "networkConfig" not in result.one(NODE_POOL, "trainstack-gpu-a4").inputs
     assert result.by_type(PARAM_SET) == []
 
@@ -289,7 +289,7 @@ def test_stack_file_parses_to_the_a4_shape():
     (a4,) = config.gpu_pools
     assert a4.gpu_direct is GPU_DIRECT["a4-highgpu-8g"] and a4.gpu_direct.rdma
     assert (a4.gpu_direct.networks, a4.gpu_direct.extra_gvnics) == (8, 1)  # RDMA NICs, second gVNIC
-    assert (a4.accelerator_type, a4.accelerator_count) == ("nvidia-b200", 8)
+    assert (a4.accelerator_type, a4.gpus_per_node) == ("nvidia-b200", 8)
     assert (a4.capacity, a4.compact_placement, a4.local_ssd_count, a4.topology_aware) == ("ON_DEMAND", True, 32, True)
     assert config.job.queue and config.job.queue_name == "a4-queue"
     assert config.budget.max_hourly_usd == 200

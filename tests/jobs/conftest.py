@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,12 @@ import pytest
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.gcp import test_a3
+from trainstack.infra.kubernetes.job_owner import JOB_OWNER
 from trainstack.jobs.cli import main
 
 FAKE_TOOL = Path(__file__).with_name("fake_tool.py")
+# The uid the mocked API server gives the stacks' job owner (tests/pulumi_harness.py): the same on every stack.
+STACK_OWNER_UID = str(uuid.uuid5(uuid.NAMESPACE_URL, "kubernetes:core/v1:ConfigMap::trainstack-job-owner"))
 
 
 def _aws() -> dict[str, Any]:
@@ -63,7 +67,8 @@ class FakeCluster:
         self.set_state({})
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self.state_file.write_text(json.dumps(state))
+        # The stack's job owner exists, with the uid every mocked stack exports, unless a test says otherwise.
+        self.state_file.write_text(json.dumps({"configmaps": {JOB_OWNER: STACK_OWNER_UID}, **state}))
 
     @property
     def state(self) -> dict[str, Any]:

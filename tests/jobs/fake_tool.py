@@ -18,7 +18,8 @@ Answers follow the tools' source (helm/helm at v3.21.4, kubernetes/kubectl at v0
 - `helm uninstall` takes `--wait` and `--cascade background|orphan|foreground` (default background,
   cmd/helm/uninstall.go:79-89); of an unknown release: "Error: uninstall: Release not loaded: NAME:
   release: not found".
-- `kubectl get <kind> --output json`: {"apiVersion": "v1", "kind": "List", "items": [...]}.
+- `kubectl get <kind> --output json`: {"apiVersion": "v1", "kind": "List", "items": [...]}; `kubectl get
+  configmap NAME --ignore-not-found`: nothing for a missing one (kubectl v0.34.0 pkg/cmd/get/get.go:732-734).
 - `kubectl logs --selector`: the last 10 lines of each pod unless `--tail` is given (-1: all), and with
   `--follow` one failing pod stream ends every stream unless `--ignore-errors` (pkg/cmd/logs/logs.go:112,
   240-241, 396-404). State "logs" is every line; "log_stream_error" a pod stream that fails.
@@ -124,6 +125,16 @@ def main() -> int:
     if tool == "kubectl":
         if argv[:2] == ["get", "jobs"]:
             print(json.dumps({"apiVersion": "v1", "kind": "List", "items": state.get("jobs", [])}))
+            return 0
+        if argv[:2] == ["get", "configmap"]:  # by name; --ignore-not-found prints nothing for a missing one
+            uid = state.get("configmaps", {}).get(argv[2])
+            if uid is None:
+                if "--ignore-not-found" in argv:
+                    return 0
+                print(f'Error from server (NotFound): configmaps "{argv[2]}" not found', file=sys.stderr)
+                return 1
+            print(json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": argv[2], "namespace": namespace, "uid": uid}}))
             return 0
         if argv[:2] == ["get", "workloads.kueue.x-k8s.io"]:
             print(json.dumps({"apiVersion": "v1", "kind": "List", "items": state.get("workloads", [])}))

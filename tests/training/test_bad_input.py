@@ -539,7 +539,7 @@ def test_prepare_that_cannot_write_keeps_the_data_it_had(data_dir, corpus_dir, t
 
 
 NAMESPACE_SCRIPT = r'''
-import json, subprocess, sys, shutil, hashlib
+import json, os, subprocess, sys, shutil, hashlib
 from pathlib import Path
 mount, run_src, data, out = Path(sys.argv[1]), sys.argv[2], sys.argv[3], {}
 def tree(root):
@@ -553,6 +553,7 @@ used = sum(-(-p.stat().st_size // 4096) * 4096 for p in Path(run_src).rglob("*")
 subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={used + 200 * 1024}", "tmpfs", str(mount)], check=True)
 run = mount / "run"
 shutil.copytree(run_src, run)
+os.utime(run / "export" / "config.json", ns=(0, 0))  # an earlier session's export: the finished run exports again
 before = tree(run)
 out["full"] = train(run) + [tree(run) == before]
 subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
@@ -571,7 +572,8 @@ def test_export_on_a_full_disk_and_a_read_only_volume(finished_run, data_dir, tm
     (tmp_path / "mnt").mkdir()
     script = tmp_path / "in_namespace.py"
     script.write_text(NAMESPACE_SCRIPT)
-    # The run is finished (step 4 of 4): `train` only exports again, which needs room for a second export.
+    # The run is finished (step 4 of 4) and its export older than its checkpoint: `train` only exports again,
+    # which needs room for a second export.
     result = subprocess.run(["unshare", "-rm", sys.executable, str(script), str(tmp_path / "mnt"), str(finished_run),
                              str(data_dir), *TINY, "--max-steps", "4"], env=env(), cwd=REPO, capture_output=True,
                             text=True, timeout=170)
@@ -763,6 +765,15 @@ def test_sample_any_prompt_length_and_setting(settings, finished_run):
     code, out, err = cli(["sample", str(finished_run), "--max-new-tokens", "8", *settings])
     assert code == 0, err
     assert "Traceback" not in err and out.count("-" * 40) == (3 if "--num-samples" in settings else 1)
+
+
+def test_sample_prints_no_deprecation_warnings(finished_run):
+    """A fresh process (transformers warns once per process): transformers 5 renamed the key/value cache
+    argument to `cache`, and each sample printed three lines of FutureWarning about past_key_values."""
+    result = subprocess.run([sys.executable, "-m", "training", "sample", str(finished_run), "--max-new-tokens", "4"],
+                            env=env(), cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "deprecated" not in result.stderr and "Warning" not in result.stderr, result.stderr
 
 
 def test_greedy_sampling_is_deterministic_and_matches_the_export(finished_run, tmp_path):

@@ -274,3 +274,101 @@ def test_evaluate_on_data_with_a_larger_vocabulary_than_the_model_is_refused(dat
     (data / "meta.json").write_text(json.dumps(meta))
     one_line_error(cli(["evaluate", str(exported_run / "export"), "--data", str(data), "--max-windows", "2"]),
                    "has a vocabulary of")
+
+
+# ---------------------------------------------------------------- fresh sweep: more damage in a RUN_DIR
+def _files(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"\xff\xfe\x00garbage", "is unreadable"),  # binary: was a UnicodeDecodeError traceback
+    (None, "block_size is '32', not int"),        # a string where train writes a number: was "--block-size 32, not 32"
+    ('{"model": 1}', "is unreadable"),
+])
+def test_a_damaged_run_config_is_one_line_and_the_run_is_untouched(data_dir, exported_run, tmp_path, content, fragment):
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    path = run / "run_config.json"
+    if content is None:
+        config = json.loads(path.read_text())
+        path.write_text(json.dumps({**config, "block_size": str(config["block_size"])}))
+    else:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    before = _files(run)
+    line = one_line_error(train(data_dir, run, "--max-steps", "4"), f"{path} is", fragment, "use a new --out")
+    assert "not 32;" not in line
+    assert _files(run) == before
+
+
+@pytest.mark.parametrize("content", [b"\xda\x01binary", b"[1]", b'"a string"'])
+def test_a_damaged_snapshot_owner_file_in_run_dir_is_not_a_traceback(data_dir, exported_run, tmp_path, content):
+    """RUN_DIR/snapshot_run.json (the run's id for --snapshot-uri) that is not a JSON object: was a
+    UnicodeDecodeError or AttributeError traceback; the run takes a new id, as it would without one."""
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    (run / "snapshot_run.json").write_bytes(content)
+    code, out, err = train(data_dir, run, "--max-steps", "4", "--snapshot-uri", f"file://{tmp_path / 'snaps'}")
+    assert code == 0 and "Traceback" not in err, err
+    assert isinstance(json.loads((run / "snapshot_run.json").read_text())["run_uid"], str)
+
+
+def _rewrite_consistently(step_dir, name, state):
+    """Replace one file of a checkpoint and its manifest entry: the checksums pass, the content is wrong."""
+    import hashlib
+
+    import torch
+
+    torch.save(state, step_dir / name)
+    blob = (step_dir / name).read_bytes()
+    manifest = json.loads((step_dir / "manifest.json").read_text())
+    manifest["files"][name] = {"bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+    (step_dir / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("name, state", [("trainer.pt", {"x": 1}), ("trainer.pt", {"step": 7, "rng": []}),
+                                         ("model.pt", {"nope": 1}), ("optimizer.pt", [1, 2])])
+def test_a_checkpoint_that_passes_its_checksums_but_is_not_trains_is_one_line(data_dir, exported_run, tmp_path,
+                                                                             name, state):
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    step_dir = run / "checkpoints" / "step_00000002"
+    _rewrite_consistently(step_dir, name, state)
+    before = _files(run)
+    one_line_error(train(data_dir, run, "--max-steps", "4"), f"checkpoint {step_dir} passes its checksums but does "
+                   "not hold what train saves", "move it aside")
+    assert _files(run) == before
+
+
+@pytest.mark.parametrize("damage", ["a file", "garbage", "missing"])
+def test_a_damaged_run_tokenizer_is_written_again_on_resume_not_found_at_the_export(data_dir, exported_run, tmp_path,
+                                                                                  damage):
+    """RUN_DIR/tokenizer as a file: the resume trained to the end, then the export failed in a traceback."""
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    good = _files(run / "tokenizer")
+    shutil.rmtree(run / "tokenizer")
+    if damage == "a file":
+        (run / "tokenizer").write_text("x")
+    elif damage == "garbage":
+        (run / "tokenizer").mkdir()
+        (run / "tokenizer" / "tokenizer.json").write_text("garbage")
+    code, _, err = train(data_dir, run, "--max-steps", "4")
+    assert code == 0 and "Traceback" not in err, err
+    assert f"{run / 'tokenizer'} is missing, damaged or not the files of the run's tokenizer" in err
+    assert _files(run / "tokenizer") == good and (run / "export" / "config.json").is_file()
+
+
+def test_the_oldest_damaged_checkpoint_does_not_promise_a_previous_one(data_dir, exported_run, tmp_path):
+    from tests.support.training_runs import cli
+
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run, ignore=shutil.ignore_patterns("export"))
+    steps = sorted((run / "checkpoints").iterdir())
+    for step in steps:
+        (step / "manifest.json").write_bytes(b"\xff\xfe")
+    result = cli(["evaluate", str(run), "--data", str(data_dir), "--max-windows", "2"])
+    one_line_error(result, "no intact checkpoint")
+    warnings = [line for line in result[2].splitlines() if "is damaged" in line]
+    assert len(warnings) == len(steps) and warnings[-1].endswith("; there is no earlier one"), result[2]
+    assert all(line.endswith("falling back to the previous one") for line in warnings[:-1]), result[2]

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.support.training_runs import one_line_error, train
+from tests.support.training_runs import cli, one_line_error, train
 from tests.training.test_bad_input import prepare, tree
 
 
@@ -142,16 +142,53 @@ def test_a_fifo_inside_a_data_directory_is_named(tmp_path):
     assert f"{src / 'pipe'}" in err and "not regular files" in err
 
 
-def test_resuming_at_or_past_max_steps_says_so(data_dir, tmp_path, finished_run):
+def files_with_times(root):
+    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("export", [[], ["--no-export"]])
+def test_resuming_at_or_past_max_steps_says_so_once_and_touches_nothing(data_dir, tmp_path, finished_run, export):
+    """Re-check 16: no lr line, no "steps 2 -> 1", no new record, plot, TensorBoard file or export."""
     import shutil
 
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
+    before = files_with_times(run)
     for max_steps in ("2", "1"):
-        code, out, err = train(data_dir, run, "--max-steps", max_steps, "--no-export")
+        code, out, err = train(data_dir, run, "--max-steps", max_steps, *export)
         assert code == 0, err
-        assert f"already at step 2, at or past --max-steps {max_steps}" in out, out
-        assert "raise --max-steps" in out
+        assert all(line.startswith("[trainstack] warning: --warmup-steps") for line in err.splitlines()), err
+        assert out.splitlines() == [f"[trainstack] the run is already at step 2, at or past --max-steps {max_steps}: "
+                                    "there is nothing left to train; RUN_DIR is left as it is; raise --max-steps to "
+                                    "train on"], out
+    assert files_with_times(run) == before
+
+
+@pytest.mark.parametrize("export", ["missing", "older than the checkpoint", "truncated", "config not JSON"])
+def test_resuming_at_max_steps_writes_only_an_export_that_is_due(data_dir, tmp_path, finished_run, export):
+    """Trained with --no-export, or the export's write failed (full disk) and an earlier session's stayed."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    if export == "missing":
+        shutil.rmtree(run / "export")
+    elif export == "older than the checkpoint":
+        os.utime(run / "export" / "config.json", ns=(0, 0))
+    elif export == "truncated":
+        weights = run / "export" / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[:-100])
+    else:
+        (run / "export" / "config.json").write_text("{")
+    before = files_with_times(run)
+    code, out, err = train(data_dir, run, "--max-steps", "2")
+    assert code == 0, err
+    assert "nothing left to train; writing its export (missing, damaged, or older than that checkpoint)" in out, out
+    after = files_with_times(run)
+    assert after["export/config.json"][1] > before.get("export/config.json", (b"", 0))[1]
+    assert cli(["sample", str(run / "export"), "--max-new-tokens", "2"])[0] == 0
+    assert {k: v for k, v in after.items() if not k.startswith("export/")} == \
+        {k: v for k, v in before.items() if not k.startswith("export/")}
 
 
 @pytest.mark.parametrize("inside", ["", "/export"])

@@ -37,6 +37,20 @@ def test_bad_input_exits_2_so_the_job_fails_fast(tmp_path, monkeypatch, worker_s
     assert log.count("error: data directory") == 1, log  # the one line, once
 
 
+@pytest.mark.parametrize("value", ["abc", "", "-5", "1.5"])
+def test_a_shutdown_timeout_torch_cannot_read_is_one_line_and_exit_2(tmp_path, monkeypatch, value):
+    """torchrun reads TORCH_ELASTIC_SHUTDOWN_TIMEOUT with int(): a ValueError traceback and exit 1 before."""
+    monkeypatch.setenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", value)
+    proc = spawn(launch("-m", "training", "train", "--data", str(tmp_path / "d"), "--out", str(tmp_path / "r")),
+                 tmp_path / "log")
+    assert proc.wait(timeout=120) == 2
+    log = (tmp_path / "log").read_text()
+    assert log.splitlines() == [f"error: TORCH_ELASTIC_SHUTDOWN_TIMEOUT={value!r} in the environment: must be a "
+                                "whole number of seconds >= 0 (the grace period between SIGTERM and SIGKILL for "
+                                "the workers); fix or unset it"], log
+    assert not (tmp_path / "r").exists()
+
+
 def test_a_finished_run_exits_0(data_dir, tmp_path):
     proc = spawn(launch(*train_args(data_dir, tmp_path / "r", "--max-steps", "2", "--no-export")), tmp_path / "log")
     assert proc.wait(timeout=120) == 0, (tmp_path / "log").read_text()[-2000:]

@@ -83,7 +83,7 @@ def test_what_rdma_cannot_do_is_refused(values, fragment):
 
 def test_a_queued_multi_node_job_prefers_one_topology_domain():
     assert template(RDMA)["metadata"]["annotations"][PREFERRED] == "kubernetes.io/hostname"
-    single = deep_merge(RDMA, {"job": {"nodes": {"min": 1, "max": 1}}})
+    single = deep_merge(RDMA, {"job": {"pods": {"min": 1, "max": 1}}})
     unqueued = deep_merge(RDMA, {"kueue": {"queueName": ""}})
     unset = deep_merge(RDMA, {"kueue": {"preferredTopology": ""}})
     for values in (single, unqueued, unset):

@@ -132,23 +132,43 @@ def verify(path: Path) -> str | None:
     if not manifest_path.is_file():
         return "no manifest (write never finished)"
     try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8 (binary garbage)
         return f"unreadable manifest ({exc})"
-    for name, expected in manifest.get("files", {}).items():
+    problem = manifest_problem(manifest)
+    if problem is not None:
+        return problem
+    files = manifest["files"]
+    for name, expected in files.items():
         file = path / name
         if not file.is_file():
             return f"{name} is missing"
-        if file.stat().st_size != expected["bytes"]:
-            return f"{name} has {file.stat().st_size} bytes, expected {expected['bytes']}"
-        if _sha256(file) != expected["sha256"]:
-            return f"{name} fails its checksum"
-    if {"model.pt", "optimizer.pt", "trainer.pt"} - set(manifest.get("files", {})):
+        try:
+            if file.stat().st_size != expected["bytes"]:
+                return f"{name} has {file.stat().st_size} bytes, expected {expected['bytes']}"
+            if _sha256(file) != expected["sha256"]:
+                return f"{name} fails its checksum"
+        except OSError as exc:
+            return f"{name} is unreadable ({exc.strerror or exc})"
+    if {"model.pt", "optimizer.pt", "trainer.pt"} - set(files):
         return "incomplete file list"
     return None
 
 
-def _listed(run_dir: Path) -> list[Checkpoint]:
+def manifest_problem(manifest) -> str | None:
+    """None when `manifest` (parsed JSON) has the shape _write gives it: a list of plain file names
+    (nothing outside the folder), each with its size and checksum. Anything else is damage, and a
+    reader falls back to the previous checkpoint as it does for a bad checksum."""
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not all(
+            "/" not in name and not name.startswith(".") and isinstance(e, dict)
+            and isinstance(e.get("bytes"), int) and isinstance(e.get("sha256"), str) for name, e in files.items()):
+        return "malformed manifest (no file list with sizes and checksums)"
+    return None
+
+
+def listed(run_dir: Path) -> list[Checkpoint]:
+    """Every step_XXXXXXXX directory under RUN_DIR/checkpoints (intact or not), newest first."""
     root = run_dir / CHECKPOINTS
     if not root.is_dir():
         return []
@@ -161,12 +181,14 @@ def _listed(run_dir: Path) -> list[Checkpoint]:
 
 def latest_valid(run_dir: Path, announce: bool = True) -> Checkpoint | None:
     """Newest intact checkpoint; damaged newer ones are reported and skipped (never deleted)."""
-    for ckpt in _listed(run_dir):
+    found = listed(run_dir)
+    for i, ckpt in enumerate(found):
         problem = verify(ckpt.path)
         if problem is None:
             return ckpt
         if announce:
-            warn(f"checkpoint {ckpt.path} is damaged ({problem}); falling back to the previous one")
+            then = "falling back to the previous one" if i + 1 < len(found) else "there is no earlier one"
+            warn(f"checkpoint {ckpt.path} is damaged ({problem}); {then}")
     return None
 
 
@@ -179,7 +201,7 @@ def resume_point(run_dir: Path) -> Checkpoint | None:
     latest = latest_valid(run_dir)
     if latest is not None:
         return latest
-    damaged = _listed(run_dir)
+    damaged = listed(run_dir)
     if damaged:
         reasons = "; ".join(f"{c.path.name}: {verify(c.path)}" for c in damaged[:3])
         raise UserError(f"every checkpoint in {run_dir / CHECKPOINTS} is damaged ({reasons}{'; ...' if len(damaged) > 3 else ''}); "
@@ -209,7 +231,7 @@ def _prune(run_dir: Path, keep: int, newest: int) -> None:
     Checkpoints of later steps exist only when they were found damaged and training fell back to
     an earlier one: they neither count towards `keep` (they cannot be resumed from) nor are removed.
     """
-    complete = [c for c in _listed(run_dir) if c.step <= newest and (c.path / MANIFEST).is_file()]
+    complete = [c for c in listed(run_dir) if c.step <= newest and (c.path / MANIFEST).is_file()]
     for old in complete[keep:]:
         shutil.rmtree(old.path, ignore_errors=True)
 

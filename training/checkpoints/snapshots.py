@@ -65,7 +65,10 @@ class Store:
     def __init__(self, uri: str):
         check_snapshot_uri(uri)
         self.uri = uri.rstrip("/")
-        scheme = self.uri.split("://", 1)[0]
+        scheme, rest = self.uri.split("://", 1)
+        if scheme != "file" and not rest.split("/", 1)[0].strip():
+            # gs:///x or s3:///x: no bucket, which the clients would first look for over the network
+            raise UserError(f"--snapshot-uri {uri}: no bucket name; use {scheme}://BUCKET/PREFIX")
         package = SNAPSHOT_SCHEMES[scheme]
         for name in QUIET_LOGGERS:
             quiet = logging.getLogger(name)
@@ -137,13 +140,20 @@ class Store:
             raise UserError(f"cannot use --snapshot-uri {self.uri} ({_reason(exc)}); check the bucket name and "
                             "the credentials in the environment") from exc
 
-    def read_json(self, *parts: str) -> dict | None:
+    def read_json(self, *parts: str):
+        """The parsed JSON at `parts` (any JSON value: callers check its shape); None when it is absent or
+        is not JSON."""
         try:
             return json.loads(self.fs.cat_file(self.path(*parts)))
         except FileNotFoundError:
             return None
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except ValueError:  # not JSON, or not UTF-8
             return None
+
+    def read_object(self, *parts: str) -> dict | None:
+        """A small JSON object we wrote (an owner mark); None when it is absent or damaged."""
+        found = self.read_json(*parts)
+        return found if isinstance(found, dict) else None
 
     def put_bytes(self, data: bytes, *parts: str) -> None:
         self._parent(*parts)
@@ -230,7 +240,7 @@ def _claim(store: Store, run_dir: Path) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     run_uid(run_dir)
     try:
-        if store.read_json(OWNER_FILE) is None:
+        if store.read_object(OWNER_FILE) is None:
             store.put_file(run_dir / OWNER_FILE, OWNER_FILE)
     except Exception as exc:
         raise UserError(f"cannot write to --snapshot-uri {store.uri} ({_reason(exc)}); check the "
@@ -299,7 +309,7 @@ def check_owner(store: Store, run_dir: Path) -> None:
     is the same one (the same id) or holds no checkpoint yet (a restart on a fresh volume). A URI
     without an owner is new, unless it holds prepared data."""
     local = _read_local_json(run_dir / OWNER_FILE)
-    remote = store.read_json(OWNER_FILE)
+    remote = store.read_object(OWNER_FILE)
     fix = "give each run its own --snapshot-uri"
     if remote is None:
         meta = store.read_json("meta.json")  # a prepared data directory copied to the bucket
@@ -334,7 +344,7 @@ def restore_if_missing(store: Store, run_dir: Path) -> int | None:
         restored = _download_checkpoint(store, run_dir, step, manifest)
         if restored:
             _restore_run_files(store, run_dir)
-            owner = (store.read_json(OWNER_FILE) or {}).get("run_uid")
+            owner = (store.read_object(OWNER_FILE) or {}).get("run_uid")
             info(f"resuming run {owner} from --snapshot-uri {store.uri}: restored the checkpoint of step {step} "
                  f"from {store.url(checkpoint.CHECKPOINTS, name)}")
             return step
@@ -342,16 +352,18 @@ def restore_if_missing(store: Store, run_dir: Path) -> int | None:
 
 
 def _download_checkpoint(store: Store, run_dir: Path, step: int, manifest: dict) -> bool:
+    remote = (checkpoint.CHECKPOINTS, step_name(step))
+    problem = checkpoint.manifest_problem(manifest)  # a damaged manifest in the store: nothing downloaded
+    if problem is not None:
+        warn(f"{store.url(*remote)} is damaged ({problem}); trying the previous checkpoint")
+        return False
     parent = run_dir / checkpoint.CHECKPOINTS
     parent.mkdir(parents=True, exist_ok=True)
     # The temporary prefix of local saves: a download cut short is cleared by the next save.
     tmp = parent / f"{checkpoint.TMP_PREFIX}{step_name(step)}-restore-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
-    remote = (checkpoint.CHECKPOINTS, step_name(step))
     try:
-        for file in manifest.get("files", {}):
-            if "/" in file or file.startswith("."):
-                raise ValueError(f"unexpected file name {file!r} in the manifest")
+        for file in manifest["files"]:
             store.fs.get_file(store.path(*remote, file), str(tmp / file))
         (tmp / checkpoint.MANIFEST).write_text(json.dumps(manifest, indent=1))
         problem = checkpoint.verify(tmp)
@@ -392,10 +404,12 @@ def _restore_run_files(store: Store, run_dir: Path) -> None:
 
 
 def _read_local_json(path: Path) -> dict | None:
+    """A small JSON object we wrote; None when it is absent or damaged (not UTF-8, not JSON, not an object)."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
+    return found if isinstance(found, dict) else None
 
 
 def run_uid(run_dir: Path) -> str:
@@ -440,6 +454,7 @@ class Uploader:
         self._cond = threading.Condition()
         self._sent: dict[str, tuple[int, int]] = {}  # run file -> (size, mtime_ns) last uploaded
         self._tokenizer_sent = False
+        self._submitted: set[int] = set()  # steps of the checkpoints this process saved
         for leftover in (run_dir / checkpoint.CHECKPOINTS).glob(f"{STAGING_PREFIX}*"):
             shutil.rmtree(leftover, ignore_errors=True)  # a previous process died mid-upload
         self._thread = threading.Thread(target=self._loop, name="snapshot-upload", daemon=True)
@@ -456,6 +471,7 @@ class Uploader:
                      f"(superseded by {step_name(step)})")
                 self._event(dropped, ok=False, skipped="superseded")
             self._queue.append(_Job("checkpoint", step=step))
+            self._submitted.add(step)
             self._cond.notify()
 
     def submit_export(self, path: Path) -> None:
@@ -555,8 +571,15 @@ class Uploader:
         name = step_name(step)
         local = self.run_dir / checkpoint.CHECKPOINTS / name
         deadline = time.monotonic() + self.commit_wait_s
-        while not (local / checkpoint.MANIFEST).is_file():  # a background checkpoint writer may still be at it
-            if time.monotonic() > deadline or not local.parent.is_dir():
+        # The background writer may still be at it (on a run's first save, checkpoints/ itself may not
+        # exist yet). Once a newer checkpoint has committed, this one either committed too and was
+        # pruned by local retention, or never will: waiting longer would hold up every later upload.
+        while not (local / checkpoint.MANIFEST).is_file():
+            if self._newer_committed(step):
+                info(f"{name} is no longer on disk (local retention, or a failed write) before its upload; a "
+                     "newer one supersedes it")
+                return None
+            if time.monotonic() > deadline:
                 raise RuntimeError(f"{local} never appeared")
             time.sleep(0.5)
         staged = self._stage(local)
@@ -587,6 +610,15 @@ class Uploader:
         self._apply_retention(newest=step)
         return self.store.url(*remote)
 
+    def _newer_committed(self, step: int) -> bool:
+        """A checkpoint this process saved after `step` is on disk: the writer, one save at a time and
+        in order, is done with `step`. (Only this process's saves count: a damaged later checkpoint
+        left from before a fallback says nothing about this one.)"""
+        with self._cond:
+            newer = [s for s in self._submitted if s > step]
+        root = self.run_dir / checkpoint.CHECKPOINTS
+        return any((root / step_name(s) / checkpoint.MANIFEST).is_file() for s in newer)
+
     def _stage(self, local: Path) -> Path | None:
         """Hard links to the checkpoint's files: local retention cannot pull them away mid-upload."""
         staged = local.parent / f"{STAGING_PREFIX}{local.name}-{uuid.uuid4().hex[:8]}"
@@ -610,7 +642,7 @@ class Uploader:
         complete = 0
         for step in self.store.checkpoint_steps():
             remote = (checkpoint.CHECKPOINTS, step_name(step))
-            owner = self.store.read_json(*remote, UPLOADED_BY)
+            owner = self.store.read_object(*remote, UPLOADED_BY)
             if not owner or owner.get("run_uid") != self.uid:
                 continue
             manifest = self.store.read_json(*remote, checkpoint.MANIFEST)
@@ -621,7 +653,9 @@ class Uploader:
                 if complete <= self.keep:
                     continue
             self.store.remove(*remote, checkpoint.MANIFEST)  # first: incomplete from here on
-            for file in (manifest or {}).get("files", CHECKPOINT_FILES):
+            # a damaged manifest's names are not trusted (one outside the folder would delete elsewhere)
+            files = manifest["files"] if checkpoint.manifest_problem(manifest) is None else CHECKPOINT_FILES
+            for file in files:
                 self.store.remove(*remote, file)
             self.store.remove(*remote, UPLOADED_BY)
             if self.store.local:  # object stores have no folders; a directory would stay behind empty

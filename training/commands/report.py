@@ -16,6 +16,7 @@ from training.checkpoints import checkpoint
 from training.observability import run_log
 from training.observability.plots import LOSS_PNG
 from trainstack.contract.errors import UserError
+from trainstack.contract.log import warn
 
 
 def summarize(run_dir: Path) -> dict:
@@ -37,7 +38,12 @@ def summarize(run_dir: Path) -> dict:
     uploads = [e for e in log.events if e["event"] == "upload" and e.get("ok")]
     ckpt_uploads = [e for e in uploads if e.get("what") == "checkpoint"]
     export_upload = next((e for e in reversed(uploads) if e.get("what") == "export"), None)
-    newest = checkpoint.latest_valid(run_dir, announce=False)
+    newest = _newest_intact(run_dir)
+    export = run_dir / "export" / "config.json"
+    if not log.events and not log.series and newest is None and not export.is_file():
+        raise UserError(f"nothing in {run_dir} is readable: {run_log.METRICS} holds no intact record and no "
+                        "checkpoint or export is intact; pass the --out of a `train` run (the damaged files are "
+                        "left as they are)")
     wandb_file = run_dir / "wandb_run.json"
     return {
         "run_dir": str(run_dir),
@@ -59,11 +65,22 @@ def summarize(run_dir: Path) -> dict:
             f"{checkpoint.PREFIX}*")) if p.name[len(checkpoint.PREFIX):].isdigit()],
         "newest_intact_checkpoint": str(newest.path) if newest else None,
         "uploaded_checkpoint": ckpt_uploads[-1].get("uri") if ckpt_uploads else None,
-        "export": str(run_dir / "export") if (run_dir / "export" / "config.json").is_file() else None,
+        "export": str(run_dir / "export") if export.is_file() else None,
         "uploaded_export": export_upload.get("uri") if export_upload else None,
         "loss_png": str(run_dir / LOSS_PNG) if (run_dir / LOSS_PNG).is_file() else None,
         "wandb_run": _wandb_id(wandb_file),
     }
+
+
+def _newest_intact(run_dir: Path) -> checkpoint.Checkpoint | None:
+    """The newest checkpoint that verifies; each damaged newer one is named in one line, and the report
+    goes on with the rest (the damaged ones stay on disk, as train leaves them)."""
+    for ckpt in checkpoint.listed(run_dir):
+        problem = checkpoint.verify(ckpt.path)
+        if problem is None:
+            return ckpt
+        warn(f"checkpoint {ckpt.path} is damaged ({problem}); reporting without it")
+    return None
 
 
 def _number(value) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 from pathlib import Path
 
 import torch
@@ -138,14 +139,17 @@ def generate(model, ids: torch.Tensor, max_new_tokens: int, temperature: float, 
     tokenizer cannot decode (the embedding table is padded for speed) are never picked.
     """
     window = model.config.n_positions
+    # transformers 5 names the key/value cache `cache` (argument and output) and warns on each use of the
+    # old name, past_key_values, which 4.x (pyproject allows >=4.46) still needs.
+    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     past = None
     for _ in range(max_new_tokens):
         length = ids.size(1)
         if past is not None and length <= window:
-            out = model(input_ids=ids[:, -1:], past_key_values=past, use_cache=True)
+            out = model(input_ids=ids[:, -1:], use_cache=True, **{name: past})
         else:
             out = model(input_ids=ids[:, -window:], use_cache=length < window)
-        past = out.past_key_values if length < window else None
+        past = out[name] if length < window else None
         logits = out.logits[:, -1, :vocab_size].double()  # float64: any finite temperature divides safely
         if temperature == 0:
             token = logits.argmax(dim=-1, keepdim=True)

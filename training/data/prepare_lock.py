@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,10 +64,18 @@ def _open(path: Path) -> int:
     try:
         if path.is_symlink():  # never follow a link out of DATA_DIR: it would lock (and remove) another file
             raise IsADirectoryError
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; a FIFO or device opens, and is refused below
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     except OSError as exc:
         if isinstance(exc, PermissionError) or not (path.is_symlink() or path.exists()):
             raise
-        what = "a symbolic link" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
-        raise UserError(f"{path} is {what}, not the lock file prepare writes there; remove it (or pick another "
-                        "--out)") from None
+        raise _not_a_lock_file(path) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_lock_file(path)
+    return fd
+
+
+def _not_a_lock_file(path: Path) -> UserError:
+    what = "a symbolic link" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
+    return UserError(f"{path} is {what}, not the lock file prepare writes there; remove it (or pick another --out)")

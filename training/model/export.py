@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
+import struct
 import uuid
 from pathlib import Path
 
@@ -46,3 +48,26 @@ def export_model(model: torch.nn.Module, run_dir: Path) -> Path:
     else:
         os.rename(staging, target)
     return target
+
+
+def looks_intact(export: Path) -> bool:
+    """A cheap look at an export, without loading the model: config.json and tokenizer.json are JSON
+    objects (config.json naming gpt2), and model.safetensors' header describes exactly the bytes that
+    follow it (a truncated or overwritten file does not). The format: an 8-byte little-endian header
+    length, a JSON header with each tensor's data_offsets, then the data (huggingface/safetensors
+    README, "Format"; headers over 100 MB are refused: SafeTensorError::HeaderTooLarge, docs.rs
+    safetensors 0.4.2)."""
+    try:
+        config = json.loads((export / "config.json").read_text(encoding="utf-8"))
+        tokenizer = json.loads((export / "tokenizer.json").read_text(encoding="utf-8"))
+        weights = export / "model.safetensors"
+        with open(weights, "rb") as f:
+            (length,) = struct.unpack("<Q", f.read(8))
+            if length > 100 * 2**20:  # safetensors' own limit on the header
+                return False
+            header = json.loads(f.read(length).decode("utf-8"))
+        ends = [entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"]
+        return (isinstance(config, dict) and config.get("model_type") == "gpt2" and isinstance(tokenizer, dict)
+                and bool(ends) and 8 + length + max(ends) == weights.stat().st_size)
+    except (OSError, ValueError, struct.error, TypeError, KeyError, IndexError, AttributeError):
+        return False

@@ -53,9 +53,14 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
             os.replace(tmp, path)
         return wanted
     try:
-        existing = RunConfig(**json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError, TypeError) as exc:
+        # ValueError: not JSON, or not UTF-8; TypeError: not an object, or other fields than a RunConfig's
+        existing = RunConfig(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
         raise UserError(f"{path} is unreadable ({exc}); use a new --out (the checkpoints there are untouched)") from exc
+    wrong = _wrong_types(existing)
+    if wrong:
+        # compared as they are, they would give "trained with --block-size 64, not 64"
+        raise UserError(f"{path} is damaged ({wrong}); use a new --out (the checkpoints there are untouched)")
     if existing.model != wanted.model:
         diff = ", ".join(f"{k} {existing.model.get(k)} there vs {wanted.model.get(k)} now"
                          for k in sorted(set(existing.model) | set(wanted.model))
@@ -81,6 +86,14 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
         raise UserError(f"{run_dir} runs with --global-batch-size {existing.global_batch_size}; changing it "
                         "mid-run changes the data order; drop the flag or use a new --out")
     return existing
+
+
+def _wrong_types(config: RunConfig) -> str:
+    """The fields of a loaded run_config.json that are not of the type train writes ("" when none)."""
+    expected = {"model": dict, "block_size": int, "tokenizer_fingerprint": str, "global_batch_size": int,
+                "seed": int, "init_from": str}
+    return ", ".join(f"{name} is {getattr(config, name)!r}, not {kind.__name__}" for name, kind in expected.items()
+                     if not isinstance(getattr(config, name), kind) or isinstance(getattr(config, name), bool))
 
 
 def _announce_replaced(path: Path, wanted: RunConfig) -> None:

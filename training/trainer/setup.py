@@ -7,6 +7,7 @@ the global batch against the world size, the token windows of both splits.
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,8 +90,10 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
     start = Start(model, teacher, optimizer, run_config, block_size, train_windows, val_windows)
     if latest is not None:
         _resume(start, latest, cfg, dist_info)
-    elif dist_info.is_main:
-        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer")  # a stale one (killed start) is replaced
+    if dist_info.is_main:
+        # a stale one (killed start) is replaced; on a resume, a damaged one too (the export reads it at the
+        # end), from the data's tokenizer, which run_config.json's fingerprint has just matched
+        _copy_tokenizer(data.tokenizer_dir, run_dir / "tokenizer", resuming=latest is not None)
     return start
 
 
@@ -151,19 +154,25 @@ def _windows(data: DataMeta, block_size: int) -> tuple[TokenWindows, TokenWindow
 
 
 def _resume(start: Start, latest: Checkpoint, cfg: TrainConfig, dist_info: DistInfo) -> None:
-    states = latest.load()
-    start.model.load_state_dict(states["model"])
-    start.optimizer.load_state_dict(states["optimizer"])
-    start.step = states["trainer"]["step"]
-    restore_rng(states["trainer"]["rng"], dist_info, cfg.runtime.seed, start.step)
+    # A checkpoint whose files match their manifest but are not what train saves (rewritten, manifest
+    # and all, by hand or by another program) would end in a KeyError or a load_state_dict traceback.
+    try:
+        states = latest.load()
+        start.model.load_state_dict(states["model"])
+        start.optimizer.load_state_dict(states["optimizer"])
+        start.step = states["trainer"]["step"]
+        if start.step != latest.step:
+            raise ValueError(f"its trainer state is at step {start.step!r}")
+        restore_rng(states["trainer"]["rng"], dist_info, cfg.runtime.seed, start.step)
+    except (pickle.UnpicklingError, EOFError, KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise UserError(f"checkpoint {latest.path} passes its checksums but does not hold what train saves "
+                        f"({type(exc).__name__}: {reason}); move it aside to resume from the previous one, or use a "
+                        "new --out") from exc
     if dist_info.is_main:
         log_info(f"resumed from {latest.path} (step {start.step}, "
                  f"saved by {len(states['trainer']['rng'])} workers, now {dist_info.world_size})")
         start.resumed_schedule = states["trainer"].get("schedule")
-    if dist_info.is_main and start.step >= cfg.optim.max_steps:
-        log_info(f"the run is already at step {start.step}, at or past --max-steps {cfg.optim.max_steps}: there is "
-                 "nothing left to train" + (" (the export is written again)" if cfg.runtime.export else "")
-                 + "; raise --max-steps to train on")
 
 
 def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
@@ -172,11 +181,14 @@ def _check_global_batch(global_batch: int, dist_info: DistInfo) -> None:
                         "workers; raise --global-batch-size or run fewer workers")
 
 
-def _copy_tokenizer(source: Path, target: Path) -> None:
-    """RUN_DIR/tokenizer: the data's tokenizer (a new run's; what a killed start left is replaced whole)."""
+def _copy_tokenizer(source: Path, target: Path, resuming: bool = False) -> None:
+    """RUN_DIR/tokenizer: the data's tokenizer (what a killed start left, or a damaged one, is replaced whole)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists() and not target.is_symlink() and target.is_dir() and _same_files(source, target):
         return
+    if resuming:
+        warn(f"{target} is missing, damaged or not the files of the run's tokenizer; writing it again from {source} "
+             "(the same tokenizer: the data matches the run's tokenizer fingerprint)")
     tmp = target.with_name(f".{target.name}-{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(source, tmp)

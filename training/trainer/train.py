@@ -20,7 +20,7 @@ from training.elastic import distributed
 from training.elastic.distributed import DistInfo
 from training.elastic.heartbeat import PeerWatchdog
 from training.elastic.preemption import PreemptionWatcher, exit_on_signals
-from training.model.export import export_model
+from training.model.export import export_model, looks_intact
 from training.observability import metrics, recorder, wandb_logger
 from training.run_dir.claim import RunDirClaim, check_location
 from training.trainer import distill, setup
@@ -70,6 +70,8 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     torch.manual_seed(cfg.runtime.seed)  # identical initial weights on every rank
     store = snapshots.prepare(cfg.snapshot, run_dir, Path(cfg.data), dist_info)  # an empty RUN_DIR resumes from it
     latest = agree_on_checkpoint(run_dir, dist_info)
+    if latest is not None and latest.step >= cfg.optim.max_steps:
+        return _nothing_left_to_train(cfg, data, run_dir, dist_info, latest, store)
     start = setup.prepare(cfg, data, run_dir, dist_info, latest)  # model, run settings, data, resumed state
     stepper, eval_stepper = setup.steppers(cfg, start, precision, dist_info)
     schedule = Schedule(cfg.optim.lr, cfg.optim.floor_lr, cfg.optim.warmup, cfg.optim.max_steps)
@@ -146,6 +148,42 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     return 0
 
 
+def _nothing_left_to_train(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo, latest,
+                           store) -> int:
+    """Resuming at or past --max-steps: said once, and RUN_DIR left as it is (no step, no record in
+    metrics.jsonl, no new plot or TensorBoard file). Only an export that is wanted and is missing or
+    older than the checkpoint (trained with --no-export, or its write failed on a full disk and an
+    earlier session's export stayed) is written again, from the checkpoint."""
+    export_due = cfg.runtime.export and not _export_is_current(run_dir, latest)
+    if dist_info.is_main:
+        done = ("; writing its export (missing, damaged, or older than that checkpoint)" if export_due
+                else "; RUN_DIR is left as it is")
+        log_info(f"the run is already at step {latest.step}, at or past --max-steps {cfg.optim.max_steps}: there is "
+                 f"nothing left to train{done}; raise --max-steps to train on")
+    if export_due:
+        start = setup.prepare(cfg, data, run_dir, dist_info, latest)
+        if dist_info.is_main:
+            path = export_model(start.model.to_hf(), run_dir)
+            log_info(f"exported the model to {path} (load it with AutoModelForCausalLM.from_pretrained)")
+            uploader = snapshots.start_uploader(store, run_dir, cfg.cadence.keep_checkpoints, events=None)
+            if uploader is not None:
+                uploader.submit_export(path)
+                uploader.wait(cfg.snapshot.wait)
+    distributed.barrier(dist_info)
+    return 0
+
+
+def _export_is_current(run_dir: Path, latest) -> bool:
+    """RUN_DIR/export was written after the checkpoint `latest` (the end of a run saves, then exports)
+    and is not visibly damaged (`sample` and `evaluate` send the user here to write a damaged one again)."""
+    try:
+        exported = (run_dir / "export" / "config.json").stat().st_mtime_ns
+        saved = (latest.path / "manifest.json").stat().st_mtime_ns
+    except OSError:
+        return False
+    return exported >= saved and looks_intact(run_dir / "export")
+
+
 def _check_not_own_source(cfg: TrainConfig, run_dir: Path) -> None:
     """The weights a run starts from cannot live in the directory it writes (its export would replace them)."""
     out = run_dir.resolve()
@@ -213,7 +251,9 @@ def _announce_schedule_change(saved: dict | None, schedule: Schedule, step: int)
     if not saved or saved == vars(schedule):
         return
     before = Schedule(**saved)
+    now, was = f"{schedule.lr_at(step):.3g}", f"{before.lr_at(step):.3g}"
+    effect = (f"the lr at step {step} is now {now} instead of {was}" if now != was
+              else f"the lr at step {step} stays {now}; the steps after it follow the new schedule")
     log_info(f"the learning-rate schedule changed on resume (max steps {before.max_steps} -> {schedule.max_steps}, "
              f"lr {before.lr:g} -> {schedule.lr:g}, min lr {before.min_lr:g} -> {schedule.min_lr:g}, warmup "
-             f"{before.warmup_steps} -> {schedule.warmup_steps}): the lr at step {step} is now "
-             f"{schedule.lr_at(step):.3g} instead of {before.lr_at(step):.3g}")
+             f"{before.warmup_steps} -> {schedule.warmup_steps}): {effect}")

@@ -17,15 +17,25 @@ from trainstack.infra.kubernetes.job_submission import SUBMITTED_BY_CLI
 from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
 from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError
-from trainstack.jobs.stack_outputs import StackOutputs, load
+from trainstack.jobs.stack_outputs import StackOutputs, load, on_pool
 
 
-def _nodes(text: str) -> tuple[int, int]:
+def _pods(text: str, flag: str = "--pods") -> tuple[int, int]:
     low, sep, high = text.partition(":")
     try:
         return (int(low), int(high)) if sep else (int(low), int(low))
     except ValueError:
-        raise UsageError(f"--nodes {text!r}: expected N or MIN:MAX", "give --nodes 2 or --nodes 1:4") from None
+        raise UsageError(f"{flag} {text!r}: expected N or MIN:MAX", "give --pods 2 or --pods 1:4") from None
+
+
+def _pods_flag(args: argparse.Namespace) -> tuple[int, int] | None:
+    """--pods, or the older --nodes (the same pods of the job; it meant torchrun's nodes) with one warning."""
+    if args.nodes is None:
+        return _pods(args.pods) if args.pods else None
+    if args.pods is not None:
+        raise UsageError("both --pods and --nodes given (--pods replaces --nodes)", "drop --nodes")
+    print("trainstack submit: warning: --nodes is deprecated: use --pods (the same pods of the job)", file=sys.stderr)
+    return _pods(args.nodes, "--nodes")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,9 +51,13 @@ def _parser() -> argparse.ArgumentParser:
 
     sub = command("submit", "submit a job (or a sweep) to the stack's queue; trainer flags after --")
     sub.add_argument("name", metavar="NAME")
-    sub.add_argument("--nodes", metavar="MIN:MAX", help="pods (one per GPU node), e.g. 2 or 1:4")
+    # torchrun calls each pod a node (--nnodes); a node here is a Kubernetes node, one machine.
+    sub.add_argument("--pods", metavar="MIN:MAX", help="pods of the job (torchrun's --nnodes), e.g. 2 or 1:4")
+    sub.add_argument("--nodes", metavar="MIN:MAX", help="deprecated: the old name of --pods")
     sub.add_argument("--sweep", action="append", default=[], metavar="FLAG=V1,V2",
                      help="one job per value (repeat for a grid)")
+    sub.add_argument("--pool", metavar="NAME", help="the GPU pool to run on (default: the stack job's; "
+                     "jobSubmission.pools lists them)")
     sub.add_argument("--image", help="another image (<repository>@sha256:... or :tag) than the stack's")
     sub.add_argument("--tensorboard", action="store_true",
                      help="also run TensorBoard for this job (a Deployment that stays until cancel)")
@@ -58,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = command("cancel", "stop a job and remove it from the cluster (its bucket prefix stays)")
     sub.add_argument("name", metavar="NAME", nargs="?")
     sub.add_argument("--all", action="store_true",
-                     help="every job the CLI submitted (before pulumi destroy: see docs/jobs.md)")
+                     help="every job the CLI submitted (pulumi destroy removes them itself: see docs/jobs.md)")
     sub = command("results", "where the job's checkpoints and export are, and how to fetch them")
     sub.add_argument("name", metavar="NAME")
     return parser
@@ -99,19 +113,38 @@ def _check_custom_target(module: str | None, script: str | None) -> None:
 
 
 def _without_gang(outputs: StackOutputs, job: JobConfig) -> bool:
-    """Without Kueue, pods of several multi-node jobs start wherever a node frees up: each job may get
-    part of its nodes and hold them for job.joinTimeoutSeconds waiting for the rest."""
-    return outputs.queue_name is None and job.nodes_min > 1
+    """Without Kueue, pods of several multi-pod jobs start wherever a node frees up: each job may get
+    part of its pods and hold their nodes for job.joinTimeoutSeconds waiting for the rest."""
+    return outputs.queue_name is None and job.pods_min > 1
 
 
 def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
     if _without_gang(outputs, job) and jobs > 1:
-        raise UsageError(f"a sweep of {jobs} jobs of at least {job.nodes_min} nodes each on a stack without a "
-                         "queue: they would split the GPU nodes between them and wait", "give --nodes 1 (or 1:N), "
+        raise UsageError(f"a sweep of {jobs} jobs of at least {job.pods_min} pods each on a stack without a "
+                         "queue: they would split the GPU nodes between them and wait", "give --pods 1 (or 1:N), "
                          "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
 
 
+def _check_owner(cluster: Cluster, outputs: StackOutputs) -> None:
+    """The job owner the outputs name must be the cluster's: the garbage collector deletes at once a Job
+    whose owners are all gone (kubernetes.io/docs/concepts/architecture/garbage-collection/), so a job
+    sent with outputs from before the stack was destroyed and brought up again would vanish."""
+    owner = outputs.values.get("owner")
+    if not owner:
+        return  # outputs from before the owner existed: the job has none (docs/jobs.md, pulumi destroy)
+    found = cluster.json("kubectl", ["get", "configmap", owner["name"], "--ignore-not-found", "--output", "json"])
+    uid = ((found or {}).get("metadata") or {}).get("uid")
+    if uid != owner["uid"]:
+        where = f"uid {uid}" if uid else "none"
+        raise UsageError(f"the outputs name the job owner {owner['name']} with uid {owner['uid']}, the cluster has "
+                         f"{where}: they are from an earlier pulumi up, and Kubernetes would delete the job at once",
+                         "save the outputs again with pulumi stack output --json --show-secrets")
+
+
 def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
+    if args.pool is not None:
+        # That pool's placement, pod resources, queue and size, for every check below and the values sent.
+        outputs = on_pool(outputs, args.pool)
     rest = list(args.rest)
     custom = args.module is not None or args.script is not None
     if custom and args.sweep:
@@ -119,14 +152,14 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
                          "drop --sweep, or submit the trainer")
     if custom:
         _check_custom_target(args.module, args.script)
-    nodes = _nodes(args.nodes) if args.nodes else None
+    pods = _pods_flag(args)
     image = submission.check_image(args.image)
     points = sweep.expand(args.name, args.sweep, [] if custom else rest)
     planned = []
     for point in points:
         target = (submission.Target(module=args.module, script=args.script, args=tuple(rest)) if custom
                   else submission.Target(trainer_flags=(*rest, *point.flags)))
-        job = submission.check(outputs, point.name, nodes, target)
+        job = submission.check(outputs, point.name, pods, target)
         values = submission.chart_values(outputs, job, target, image=image,
                                          sweep=args.name if args.sweep else None, tensorboard=args.tensorboard)
         # The chart's own schema and checks, offline: what it refuses is bad input, not a cluster error.
@@ -142,9 +175,10 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
         if taken:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
                              f"pick another NAME (e.g. {args.name}-2), or trainstack cancel {taken[0]} first")
+        _check_owner(cluster, outputs)
         if _without_gang(outputs, job):
-            print(f"trainstack submit: warning: no queue on this stack, so the {job.nodes_min} nodes are not reserved "
-                  "together: another multi-node job may take some of them (trainstack:job.queue true admits all or "
+            print(f"trainstack submit: warning: no queue on this stack, so the {job.pods_min} pods are not reserved "
+                  "together: another multi-pod job may take their nodes (trainstack:job.queue true admits all or "
                   "nothing)", file=sys.stderr)
         for done, (name, values) in enumerate(planned):
             try:
@@ -165,6 +199,15 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
     return 0
 
 
+def _pricing(outputs: StackOutputs) -> list[status.PoolPricing]:
+    """Each GPU pool's nodes for `list`'s cost: the stack prices only the job's pool (estimatedHourlyUsd), so a
+    job on another pool shows its cost as unknown rather than at the wrong machine's price."""
+    return [status.PoolPricing(node_selector=pool["values"].get("nodeSelector") or {},
+                               gpus_per_node=pool["gpusPerNode"],
+                               usd_per_node=outputs.usd_per_node if pool["values"] == outputs.values else None)
+            for pool in outputs.pools.values()]
+
+
 def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
         releases = _releases(cluster)
@@ -173,7 +216,7 @@ def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
                      if outputs.queue_name else {})
     print(status.table(status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None,
                                    gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
-                                   ttl=status.ttl_seconds(outputs.values))))
+                                   ttl=status.ttl_seconds(outputs.values), pools=_pricing(outputs))))
     return 0
 
 

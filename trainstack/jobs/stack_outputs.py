@@ -3,7 +3,8 @@
 Outputs used (every stack exports them: trainstack/infra/aws/stack.py, trainstack/infra/gcp/stack.py via TrainingPlatform):
 - `kubeconfig`: how helm and kubectl reach the cluster.
 - `jobSubmission` (trainstack/infra/kubernetes/job_submission.py): namespace, bucket, GPUs per node, node type, queue,
-  the stack's own job, the job identity's ServiceAccount annotations and the shared chart values.
+  the stack's own job, the job identity's ServiceAccount annotations and the shared chart values;
+  and every GPU pool with its own node type, size, queue and chart values (`submit --pool`).
 - `estimatedHourlyUsd` (trainstack/infra/cost): the GPU pool's size at its maximum (`atMax.nodes`) and the
   price of one GPU node (`gpuNode.usdPerNode`, from trainstack/infra/cost/prices.yaml) for `list`'s cost column.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ class StackOutputs:
     bucket_uri: str  # s3://<bucket> or gs://<bucket>
     gpus_per_node: int  # per GPU node of the job's pool
     node_type: str
-    pool_max_nodes: int
+    pool_max_nodes: int | None  # None: unknown (a pool chosen with --pool whose maximum is not exported)
     queue_name: str | None
     stack_job: str | None  # the release `pulumi up` owns (trainstack:job), when enabled
     service_account_annotations: Mapping[str, str]
@@ -40,6 +41,8 @@ class StackOutputs:
     values: Mapping[str, Any]  # chart values every job on this stack shares
     usd_per_node: float | None  # per GPU node-hour; None where prices.yaml has no figure
     train_data: str | None = None  # the trainer's --data on this stack (None: a stack from before it was exported)
+    # GPU pool name -> {nodeType, gpusPerNode, maxNodes, queueName, values}; {} from an older stack.
+    pools: Mapping[str, Any] = field(default_factory=dict)
 
 
 def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
@@ -128,6 +131,50 @@ def _queues(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
+def _pools(value: Any) -> dict[str, Any]:
+    """jobSubmission.pools: {pool name: {nodeType, gpusPerNode, maxNodes, queueName, values}}; absent from an
+    older stack."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _bad("jobSubmission.pools", "an object of GPU pools", value)
+    pools = {}
+    for name, pool in value.items():
+        field_name = f"jobSubmission.pools.{name}"
+        if not isinstance(pool, dict) or not isinstance(pool.get("values"), dict):
+            raise _bad(field_name, "a GPU pool with its chart values", pool)
+        max_nodes = pool.get("maxNodes")
+        pools[name] = {
+            "nodeType": _text(pool.get("nodeType"), f"{field_name}.nodeType"),
+            "gpusPerNode": _positive_int(pool.get("gpusPerNode"), f"{field_name}.gpusPerNode"),
+            "maxNodes": None if max_nodes is None else _positive_int(max_nodes, f"{field_name}.maxNodes"),
+            "queueName": _text(pool.get("queueName"), f"{field_name}.queueName", optional=True),
+            "values": pool["values"],
+            "unavailable": _text(pool.get("unavailable"), f"{field_name}.unavailable", optional=True),
+        }
+    return pools
+
+
+def on_pool(outputs: StackOutputs, pool: str) -> StackOutputs:
+    """`outputs` as a job on GPU pool `pool` sees them: that pool's node type, size, queue and chart values."""
+    if not outputs.pools:
+        raise UsageError(f"--pool {pool}: this stack's outputs list no GPU pools (saved before --pool existed)",
+                         "pulumi up the stack with this version of trainstack and save its outputs again, or drop "
+                         "--pool to use the job's pool")
+    if pool not in outputs.pools:
+        raise UsageError(f"--pool {pool}: no such GPU pool on this stack (pools: {', '.join(sorted(outputs.pools))})",
+                         "give one of those, or add the pool to trainstack:gpuPools and pulumi up")
+    chosen = outputs.pools[pool]
+    if chosen["unavailable"]:
+        raise UsageError(f"--pool {pool}: {chosen['unavailable']}",
+                         f"pulumi config set trainstack:jobPool {pool} && pulumi up, or pick another pool")
+    # An unknown maximum: the job's own pool's is the stack's estimate (atMax.nodes); another's is not checked.
+    max_nodes = chosen["maxNodes"] if chosen["maxNodes"] is not None else (
+        outputs.pool_max_nodes if chosen["values"] == outputs.values else None)
+    return replace(outputs, gpus_per_node=chosen["gpusPerNode"], node_type=chosen["nodeType"],
+                   pool_max_nodes=max_nodes, queue_name=chosen["queueName"], values=chosen["values"])
+
+
 def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
     missing = [name for name in REQUIRED if name not in raw]
     if missing:
@@ -178,6 +225,7 @@ def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
         values=values,
         usd_per_node=float(usd) if usd is not None else None,
         train_data=_text(submission.get("trainData"), "jobSubmission.trainData", optional=True),
+        pools=_pools(submission.get("pools")),
     )
 
 

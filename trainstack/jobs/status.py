@@ -15,7 +15,7 @@ States, from the Job (batch/v1) and its Workload (Kueue v1beta2):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -143,10 +143,27 @@ def row(name: str, job: Mapping[str, Any] | None, workload: Mapping[str, Any] | 
                   waiting=quota_message(workload) if current == "queued" else None)
 
 
+@dataclass(frozen=True)
+class PoolPricing:
+    """A GPU pool as `list` prices a job on it: the labels its nodes carry, their GPUs and hourly price."""
+
+    node_selector: Mapping[str, str]
+    gpus_per_node: int
+    usd_per_node: float | None  # None: no price known for this pool
+
+
+def pool_of(job: Mapping[str, Any] | None, pools: Sequence[PoolPricing]) -> PoolPricing | None:
+    """The pool whose node labels the Job's pods select (`submit --pool` gives them that pool's nodeSelector)."""
+    selector = ((job or {}).get("spec", {}).get("template", {}).get("spec") or {}).get("nodeSelector") or {}
+    return next((pool for pool in pools
+                 if pool.node_selector and all(selector.get(k) == v for k, v in pool.node_selector.items())), None)
+
+
 def rows(releases: list[Mapping[str, Any]], jobs: Mapping[str, Any], workloads: Mapping[str, Any], *,
          queued_by_kueue: bool, gpus_per_node: int, usd_per_node: float | None,
-         now: datetime | None = None, ttl: int | None = None) -> list[JobRow]:
-    """One row per training-job release; `jobs` from `kubectl get jobs -o json`, `workloads` likewise."""
+         now: datetime | None = None, ttl: int | None = None, pools: Sequence[PoolPricing] = ()) -> list[JobRow]:
+    """One row per training-job release; `jobs` from `kubectl get jobs -o json`, `workloads` likewise.
+    A job on one of `pools` is priced with that pool's nodes; any other with `gpus_per_node` and `usd_per_node`."""
     now = now or datetime.now(timezone.utc)
     by_name = {item["metadata"]["name"]: item for item in (jobs or {}).get("items", [])}
     # A Workload belongs to one Job object: match on the owner's UID, not its name (a Workload left from an
@@ -164,8 +181,10 @@ def rows(releases: list[Mapping[str, Any]], jobs: Mapping[str, Any], workloads: 
         name = release["name"]
         job = by_name.get(name)
         workload = by_uid.get((job or {}).get("metadata", {}).get("uid", ""))
-        found = row(name, job, workload, queued_by_kueue=queued_by_kueue, gpus_per_node=gpus_per_node,
-                    usd_per_node=usd_per_node, now=now)
+        pool = pool_of(job, pools)
+        found = row(name, job, workload, queued_by_kueue=queued_by_kueue,
+                    gpus_per_node=pool.gpus_per_node if pool else gpus_per_node,
+                    usd_per_node=pool.usd_per_node if pool else usd_per_node, now=now)
         if job is None:
             found = replace(found, state=missing_job_state(release, ttl, now))
         result.append(found)

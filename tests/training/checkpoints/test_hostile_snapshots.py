@@ -114,3 +114,34 @@ def test_a_local_folder_of_other_files_is_refused(data_dir, tmp_path):
     before = tree(folder)
     one_line_error(train(data_dir, tmp_path / "new", "--snapshot-uri", f"file://{folder}"), "already holds other files")
     assert tree(folder) == before and not (tmp_path / "new").exists()
+
+
+# ---------------------------------------------------------------- fresh sweep: a damaged manifest in the store
+@pytest.mark.parametrize("manifest", [b"[1]", b'{"files": [1]}', b'{"files": {"../../run_config.json": '
+                                      b'{"bytes": 1, "sha256": "0"}}}', b'{"files": {"model.pt": 3}}'])
+def test_a_malformed_manifest_in_the_store_falls_back_to_the_previous_checkpoint(data_dir, tmp_path, manifest):
+    """It was an AttributeError or TypeError traceback (a manifest that is JSON but not a file list)."""
+    store = tmp_path / "store"
+    assert train(data_dir, tmp_path / "a", "--max-steps", "2", "--checkpoint-every", "1", "--no-export",
+                 "--snapshot-uri", f"file://{store}")[0] == 0
+    (store / "checkpoints" / "step_00000002" / "manifest.json").write_bytes(manifest)
+    code, out, err = train(data_dir, tmp_path / "b", "--max-steps", "2", "--no-export", "--snapshot-uri",
+                           f"file://{store}")
+    assert code == 0 and "Traceback" not in err, err
+    assert f"file://{store}/checkpoints/step_00000002 is damaged (malformed manifest" in err, err
+    assert "restored the checkpoint of step 1" in out, out
+    assert not (tmp_path / "run_config.json").exists(), "nothing is written outside RUN_DIR"
+    # trained from step 1 again, its step 2 replaces the damaged one in the store
+    local = (tmp_path / "b" / "checkpoints" / "step_00000002" / "manifest.json").read_bytes()
+    assert (store / "checkpoints" / "step_00000002" / "manifest.json").read_bytes() == local
+
+
+@pytest.mark.parametrize("uri", ["gs:///x", "s3:///x/y", "gcs:// /x"])
+def test_a_uri_without_a_bucket_is_refused_at_once(data_dir, tmp_path, uri):
+    """gs:///x waited the full 30 s reachability bound (credentials lookup) before a one-line error."""
+    import time
+
+    began = time.monotonic()
+    one_line_error(train(data_dir, tmp_path / "new", "--snapshot-uri", uri), f"--snapshot-uri {uri}: no bucket name")
+    assert time.monotonic() - began < 20
+    assert not (tmp_path / "new").exists()

@@ -127,3 +127,45 @@ def test_evaluate_bad_input(resumed_run, data_dir, corpus_dir, tmp_path):
     assert cli(["prepare", "--data", str(corpus_dir / "glob.txt"), "--out", str(other), "--tokenizer", "train:300",
                 "--num-proc", "1"])[0] == 0
     one_line_error(cli(["evaluate", run, "--data", str(other)]), "different tokenizer")
+
+
+# ---------------------------------------------------------------- re-check case 7: a damaged manifest
+DAMAGED_MANIFESTS = [bytes(range(256)) * 2, b"[1, 2]", b'{"files": [1]}', b'{"files": {"model.pt": 3}}',
+                     b'{"files": {"model.pt": {"bytes": "x"}}}',
+                     b'{"files": {"../../metrics.jsonl": {"bytes": 1, "sha256": "0"}}}']
+
+
+def tree_bytes(root):
+    return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("manifest", DAMAGED_MANIFESTS)
+def test_report_on_a_damaged_checkpoint_manifest_names_it_and_goes_on(resumed_run, tmp_path, manifest):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(resumed_run, run)
+    steps = sorted((run / "checkpoints").iterdir())
+    (steps[-1] / "manifest.json").write_bytes(manifest)
+    before = tree_bytes(run)
+    code, out, err = cli(["report", str(run)])
+    assert code == 0 and "Traceback" not in err, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"[trainstack] warning: checkpoint {steps[-1]} is damaged ("), err
+    assert lines[0].endswith("; reporting without it"), err
+    assert f"newest intact checkpoint    {steps[-2]}" in out, out
+    assert tree_bytes(run) == before, "report changes nothing in RUN_DIR"
+
+
+def test_report_with_nothing_readable_is_one_line(resumed_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(resumed_run, run)
+    shutil.rmtree(run / "export")
+    for step in (run / "checkpoints").iterdir():
+        (step / "manifest.json").write_bytes(bytes(range(256)))
+    (run / run_log.METRICS).write_bytes(bytes(range(128, 256)) * 4)
+    before = tree_bytes(run)
+    one_line_error(cli(["report", str(run)]), "nothing in", "is readable")
+    assert tree_bytes(run) == before

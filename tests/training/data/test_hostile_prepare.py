@@ -131,6 +131,7 @@ def _corpus(tmp_path: Path) -> Path:
     ("a directory", lambda p: p.mkdir()),
     ("a symbolic link", lambda p: p.symlink_to(p.parent.parent / "corpus" / "a.txt")),
     ("a symbolic link", lambda p: p.symlink_to(p.parent / "nowhere")),
+    ("not a regular file", os.mkfifo),  # it opened, then ftruncate failed: a traceback, and the FIFO removed
 ])
 def test_a_prepare_lock_that_is_not_a_lock_file_is_one_line(tmp_path, what, make):
     src = _corpus(tmp_path)

@@ -189,6 +189,18 @@ def test_resuming_with_another_max_steps_says_how_the_learning_rate_changes(data
             "0.0003, warmup 2 -> 2): the lr at step 4 is now 0.00232 instead of 0.0003") in out
 
 
+def test_a_schedule_change_that_keeps_the_resume_steps_lr_says_so(capsys):
+    """Not 'the lr at step 5 is now 0.0003 instead of 0.0003' (the re-check's case 16 saw it)."""
+    from training.trainer.optim import Schedule
+    from training.trainer.train import _announce_schedule_change
+
+    _announce_schedule_change(vars(Schedule(6e-4, 6e-5, 10, 100)), Schedule(6e-4, 6e-5, 10, 200), 4)
+    assert capsys.readouterr().out == (
+        "[trainstack] the learning-rate schedule changed on resume (max steps 100 -> 200, lr 0.0006 -> 0.0006, "
+        "min lr 6e-05 -> 6e-05, warmup 10 -> 10): the lr at step 4 stays 0.0003; the steps after it follow the "
+        "new schedule\n")
+
+
 def test_background_checkpoint_is_a_snapshot_of_the_moment_it_was_taken(tmp_path):
     from training.checkpoints.writer import BackgroundCheckpointer
 

@@ -167,6 +167,7 @@ class GcpStack(pulumi.ComponentResource):
             provider=cluster.provider,
             job=cfg.job,
             gpu=gpu_pools[cfg.job_pool.name].placement,
+            gpu_pool_name=cfg.job_pool.name,
             storage=storage.shared_storage if storage is not None else None,
             bucket=ObjectStore(uri=bucket.uri, name=bucket.bucket_name),
             identity=job_identity.identity,

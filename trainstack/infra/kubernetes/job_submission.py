@@ -39,8 +39,8 @@ def shared_job_values(*, image_ref: pulumi.Input[str], gpu: GpuPlacement, claim_
     args = TrainingJobArgs(
         provider=None,  # type: ignore[arg-type]  # chart_values never reads it; only a Release does
         image_ref=image_ref,
-        gpus_per_node=gpu.gpus_per_node,
-        procs_per_node=gpu.gpus_per_node,
+        gpus_per_pod=gpu.gpus_per_node,
+        procs_per_pod=gpu.gpus_per_node,
         pvc_name=claim_name,
         queue_name=queue_name,
         node_selector=gpu.node_selector,
@@ -53,9 +53,29 @@ def shared_job_values(*, image_ref: pulumi.Input[str], gpu: GpuPlacement, claim_
     return {key: value for key, value in values.items() if key not in PER_JOB_KEYS}
 
 
+# Chart values that belong to a GPU pool: a job on another pool gets that pool's (and no GPU networking
+# unless that pool has its own), never the job's pool's.
+POOL_VALUE_KEYS = ("gpuNetworking",)
+
+
+def pool_entry(gpu: GpuPlacement, queue_name: pulumi.Input[str] | None, values: Mapping[str, Any]) -> dict[str, Any]:
+    """One GPU pool as `trainstack submit --pool` reads it (trainstack/jobs/stack_outputs.py): its node type,
+    size, queue, and the whole of the chart values a job on it shares (its placement and pod resources)."""
+    entry = {"nodeType": gpu.accelerator, "gpusPerNode": gpu.gpus_per_node, "maxNodes": gpu.max_nodes,
+             "queueName": queue_name, "values": dict(values)}
+    networking = values.get("gpuNetworking") or {}
+    mode = networking.get("mode", "none")
+    if mode != "none" and "networks" not in (networking.get(mode) or {}):
+        # The chart's default network names would be rendered, and no such Network exists on the cluster.
+        entry["unavailable"] = (f"its GPU networking ({mode}) is set up only for the stack job's pool "
+                                "(trainstack:jobPool)")
+    return entry
+
+
 def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: ObjectStore, gpu: GpuPlacement,
                       identity: WorkloadIdentity, service_account: pulumi.Input[str],
-                      values: Mapping[str, Any], queues: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                      values: Mapping[str, Any], queues: Mapping[str, Any] | None = None,
+                      pools: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The `jobSubmission` stack output (read by trainstack/jobs/stack_outputs.py)."""
     return {
         "namespace": namespace,
@@ -66,6 +86,9 @@ def submission_output(*, job: JobConfig, namespace: pulumi.Input[str], bucket: O
         # Every GPU pool's queue: {name: {nodeType, gpusPerNode, maxNodes, quota}}; `submit` refuses a job
         # whose pods exceed its queue's quota (Kueue would leave it pending for ever).
         "queues": dict(queues or {}),
+        # Every GPU pool, the job's included, by name: {nodeType, gpusPerNode, maxNodes, queueName, values}.
+        # `submit --pool NAME` uses that pool's instead of the fields above; without it they are the job's pool's.
+        "pools": dict(pools or {}),
         # The stack's own job (a Helm release like any other), so `list` can show it and `submit` avoid it.
         "stackJob": job.name if job.enabled else None,
         "serviceAccountAnnotations": dict(identity.service_account_annotations),

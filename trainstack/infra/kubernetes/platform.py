@@ -4,7 +4,7 @@ A cloud builds the cluster, its GPU nodes, a shared filesystem, a bucket and an 
 them over as handles (trainstack.infra.core.contracts). From those this component makes, on the cluster's provider:
 
     namespace -> shared-volume claim, jobs' ServiceAccount -> [NVIDIA device plugin]
-              -> [Kueue + a queue per GPU pool] -> [training job]
+              -> [Kueue + a queue per GPU pool] -> jobs' owner -> [training job]
 
 The device plugin is optional because GKE installs its own on GPU nodes; the queues follow
 `trainstack:job.queue` (on by default), the job `trainstack:job.enabled`. The ServiceAccount and the
@@ -32,8 +32,14 @@ from trainstack.infra.core.contracts import (
     WorkloadIdentity,
 )
 from trainstack.infra.core.resource_options import child_options
+from trainstack.infra.kubernetes.job_owner import job_owner, owner_values
 from trainstack.infra.kubernetes.job_service_account import JOB_SERVICE_ACCOUNT
-from trainstack.infra.kubernetes.job_submission import shared_job_values, submission_output
+from trainstack.infra.kubernetes.job_submission import (
+    POOL_VALUE_KEYS,
+    pool_entry,
+    shared_job_values,
+    submission_output,
+)
 from trainstack.infra.kubernetes.kueue import Kueue, KueueArgs, PoolQueue
 from trainstack.infra.kubernetes.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from trainstack.infra.kubernetes.pod_requests import (
@@ -69,6 +75,8 @@ class TrainingPlatformArgs:
     # Chart values that shape the pods of a job on one of those pools (e.g. its GPU networking, whose
     # sidecar the pool's queue must count), by pool name.
     other_pool_values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The job's pool's name among the cluster's GPU pools (`trainstack submit --pool NAME`).
+    gpu_pool_name: str = "gpu"
     # One node of the job's pool: its allocatable ephemeral-storage (the cloud's estimate), when known.
     # The job's pods must fit it, or the scheduler never places them and the queue holds their quota.
     gpu_local_disk: str | None = None
@@ -79,8 +87,8 @@ class TrainingPlatformArgs:
         if self.job.enabled and self.storage is None:
             validation.fail(component, "the job needs a shared filesystem: its checkpoints and export would "
                             "otherwise live only inside the pod")
-        if self.job.gpus_per_node > self.gpu.gpus_per_node:
-            validation.fail(component, f"the job asks {self.job.gpus_per_node} GPUs per pod, the GPU nodes have "
+        if self.job.gpus_per_pod > self.gpu.gpus_per_node:
+            validation.fail(component, f"the job asks {self.job.gpus_per_pod} GPUs per pod, the GPU nodes have "
                             f"{self.gpu.gpus_per_node}")
 
 
@@ -147,7 +155,7 @@ def check_local_disk(component: str, job_values: Mapping[str, Any], args: Traini
     if args.gpu_local_disk is None or not (args.job.enabled or args.job.queue):
         return
     per_pod = pod_requests(pod_resources(job_values)).get("ephemeral-storage", Fraction(0))
-    pods_per_node = max(args.gpu.gpus_per_node // args.job.gpus_per_node, 1) if args.job.gpus_per_node else 1
+    pods_per_node = max(args.gpu.gpus_per_node // args.job.gpus_per_pod, 1) if args.job.gpus_per_pod else 1
     if per_pod * pods_per_node > parse_quantity(args.gpu_local_disk):
         validation.fail(component, f"the job's pods request {format_quantity(per_pod * pods_per_node)} of local "
                         f"disk per node (resources.tmpSize + the data cache request), a GPU node offers about "
@@ -230,10 +238,10 @@ class TrainingPlatform(pulumi.ComponentResource):
             provider=args.provider,
             image_ref=args.image_ref,
             namespace=namespace,
-            nodes_min=job.nodes_min,
-            nodes_max=job.nodes_max,
-            procs_per_node=job.procs_per_node,
-            gpus_per_node=job.gpus_per_node,
+            pods_min=job.pods_min,
+            pods_max=job.pods_max,
+            procs_per_pod=job.procs_per_pod,
+            gpus_per_pod=job.gpus_per_pod,
             pvc_name=self.claim_name,
             service_account_name=self.service_account_name,
             node_selector=args.gpu.node_selector,
@@ -250,12 +258,12 @@ class TrainingPlatform(pulumi.ComponentResource):
             # the chart renders there (trainer, RxDM and any other sidecar, init containers, local disk),
             # as Kueue counts them. Admitted jobs then always fit the pool once the autoscaler has grown it.
             job_pool_values = chart_values(job_args, job.name)
-            job_pods = pool_pods(args.gpu, job.gpus_per_node, job.nodes_max)
+            job_pods = pool_pods(args.gpu, job.gpus_per_pod, job.pods_max)
             queues[job.queue_name] = self._queue_summary(args.gpu, pool_queue_quota(job_pool_values, job_pods))
             more = []
             for pool_name, pool in sorted(args.other_gpu_pools.items()):
                 pool_values = deep_merge(deep_merge(cache_values, {"resources": {**pool.pod_resources,
-                                                                                 "gpusPerNode": pool.gpus_per_node}}),
+                                                                                 "gpusPerPod": pool.gpus_per_node}}),
                                          args.other_pool_values.get(pool_name, {}))
                 queue_name = f"{job.queue_name}-{pool_name}"
                 more.append(PoolQueue(queue_name=queue_name, flavor_name=f"{pool_name}-nodes",
@@ -276,15 +284,41 @@ class TrainingPlatform(pulumi.ComponentResource):
             ), opts=child_options(self, None, opts, depends_on=namespace_objects))
             job_args = replace(job_args, queue_name=kueue.local_queue_name)
 
+        # Every job names this ConfigMap as its owner: pulumi destroy deletes it first, and with it every
+        # job, CLI-submitted ones included, while what the jobs use still exists (job_owner.py).
+        owner = job_owner(f"{name}-job-owner", namespace=namespace, opts=child_options(
+            self, args.provider, opts, depends_on=[
+                *namespace_objects, *([claim] if args.storage is not None else []), service_account,
+                *([kueue] if job.queue else []), *job_ready,
+                *(resource for pool in args.other_gpu_pools.values() for resource in pool.ready)]))
+        extra_values = deep_merge(extra_values, owner_values(owner))
+        job_args = replace(job_args, extra_values=extra_values)
+
         self.namespace = pulumi.Output.from_input(namespace)
         self.job = None
+
+        def values_on(gpu: GpuPlacement, queue_name: pulumi.Input[str] | None, pool_values: Mapping[str, Any]
+                      ) -> dict[str, Any]:
+            return shared_job_values(image_ref=args.image_ref, gpu=gpu, claim_name=self.claim_name,
+                                     queue_name=queue_name, secret_env=job.secret_env, tensorboard=job.tensorboard,
+                                     extra_values=pool_values)
+
+        # `trainstack submit --pool P`: a job on another GPU pool gets that pool's placement, pod resources,
+        # GPU networking and queue; what the stack sets for every job (the cache, the TensorBoard image,
+        # the owner) stays. The job's own pool is listed too.
+        values = values_on(args.gpu, job_args.queue_name, extra_values)
+        pools = {args.gpu_pool_name: pool_entry(args.gpu, job_args.queue_name, values)}
+        shared = {key: value for key, value in args.job_values.items() if key not in POOL_VALUE_KEYS}
+        for pool_name, pool in sorted(args.other_gpu_pools.items()):
+            pool_values = deep_merge(deep_merge(deep_merge(deep_merge(
+                cache_values, {"resources": {**pool.pod_resources, "gpusPerPod": pool.gpus_per_node}}), shared),
+                args.other_pool_values.get(pool_name, {})), owner_values(owner))
+            queue = kueue.local_queue_names[f"{job.queue_name}-{pool_name}"] if job.queue else None
+            pools[pool_name] = pool_entry(pool, queue, values_on(pool, queue, pool_values))
         # What `trainstack submit` needs to run more jobs like this one (trainstack/infra/kubernetes/job_submission.py).
         self.outputs = {"jobSubmission": submission_output(
             job=job, namespace=self.namespace, bucket=args.bucket, gpu=args.gpu, identity=args.identity,
-            service_account=self.service_account_name, queues=queues,
-            values=shared_job_values(image_ref=args.image_ref, gpu=args.gpu, claim_name=self.claim_name,
-                                     queue_name=job_args.queue_name, secret_env=job.secret_env,
-                                     tensorboard=job.tensorboard, extra_values=extra_values))}
+            service_account=self.service_account_name, queues=queues, values=values, pools=pools)}
         if job.enabled:
             self.job = TrainingJob(job.name, job_args, opts=child_options(self, None, opts, depends_on=job_ready))
             self.outputs.update({"jobName": self.job.job_name, "jobNamespace": self.job.namespace})

@@ -41,6 +41,19 @@ app.kubernetes.io/managed-by: {{ $ctx.Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" $ctx.Chart.Name $ctx.Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* metadata.ownerReferences naming .Values.owner: not a controller (Kueue and the Job controller look
+only at a controller owner), but blocking, so a foreground delete of the owner waits for this object. */}}
+{{- define "training-job.ownerReferences" -}}
+{{- with .Values.owner }}
+ownerReferences:
+  - apiVersion: {{ .apiVersion | quote }}
+    kind: {{ .kind | quote }}
+    name: {{ .name | quote }}
+    uid: {{ .uid | quote }}
+    blockOwnerDeletion: true
+{{- end }}
+{{- end -}}
+
 {{/* "repository@sha256:..." when a digest is given (immutable), else "repository:tag". */}}
 {{- define "training-job.imageRef" -}}
 {{- if .digest -}}
@@ -131,8 +144,9 @@ server defaults it), so the pod never requests more than its limit.
 {{- $_ := set $requests "ephemeral-storage" (printf "%d" $bytes) -}}
 {{- end -}}
 {{- end -}}
-{{- if gt (int .Values.resources.gpusPerNode) 0 -}}
-{{- $_ := set $requests "nvidia.com/gpu" (int .Values.resources.gpusPerNode) -}}
+{{- $gpus := (include "training-job.pods" . | fromJson).gpusPerPod | int -}}
+{{- if gt $gpus 0 -}}
+{{- $_ := set $requests "nvidia.com/gpu" $gpus -}}
 {{- end -}}
 {{- toYaml $requests -}}
 {{- end -}}
@@ -140,8 +154,9 @@ server defaults it), so the pod never requests more than its limit.
 {{/* resources.limits plus the GPUs. */}}
 {{- define "training-job.gpuContainerLimits" -}}
 {{- $limits := deepCopy .Values.resources.limits -}}
-{{- if gt (int .Values.resources.gpusPerNode) 0 -}}
-{{- $_ := set $limits "nvidia.com/gpu" (int .Values.resources.gpusPerNode) -}}
+{{- $gpus := (include "training-job.pods" . | fromJson).gpusPerPod | int -}}
+{{- if gt $gpus 0 -}}
+{{- $_ := set $limits "nvidia.com/gpu" $gpus -}}
 {{- end -}}
 {{- toYaml $limits -}}
 {{- end -}}

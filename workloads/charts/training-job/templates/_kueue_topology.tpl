@@ -8,7 +8,7 @@ required: a job that does not fit one domain still starts. The user's podAnnotat
 */}}
 {{- define "training-job.kueueTopologyAnnotations" -}}
 {{- $annotations := dict -}}
-{{- if and .Values.kueue.queueName .Values.kueue.preferredTopology (gt (int .Values.job.nodes.max) 1) -}}
+{{- if and .Values.kueue.queueName .Values.kueue.preferredTopology (gt (int (include "training-job.pods" . | fromJson).max) 1) -}}
 {{- $_ := set $annotations "kueue.x-k8s.io/podset-preferred-topology" .Values.kueue.preferredTopology -}}
 {{- end -}}
 {{- toJson $annotations -}}

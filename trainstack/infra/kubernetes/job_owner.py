@@ -1,0 +1,61 @@
+"""The job owner: one ConfigMap every training job names as its owner, so `pulumi destroy` removes them all.
+
+Jobs that `trainstack submit` installs are Helm releases outside Pulumi's state, and they hold what
+Pulumi deletes: the shared claim (kubernetes.io/pvc-protection keeps a claim while a pod uses it),
+the queues (a ClusterQueue keeps its kueue.x-k8s.io/resource-in-use finalizer while a Workload holds
+its quota, kubernetes-sigs/kueue v0.19.2 pkg/controller/core/clusterqueue_controller.go:193-200) and
+Kueue itself (a Workload keeps that finalizer until Kueue's job reconciler removes it once its Job is
+gone, pkg/controller/jobframework/reconciler.go finalize, and the Kueue release's uninstall deletes
+its CRDs and controller). pulumi-kubernetes waits for each delete until the object is gone, 10
+minutes unless customTimeouts says otherwise, then fails the destroy ("finalizers might be
+preventing deletion"; pulumi/pulumi-kubernetes provider/pkg/await/await.go Deletion,
+await/condition/deleted.go): the GPU pools and the cluster, deleted after them, would keep running.
+
+So every job's Job and TensorBoard Deployment carry an ownerReference to this ConfigMap (the chart's
+`owner` value, `blockOwnerDeletion: true`, not a controller reference: Kueue looks only at a
+controller owner, pkg/controller/jobframework/integrationmanager.go IsOwnerManagedByKueueForObject).
+pulumi-kubernetes deletes with foreground propagation unless told otherwise
+(provider/pkg/metadata/overrides.go DeletionPropagation), so the ConfigMap stays until the garbage
+collector has deleted every Job that names it, each Job's pods (after their grace period: the final
+checkpoint reaches the bucket) and Kueue's Workloads
+(kubernetes.io/docs/concepts/architecture/garbage-collection/#foreground-deletion). The ConfigMap
+depends on the namespace, the claim, the ServiceAccount, Kueue and the GPU pools: Pulumi deletes it
+first and those only after it, while Kueue still runs to clear its finalizers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+# Fixed, like the ServiceAccount: the stack job and every `trainstack submit` job name the same owner.
+JOB_OWNER = "trainstack-jobs"
+# Time for the garbage collector to delete every job: the pods' grace period (the chart's
+# job.terminationGracePeriodSeconds, for the final checkpoint) plus Kueue's and the Job controller's work.
+# pulumi-kubernetes hands customTimeouts.delete to its delete await (provider/pkg/provider/provider.go
+# Delete, Timeout: req.Timeout; metadata/overrides.go TimeoutDuration), 10 minutes without it.
+DELETE_TIMEOUT = "30m"
+
+
+def job_owner(name: str, *, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions) -> k8s.core.v1.ConfigMap:
+    """The ConfigMap every job names as its owner; `opts` depend on what the jobs use, so it is created
+    after it and deleted before it."""
+    return k8s.core.v1.ConfigMap(
+        name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=JOB_OWNER, namespace=namespace,
+            annotations={"trainstack.dev/purpose": "owner of every training job: deleting it deletes them all"}),
+        data={"README": "pulumi destroy deletes this ConfigMap in the foreground: Kubernetes then deletes every "
+                        "Job and TensorBoard Deployment whose ownerReferences name it (docs/jobs.md)."},
+        immutable=True,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+            custom_timeouts=pulumi.CustomTimeouts(delete=DELETE_TIMEOUT))),
+    )
+
+
+def owner_values(owner: k8s.core.v1.ConfigMap) -> dict[str, Any]:
+    """The chart's `owner` value: the ownerReference its Job and TensorBoard Deployment carry."""
+    return {"owner": {"apiVersion": "v1", "kind": "ConfigMap", "name": JOB_OWNER,
+                      "uid": owner.metadata.uid}}
