@@ -49,9 +49,16 @@ def _gcp_a3() -> tuple[Path, str]:
     return GOLDEN, render(run(a3_config()))
 
 
+def _gcp_a4() -> tuple[Path, str]:
+    from tests.gcp.test_a4 import GOLDEN, a4_config, run
+
+    return GOLDEN, render(run(a4_config()))
+
+
 # stack -> (its golden file, the graph this checkout's program registers), each as the stack's
 # test_golden.py builds it.
-STACKS: dict[str, Callable[[], tuple[Path, str]]] = {"aws": _aws, "aws-p5": _aws_p5, "gcp": _gcp, "gcp-a3": _gcp_a3}
+STACKS: dict[str, Callable[[], tuple[Path, str]]] = {"aws": _aws, "aws-p5": _aws_p5, "gcp": _gcp, "gcp-a3": _gcp_a3,
+                                                     "gcp-a4": _gcp_a4}
 # A PR comment holds at most 65536 characters; leave room for the text around the diff.
 COMMENT_DIFF_LIMIT = 60000
 

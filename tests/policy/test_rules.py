@@ -209,6 +209,12 @@ CASES = {
         (res("kubernetes:batch/v1:Job", spec={"template": {"spec": {"containers": [{"name": "t", "image": f"r@{DIGEST}"}]}}}),
          res("kubernetes:apps/v1:DaemonSet", spec={"template": {"spec": {"initContainers": [{"name": "i", "image": "busybox:1"}]}}}),
          "busybox:1"),
+        # The gIB installer is published by tag only: its exact tag passes, a moving one does not.
+        (res("kubernetes:apps/v1:DaemonSet", spec={"template": {"spec": {"initContainers": [
+            {"name": "i", "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0"}]}}}),
+         res("kubernetes:apps/v1:DaemonSet", spec={"template": {"spec": {"initContainers": [
+             {"name": "i", "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:latest"}]}}}),
+         "nccl-plugin-gib:latest"),
     ],
     "registry-scan-on-push": [
         (res("aws:ecr/repository:Repository", imageScanningConfiguration={"scanOnPush": True}),

@@ -30,6 +30,8 @@ PROFILES = {
     "a3-allreduce-check": ("a3-highgpu", "nccl-allreduce"),
     "eks-efa-train": ("eks-efa",),
     "eks-efa-allreduce-check": ("eks-efa", "nccl-allreduce"),
+    "a4-rdma": ("a4-highgpu",),
+    "a4-allreduce-check": ("a4-highgpu", "nccl-allreduce"),
 }
 
 RELEASE = "gpt2-run"

@@ -25,7 +25,8 @@ from .chart import (
 DEFAULTS = chart_values()
 GPU_NET_SETS = {"a3-tcpx": "tcpx", "a3-tcpxo": "tcpxo", "a3-nemo": "tcpx"}
 EFA_SETS = ["eks-efa-train"]  # gpuNetworking.mode efa (tests/workloads/test_chart_efa.py)
-NONE_SETS = [name for name in TRAINING_SETS if name not in GPU_NET_SETS and name not in EFA_SETS]
+RDMA_SETS = {"a4-rdma"}  # gpuNetworking.mode rdma: tests/workloads/test_chart_rdma.py
+NONE_SETS = [name for name in TRAINING_SETS if name not in GPU_NET_SETS and name not in EFA_SETS and name not in RDMA_SETS]
 
 # The released pairs (NCCL plugin installer, RxDM) the chart pins: bump both from one release note.
 #   tcpx:  cluster-toolkit modules/compute/gke-node-pool/gpu_direct.tf

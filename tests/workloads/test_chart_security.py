@@ -15,8 +15,10 @@ GPU_VALUES = load_values("gpu-4x8-queue-pvc")
 # checked here in full.
 EXCEPTION_CONTAINERS = {"tcpx-daemon", "tcpxo-daemon", "nccl-check"}
 # hostPath volumes and the containers that may mount them: the RxDM reads the node's NVIDIA
-# libraries, /sys and /proc/sys; TCPXO's NCCL plugin (trainer or check) opens /dev/aperture_devices.
+# libraries, /sys and /proc/sys; TCPXO's NCCL plugin (trainer or check) opens /dev/aperture_devices;
+# on RDMA nodes the NCCL process reads the gIB installer's tuner configuration (read-only).
 HOST_PATH_MOUNTERS = {
+    "/home/kubernetes/bin/gib": {"trainer", "nccl-check"},
     "/home/kubernetes/bin/nvidia/lib64": {"tcpx-daemon", "tcpxo-daemon"},
     "/sys": {"tcpx-daemon", "tcpxo-daemon"},
     "/proc/sys": {"tcpx-daemon", "tcpxo-daemon"},

@@ -52,7 +52,7 @@ BAD_VALUES = {
     "secret value inline": ({"env": [{"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {}}}]}, "/env/0"),
     "numeric env value": ({"env": [{"name": "RETRIES", "value": 3}]}, "/env/0/value"),
     "bad queue name": ({"kueue": {"queueName": "GPU Queue"}}, "/kueue/queueName"),
-    "unknown gpu networking mode": ({"gpuNetworking": {"mode": "rdma"}}, "/gpuNetworking/mode"),
+    "unknown gpu networking mode": ({"gpuNetworking": {"mode": "infiniband"}}, "/gpuNetworking/mode"),
     "gpu networking as a string": ({"gpuNetworking": "tcpx"}, "/gpuNetworking"),
     "typo in gpu networking": ({"gpuNetworking": {"mod": "tcpx"}}, "'/gpuNetworking': additional properties 'mod'"),
     "three tcpx networks": ({"gpuNetworking": {"tcpx": {"networks": ["vpc1", "vpc2", "vpc3"]}}},

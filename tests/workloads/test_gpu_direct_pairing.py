@@ -45,6 +45,17 @@ def test_tcpx_runs_the_images_own_nccl_with_the_plugin():
     assert nccl_of("tcpx") == image_nccl()[:2]
 
 
+def test_rdma_runs_the_images_own_nccl_with_the_gib_plugin():
+    # As TCPX: torch's pip NCCL loads first, so the gIB net plugin runs with the image's NCCL (no
+    # LD_PRELOAD of the installer's); the chart's record says so and the check on A4 nodes proves it.
+    assert "LD_PRELOAD" not in VALUES["gpuNetworking"]["rdma"]["ncclEnv"]
+    assert nccl_of("rdma") == image_nccl()[:2]
+    assert VALUES["gpuNetworking"]["rdma"]["ncclNet"] == VALUES["gpuNetworking"]["rdma"]["ncclEnv"]["NCCL_NET"] == "gIB"
+    # cluster-toolkit v1.95.0 pins gIB v1.1.0 for A4 and A3 Ultra (the newest x86 release its
+    # modules/management/kubectl-apply accepts).
+    assert VALUES["gpuNetworking"]["rdma"]["plugin"]["tag"] == "v1.1.0"
+
+
 def test_the_plugin_and_its_daemon_are_one_release():
     # Bumped together from the same release note (values.yaml comments name it).
     assert (VALUES["gpuNetworking"]["tcpx"]["plugin"]["tag"], VALUES["gpuNetworking"]["tcpx"]["rxdm"]["tag"]) == (

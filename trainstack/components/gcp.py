@@ -95,9 +95,11 @@ class GkeGpuPool:
     local_ssd_count: int | None = None
     """Local NVMe SSDs as the node's ephemeral storage (the data cache)."""
     gpu_direct: str | None = None
-    """auto, tcpx, tcpxo or none: GPUDirect networking on A3 (default auto)."""
+    """auto, tcpx, tcpxo, rdma or none: GPUDirect networking on A3, A3 Ultra and A4 (default auto)."""
     driver_version: str | None = None
     """The GKE-managed NVIDIA driver: DEFAULT or LATEST."""
+    topology_aware: bool | None = None
+    """Kueue places a multi-node job's pods by GKE's gce-topology node labels (default: on GPUDirect pools)."""
 
 
 @dataclass(kw_only=True)

@@ -22,10 +22,13 @@ from trainstack.infra.gcp.machine_types import FIXED_GPU_MACHINES, GPU_DIRECT, G
 
 
 def gpu_direct_profile(component: str, machine_type: str) -> GpuDirectProfile:
-    """The machine type's GPUDirect networking (TCPX on a3-highgpu-8g, TCPXO on a3-megagpu-8g)."""
+    """The machine type's GPUDirect networking (TCPX on a3-highgpu-8g, TCPXO on a3-megagpu-8g).
+
+    RDMA machines (a3-ultragpu-8g, a4-highgpu-8g) need the RoCE VPC and gVNIC networks these parts do not
+    build; the GKE stack (Pulumi.gcp-a4.yaml) does."""
     profile = GPU_DIRECT.get(machine_type)
-    if profile is None:
-        machines = ", ".join(f"{m} ({p.mode})" for m, p in GPU_DIRECT.items())
+    if profile is None or profile.rdma:
+        machines = ", ".join(f"{m} ({p.mode})" for m, p in GPU_DIRECT.items() if not p.rdma)
         validation.fail(component, f"machine_type {machine_type!r} has no GPUDirect NICs; use one of {machines}")
     return profile
 

@@ -38,6 +38,27 @@ class GpuPlacement:
     # The pool's most nodes (the autoscaler's bound): its queue's quota. None: unknown, the queue is
     # sized for the stack's own job instead.
     max_nodes: int | None = None
+    # The pool's network topology, for Kueue's Topology Aware Scheduling (None: no TAS on this pool).
+    topology: NodeTopology | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeTopology:
+    """A GPU pool's nested network domains as node labels, for Kueue's Topology Aware Scheduling.
+
+    `levels` name the domains widest first, kubernetes.io/hostname (if listed) last: Kueue's Topology
+    levels (kueue v0.19.2 apis/kueue/v1beta2/topology_types.go). Every node of the pool must carry
+    every label, or Kueue leaves it out of the topology (pkg/util/tas/node.go NodeMatchesFlavor). Any
+    cloud fills this in for its pools: GKE with its cloud.google.com/gce-topology-* labels, AWS with
+    whatever labels its nodes carry.
+    """
+
+    levels: tuple[str, ...]
+    # Kueue places pods by topology only on nodes that exist. A pool that scales from zero needs the
+    # ProvisioningRequest admission check, so the autoscaler adds the nodes before Kueue assigns them
+    # (kueue v0.19.2 site/content/en/docs/concepts/topology_aware_scheduling.md, "ClusterAutoscaler
+    # support"): the class the cluster's autoscaler offers. None: the pool's nodes are already there.
+    provisioning_class: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

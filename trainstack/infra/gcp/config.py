@@ -88,11 +88,11 @@ TOP_LEVEL_KEYS = (
     "labels",
 )
 GPU_POOL_KEYS = ("machineType", "acceleratorType", "acceleratorCount", "diskSizeGb", "diskType", "min", "max",
-                 "capacity", "reservation", "placement", "localSsdCount", "gpuDirect", "driverVersion")
+                 "capacity", "reservation", "placement", "localSsdCount", "gpuDirect", "driverVersion", "topologyAware")
 # How a pool gets its VMs: spot (preemptible, cheapest), on demand, a named reservation, or DWS
 # flex-start (queued for up to a week, then up to 7 days of run time, no preemption).
 CAPACITY_TYPES = ("SPOT", "ON_DEMAND", "RESERVATION", "FLEX_START")
-GPU_DIRECT_MODES = ("auto", "tcpx", "tcpxo", "none")
+GPU_DIRECT_MODES = ("auto", "tcpx", "tcpxo", "rdma", "none")
 RELEASE_CHANNELS = ("REGULAR", "STABLE", "RAPID")
 DISK_TYPES = ("pd-ssd", "pd-balanced", "pd-standard", "hyperdisk-balanced")
 DRIVER_VERSIONS = ("DEFAULT", "LATEST")
@@ -160,8 +160,10 @@ class GpuPoolConfig:
     reservation: str | None  # the reservation's name, with capacity RESERVATION
     compact_placement: bool  # nodes close together in the zone's network (multi-node NCCL)
     local_ssd_count: int  # local NVMe SSDs as the node's ephemeral storage (the data cache)
-    gpu_direct: GpuDirectProfile | None  # TCPX / TCPXO networking on A3
+    gpu_direct: GpuDirectProfile | None  # TCPX / TCPXO networking on A3, RDMA on A3 Ultra and A4
     driver_version: str  # GKE-managed driver: DEFAULT or LATEST
+    # Kueue places a multi-node job's pods by GKE's gce-topology node labels (on by default on GPUDirect pools).
+    topology_aware: bool = False
 
     @property
     def spot(self) -> bool:
@@ -286,6 +288,7 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
         local_ssd_count=pool.get("localSsdCount", as_int, default_ssds, minimum=0, maximum=32),
         gpu_direct=gpu_direct,
         driver_version=pool.get("driverVersion", as_choice, "DEFAULT", choices=DRIVER_VERSIONS),
+        topology_aware=pool.get("topologyAware", as_bool, gpu_direct is not None),
     )
 
 
@@ -324,6 +327,12 @@ def _parse_gpu_pools_and_job(raw: Mapping[str, str]) -> tuple[tuple[GpuPoolConfi
     job_pool = pools[names.index(job_pool_name)]
     job = parse_job(raw, job_pool.gpus_per_node, f"{job_pool.machine_type} node pool's machine type")
     _, nodes_for_max = gpu_nodes_for_job(job, job_pool.gpus_per_node)
+    offered = GPU_DIRECT.get(job_pool.machine_type)
+    if offered is not None and offered.rdma and job_pool.gpu_direct is None and nodes_for_max > 1:
+        key = f"{pools_key}.{job_pool.name}.gpuDirect"
+        raise ConfigError(key, f"none on {job_pool.machine_type} while the job spans {nodes_for_max} nodes: its GPUs "
+                          "reach other nodes only through the RDMA network, and without it NCCL falls back to "
+                          "sockets on the primary NIC, silently", f"{set_hint(key, 'auto')} (or a one-node job)")
     if nodes_for_max > job_pool.max_nodes:
         pool_key = f"{pools_key}.{job_pool.name}.max"
         raise ConfigError(f"{NAMESPACE}:job.podsMax", f"{job.pods_max} pods need {nodes_for_max} GPU nodes, but "

@@ -25,12 +25,19 @@ def pool_node_type(pool: GpuPoolConfig) -> str:
 
 
 def _pool_rate(pool: GpuPoolConfig, prices: PriceTable) -> tuple[Rate | None, tuple[str, ...]]:
-    """One node of `pool`: host + its GPUs + boot disk, spot where the pool is spot."""
+    """One node of `pool`: host + its GPUs + boot disk, spot where the pool is spot.
+
+    A machine type that comes with its GPUs but whose host part (vCPU and memory) has no price is
+    priced by its GPUs, with the host part named as excluded, as its local SSDs are."""
     host, gpu = prices.instance(pool.machine_type), prices.accelerator(pool.accelerator_type)
+    missing = []
+    if host is None and gpu is not None and not pool.attach_accelerator:
+        host = Rate(0.0, 0.0)
+        missing.append(f"{pool.name} host part ({pool.machine_type} vCPU and memory: no price in "
+                       "trainstack/infra/cost/prices.yaml)")
     if host is None or gpu is None:
         return None, ()
     rate = host + gpu * pool.gpus_per_node
-    missing = []
     disk = prices.monthly_per_gib("disk_per_gib_month", pool.disk_type)
     if disk is None:
         missing.append(f"{pool.name} boot disks ({pool.disk_type}: no price in trainstack/infra/cost/prices.yaml)")

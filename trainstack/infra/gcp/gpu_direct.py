@@ -7,6 +7,10 @@
 - The NRI device injector DaemonSet, which honours the chart's `devices.gke.io/container.*`
   annotation (the RxDM sidecar gets the GPU devices without being privileged).
 - On TCPX (A3 High) nodes, upstream's optmem_max tuning DaemonSet.
+- RDMA (A3 Ultra, A4): one `GKENetworkParamSet` + `Network` per extra gVNIC (gvnic-1.., NetDevice) and
+  per RDMA NIC subnet (rdma-0..rdma-7, deviceMode RDMA), cluster-toolkit v1.95.0's names
+  (modules/scheduler/gke-cluster k8s_network_names); the gIB installer DaemonSet; no injector or
+  optmem tuning (no RxDM).
 All of it on the cluster's provider, created after the cluster; the job waits for it.
 """
 
@@ -28,9 +32,16 @@ NETWORKING_API = "networking.gke.io/v1"
 SYSTEM_NAMESPACE = "kube-system"
 
 
-def gke_network_names(count: int) -> list[str]:
-    """vpc1..vpcN: the chart's default `gpuNetworking.<mode>.networks`, in NIC order."""
-    return [f"vpc{index}" for index in range(1, count + 1)]
+def gke_network_names(count: int, mode: str = "tcpx") -> list[str]:
+    """The chart's default `gpuNetworking.<mode>.networks`, in NIC order: vpc1..vpcN (TCPX/TCPXO) or
+    rdma-0..rdma-<N-1> (RDMA)."""
+    return [f"rdma-{index}" for index in range(count)] if mode == "rdma" else [
+        f"vpc{index}" for index in range(1, count + 1)]
+
+
+def gvnic_network_names(count: int) -> list[str]:
+    """gvnic-1..gvnic-N: the extra gVNICs' GKE networks (cluster-toolkit's gvnic_start_index 1)."""
+    return [f"gvnic-{index}" for index in range(1, count + 1)]
 
 
 def plugin_image(mode: str) -> str:
@@ -102,6 +113,43 @@ def installer_spec(profile: GpuDirectProfile, accelerator: str) -> dict[str, Any
     }
 
 
+def rdma_installer_spec(accelerator: str) -> dict[str, Any]:
+    """The gIB installer DaemonSet's pod spec: cluster-toolkit v1.95.0 examples/gke-a4/nccl-installer.yaml.tftpl
+    (container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml is the same without
+    --install-nccl). It copies gIB's libraries to the node's /home/kubernetes/bin/nvidia/lib64 (which the
+    GPU device plugin mounts into GPU containers as /usr/local/nvidia/lib64) and its scripts and tuner
+    configurations to /home/kubernetes/bin/gib (which the chart mounts as /usr/local/gib). Upstream's
+    disable-log-martian init container (an unpinned alpine that only quiets kernel logging) is left out."""
+    install = [
+        "set -ex",
+        "/scripts/container_entry.sh install --install-nccl",
+        "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64",
+        "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib",
+        'echo "installation finishes"',
+    ]
+    return {
+        "priorityClassName": "system-node-critical",
+        "affinity": _affinity(accelerator),
+        "tolerations": [{"operator": "Exists"}],
+        "hostNetwork": True,
+        "hostPID": True,
+        "volumes": [{"name": "library-dir-host",
+                     "hostPath": {"path": "/home/kubernetes/bin/nvidia/lib64", "type": "DirectoryOrCreate"}},
+                    {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}}],
+        "initContainers": [{
+            "name": "nccl-rdma-installer",
+            "image": plugin_image("rdma"),
+            "command": ["/bin/sh", "-c"],
+            "args": ["\n".join(install) + "\n"],
+            "resources": {"requests": {"cpu": "150m"}},
+            "securityContext": {"privileged": True},  # writes the host's library directories
+            "volumeMounts": [{"name": "library-dir-host", "mountPath": "/usr/local/home/kubernetes/bin/nvidia/lib64"},
+                             {"name": "gib", "mountPath": "/usr/local/home/kubernetes/bin/gib"}],
+        }],
+        "containers": [{"name": "pause", "image": versions.PAUSE_IMAGE}],
+    }
+
+
 # The socket option memory the TCPX plugin needs per connection: upstream's value
 # (container-engine-accelerators gpudirect-tcpx/optmem-max-ds.yaml); the node default is 20480.
 TCPX_OPTMEM_MAX = 131072
@@ -164,8 +212,11 @@ class GpuDirectArgs:
     provider: k8s.Provider
     profile: GpuDirectProfile
     accelerator: str  # the pool's accelerator label (nvidia-h100-80gb, nvidia-h100-mega-80gb)
-    vpc_names: Sequence[pulumi.Input[str]]  # the GPU VPCs and their subnets, in NIC order
+    vpc_names: Sequence[pulumi.Input[str]]  # the GPU VPCs (RDMA: the one RDMA VPC, per NIC) and subnets, in NIC order
     subnet_names: Sequence[pulumi.Input[str]]
+    # RDMA machines' extra gVNICs: their VPCs and subnets, in NIC order.
+    gvnic_vpc_names: Sequence[pulumi.Input[str]] = ()
+    gvnic_subnet_names: Sequence[pulumi.Input[str]] = ()
 
 
 class GpuDirect(pulumi.ComponentResource):
@@ -175,22 +226,31 @@ class GpuDirect(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuDirectArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:gcp:GpuDirect", name, None, opts)
         child = child_options(self, args.provider, opts)
-        self.network_names = gke_network_names(len(args.vpc_names))
+        mode = args.profile.mode
+        self.network_names = gke_network_names(len(args.vpc_names), mode)
         self.ready = []
-        for network_name, vpc, subnet in zip(self.network_names, args.vpc_names, args.subnet_names, strict=True):
+        networks = [*((network, vpc, subnet, "NetDevice") for network, vpc, subnet in zip(
+                        gvnic_network_names(len(args.gvnic_vpc_names)), args.gvnic_vpc_names, args.gvnic_subnet_names,
+                        strict=True)),
+                    *((network, vpc, subnet, args.profile.device_mode) for network, vpc, subnet in zip(
+                        self.network_names, args.vpc_names, args.subnet_names, strict=True))]
+        for network_name, vpc, subnet, device_mode in networks:
             params = k8s.apiextensions.CustomResource(
                 f"{name}-{network_name}-params", api_version=NETWORKING_API, kind="GKENetworkParamSet",
                 metadata={"name": network_name},
-                spec={"vpc": vpc, "vpcSubnet": subnet, "deviceMode": "NetDevice"}, opts=child)
+                spec={"vpc": vpc, "vpcSubnet": subnet, "deviceMode": device_mode}, opts=child)
             self.ready.append(k8s.apiextensions.CustomResource(
                 f"{name}-{network_name}", api_version=NETWORKING_API, kind="Network",
                 metadata={"name": network_name},
                 spec={"type": "Device", "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet",
                                                           "name": network_name}},
                 opts=child_options(self, args.provider, opts, depends_on=[params])))
-        daemon_sets = [(f"nccl-{args.profile.mode}-installer", installer_spec(args.profile, args.accelerator)),
-                       ("device-injector", device_injector_spec())]
-        if args.profile.mode == "tcpx":  # upstream tunes A3 High (TCPX) nodes only
+        if mode == "rdma":  # no RxDM: nothing to inject devices into
+            daemon_sets = [("nccl-rdma-installer", rdma_installer_spec(args.accelerator))]
+        else:
+            daemon_sets = [(f"nccl-{mode}-installer", installer_spec(args.profile, args.accelerator)),
+                           ("device-injector", device_injector_spec())]
+        if mode == "tcpx":  # upstream tunes A3 High (TCPX) nodes only
             daemon_sets.append(("optmem-max", optmem_max_spec(args.accelerator)))
         for component, spec in daemon_sets:
             labels = {"k8s-app": component}

@@ -14,7 +14,6 @@ from trainstack.infra.core.commands import (
     copy_results_command,
     kubectl_commands,
 )
-from trainstack.infra.gcp.machine_types import GpuDirectProfile
 from trainstack.infra.kubernetes.nccl_check_command import nccl_check_command as shared_nccl_check_command
 
 
@@ -42,15 +41,16 @@ def job_commands(*, project: str, location: str, cluster_name: str, job: JobConf
     }
 
 
-# The chart's machine profile per GPUDirect mode (workloads/charts/training-job/profiles/).
-MACHINE_PROFILES = {"tcpx": "a3-highgpu.yaml", "tcpxo": "a3-megagpu.yaml"}
+# The chart's machine profile per GPUDirect machine type (workloads/charts/training-job/profiles/).
+MACHINE_PROFILES = {"a3-highgpu-8g": "a3-highgpu.yaml", "a3-megagpu-8g": "a3-megagpu.yaml",
+                    "a3-ultragpu-8g": "a3-ultragpu.yaml", "a4-highgpu-8g": "a4-highgpu.yaml"}
 
 
-def nccl_check_command(*, profile: GpuDirectProfile, namespace: str, min_bus_bandwidth_gbps: int, job: JobConfig,
+def nccl_check_command(*, machine_type: str, namespace: str, min_bus_bandwidth_gbps: int, job: JobConfig,
                        image_ref: pulumi.Input[str], claim_name: pulumi.Input[str] | None,
                        service_account: pulumi.Input[str], runner: str = "trainer") -> pulumi.Output[str]:
-    """Runs the NCCL check on two A3 nodes over the job's GPUDirect wiring (trainstack/infra/kubernetes/nccl_check_command.py)."""
+    """Runs the NCCL check on two GPUDirect nodes over the job's wiring (trainstack/infra/kubernetes/nccl_check_command.py)."""
     return shared_nccl_check_command(
-        machine_profile=MACHINE_PROFILES[profile.mode], namespace=namespace,
+        machine_profile=MACHINE_PROFILES[machine_type], namespace=namespace,
         min_bus_bandwidth_gbps=min_bus_bandwidth_gbps, job=job, image_ref=image_ref, claim_name=claim_name,
         service_account=service_account, runner=runner)

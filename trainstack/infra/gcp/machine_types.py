@@ -7,7 +7,7 @@ and G2 come with their GPUs) and cluster-toolkit's pkg/config/hardware.go (machi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Accelerators that attach to N1 machines: allowed counts -> the most vCPUs an N1 machine may have with them.
 N1_ACCELERATORS: Mapping[str, Mapping[int, int]] = {
@@ -58,23 +58,52 @@ def n1_vcpus(machine_type: str) -> int | None:
 
 @dataclass(frozen=True)
 class GpuDirectProfile:
-    """GPUDirect networking of a machine type: GPUs talk to their own NICs, one extra VPC per NIC.
+    """GPUDirect networking of a machine type: GPUs talk to their own NICs.
 
     Without it a multi-node job on these machines runs NCCL over the single primary NIC at a few
     GB/s, silently. Minimum GKE patch per minor from cluster-toolkit's
     modules/compute/gke-node-pool/gpu_direct.tf (minors not listed have no minimum).
+
+    TCPX / TCPXO (A3 High / Mega): one extra VPC per GPU NIC, NetDevice mode. RDMA (A3 Ultra, A4):
+    the GPU NICs are RoCE NICs in one RDMA VPC (one subnet per NIC, RDMA mode), and the machine has a
+    second gVNIC besides the primary one, in its own VPC (cluster-toolkit v1.95.0
+    examples/gke-a4/gke-a4.yaml: gke-a4-net-1 and gke-a4-rdma-net with 8 subnets).
     """
 
     mode: str  # the chart's gpuNetworking.mode
-    networks: int  # extra GPU VPCs (NICs) per node
+    networks: int  # GPU NICs per node: extra VPCs (TCPX/TCPXO) or subnets of the RDMA VPC (RDMA)
     local_ssd_count: int  # the machine's bundled local NVMe SSDs, used as ephemeral storage
     min_versions: Mapping[str, str]
-    # Pod size that leaves room for GKE's DaemonSets and the RxDM sidecar (208 vCPUs, 1872 GB nodes).
+    # Pod size that leaves room for GKE's DaemonSets (and, on TCPX/TCPXO, the RxDM sidecar).
     pod_resources: Mapping[str, object]
-    nccl_min_bus_bandwidth_gbps: int  # cluster-toolkit's daily A3 CI threshold (all_gather, 1M-512M)
+    # The bar of cluster-toolkit's daily CI for this machine (tools/cloud-build/daily-tests/
+    # ansible_playbooks/test-validation/test-gke-a3-*.yml, test-gke-a4.yml: nccl-tests' average bus bandwidth).
+    nccl_min_bus_bandwidth_gbps: int
+    # gVNICs beyond the primary one, each in its own VPC (A3 Ultra and A4 have one: 2 gVNICs in all).
+    extra_gvnics: int = 0
+    # This machine's NCCL settings over the chart's gpuNetworking.<mode>.ncclEnv (gIB's tuner file).
+    nccl_env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def rdma(self) -> bool:
+        return self.mode == "rdma"
+
+    @property
+    def device_mode(self) -> str:
+        """GKENetworkParamSet.spec.deviceMode of the GPU networks (cluster-toolkit gke-cluster main.tf)."""
+        return "RDMA" if self.rdma else "NetDevice"
 
 
 _A3_POD = {"requests": {"cpu": "180", "memory": "1500Gi"}, "limits": {"memory": "1700Gi"}, "shmSize": "200Gi"}
+# A3 Ultra and A4 nodes: 224 vCPUs, 2952 GB (A3 Ultra) or 3968 GB (A4); no RxDM sidecar. Sized for
+# the smaller of the two, so one profile serves both. upstream's nccl-test pods give /dev/shm 250Gi
+# (container-engine-accelerators gpudirect-rdma/nccl-test-a4.yaml).
+_RDMA_POD = {"requests": {"cpu": "200", "memory": "2000Gi"}, "limits": {"memory": "2400Gi"}, "shmSize": "250Gi"}
+# GPUDirect-RDMA machines: 8 RoCE NICs (one per GPU), 32 bundled local SSDs (cluster-toolkit
+# modules/compute/gke-node-pool/disk_definitions.tf), no GKE minimum listed upstream; cluster-toolkit's
+# daily A3 Ultra and A4 tests require 100 GB/s (all_gather_perf 1K-8G, examples/gke-a4/nccl-jobset-example.yaml).
+_RDMA = {"mode": "rdma", "networks": 8, "extra_gvnics": 1, "local_ssd_count": 32, "pod_resources": _RDMA_POD,
+         "nccl_min_bus_bandwidth_gbps": 100, "min_versions": {}}
 GPU_DIRECT: Mapping[str, GpuDirectProfile] = {
     "a3-highgpu-8g": GpuDirectProfile(
         mode="tcpx", networks=4, local_ssd_count=16, pod_resources=_A3_POD, nccl_min_bus_bandwidth_gbps=25,
@@ -83,6 +112,11 @@ GPU_DIRECT: Mapping[str, GpuDirectProfile] = {
         mode="tcpxo", networks=8, local_ssd_count=16, pod_resources=_A3_POD, nccl_min_bus_bandwidth_gbps=30,
         min_versions={"1.28": "1.28.15-gke.3163000", "1.29": "1.29.15-gke.2467000", "1.30": "1.30.14-gke.1922000",
                       "1.31": "1.31.14-gke.1243000", "1.32": "1.32.11-gke.1174000"}),
+    # A3 Ultra's gIB tuner file (cluster-toolkit examples/machine-learning/a3-ultragpu-8g/nemo-framework/
+    # Dockerfile); the chart's default is A4's.
+    "a3-ultragpu-8g": GpuDirectProfile(**_RDMA, nccl_env={
+        "NCCL_TUNER_CONFIG_PATH": "/usr/local/gib/configs/tuner_config_a3u.txtpb"}),
+    "a4-highgpu-8g": GpuDirectProfile(**_RDMA),
 }
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_gcp as gcp
 
-from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement
+from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement, NodeTopology
 from trainstack.infra.gcp.cluster import GkeCluster
 from trainstack.infra.gcp.config import GpuPoolConfig, SystemPoolConfig
 
@@ -29,6 +29,16 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"  # acces
 
 LOCAL_SSD_LABEL = "cloud.google.com/gke-ephemeral-storage-local-ssd"  # GKE sets it where emptyDirs are on SSD
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+# GKE's node labels for where a VM sits in the data center, widest first, as cluster-toolkit v1.95.0
+# examples/gke-a4/kueue-configuration.yaml.tftpl gives them to Kueue's Topology.
+GKE_TOPOLOGY_LEVELS = ("cloud.google.com/gce-topology-block", "cloud.google.com/gce-topology-subblock",
+                       "cloud.google.com/gce-topology-host", "kubernetes.io/hostname")
+# The cluster autoscaler's ProvisioningRequest class that adds all of a request's nodes or none
+# (kubernetes/autoscaler cluster-autoscaler FAQ, "Supported ProvisioningClasses"): the GPU pools scale
+# from zero, so Kueue asks for the nodes before it places the pods on them.
+ATOMIC_SCALE_UP_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+GKE_TOPOLOGY = NodeTopology(levels=GKE_TOPOLOGY_LEVELS, provisioning_class=ATOMIC_SCALE_UP_CLASS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,5 +177,6 @@ class GpuNodePool(pulumi.ComponentResource):
             pod_resources=config.gpu_direct.pod_resources if config.gpu_direct else {},
             ready=[self.pool],
             max_nodes=config.max_nodes,  # total_max_node_count: the whole pool's bound
+            topology=GKE_TOPOLOGY if config.topology_aware else None,
         )
         self.register_outputs({"name": self.pool.name})

@@ -4,6 +4,7 @@ APIs -> network -> GKE cluster -> system pool + GPU pools (spot, scale to 0, man
 node service account -> Artifact Registry -> training image
 snapshot bucket -> job identity (Workload Identity, that bucket only)
 [A3] GPU VPCs (one per GPU NIC) -> GPUDirect objects in the cluster (networks, NCCL plugin, injector)
+[A3 Ultra, A4] RDMA VPC (RoCE profile, a subnet per NIC) + extra gVNIC VPC -> RDMA networks, gIB installer
 Filestore + its PersistentVolume
 all of them, as handles -> TrainingPlatform (namespace, claim, [Kueue], training job)
 Every GCP resource uses one explicit Google provider, every Kubernetes object the cluster's provider.
@@ -36,7 +37,7 @@ from trainstack.infra.gcp.control_plane_firewall import (
 from trainstack.infra.gcp.cost import estimate_gcp_cost
 from trainstack.infra.gcp.filestore_storage import FilestoreStorage, FilestoreStorageArgs
 from trainstack.infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
-from trainstack.infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
+from trainstack.infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs, roce_network_profile
 from trainstack.infra.gcp.identity import (
     JobIdentity,
     JobIdentityArgs,
@@ -87,10 +88,12 @@ class GcpStack(pulumi.ComponentResource):
         pool_args = NodePoolArgs(cluster=cluster, service_account_email=node_account.email, labels=cfg.labels)
         system_pool = SystemNodePool(f"{name}-system", pool_args, cfg.system_pool, opts=child)
 
-        # GPUDirect machines (A3): their extra VPCs, once per networking mode, shared by the pools.
+        # GPUDirect machines (A3, A3 Ultra, A4): their extra VPCs, once per networking mode, shared by the pools.
         gpu_networks = {
             profile.mode: GpuNetworks(f"{name}-{profile.mode}-networks", GpuNetworksArgs(
-                region=cfg.region, name_prefix=f"{cfg.cluster_name}-{profile.mode}", count=profile.networks),
+                region=cfg.region, name_prefix=f"{cfg.cluster_name}-{profile.mode}", count=profile.networks,
+                rdma_network_profile=roce_network_profile(cfg.project, cfg.zone) if profile.rdma else None,
+                extra_gvnics=profile.extra_gvnics),
                 opts=after_apis)
             for profile in {pool.gpu_direct.mode: pool.gpu_direct for pool in cfg.gpu_pools if pool.gpu_direct}.values()
         }
@@ -99,7 +102,9 @@ class GcpStack(pulumi.ComponentResource):
             networks = gpu_networks[pool.gpu_direct.mode] if pool.gpu_direct else None
             gpu_pools[pool.name] = GpuNodePool(f"{name}-gpu-{pool.name}", GpuNodePoolArgs(
                 cluster=cluster, service_account_email=node_account.email, labels=cfg.labels, config=pool,
-                gpu_networks=list(zip(networks.network_names, networks.subnetwork_names, strict=True))
+                # The extra gVNICs first, then the GPU NICs (cluster-toolkit's order).
+                gpu_networks=[*zip(networks.gvnic_network_names, networks.gvnic_subnetwork_names, strict=True),
+                              *zip(networks.network_names, networks.subnetwork_names, strict=True)]
                 if networks else ()), opts=child)
 
         registry = ArtifactRegistry(f"{name}-registry", ArtifactRegistryArgs(
@@ -151,8 +156,11 @@ class GcpStack(pulumi.ComponentResource):
             networks = gpu_networks[profile.mode]
             gpu_direct = GpuDirect(f"{name}-{profile.mode}", GpuDirectArgs(
                 provider=cluster.provider, profile=profile, accelerator=job_pool.accelerator_type,
-                vpc_names=networks.network_names, subnet_names=networks.subnetwork_names), opts=child)
-            job_values["gpuNetworking"] = {"mode": profile.mode, profile.mode: {"networks": gpu_direct.network_names}}
+                vpc_names=networks.network_names, subnet_names=networks.subnetwork_names,
+                gvnic_vpc_names=networks.gvnic_network_names, gvnic_subnet_names=networks.gvnic_subnetwork_names),
+                opts=child)
+            job_values["gpuNetworking"] = {"mode": profile.mode, profile.mode: {
+                "networks": gpu_direct.network_names, **({"ncclEnv": dict(profile.nccl_env)} if profile.nccl_env else {})}}
             job_ready.extend(gpu_direct.ready)
 
         platform = TrainingPlatform(name, TrainingPlatformArgs(
@@ -188,13 +196,15 @@ class GcpStack(pulumi.ComponentResource):
         if storage is not None:
             self.outputs["filestoreInstance"] = storage.instance_name
         if job_pool.gpu_direct is not None:
-            check = {"profile": job_pool.gpu_direct, "namespace": cfg.job.namespace, "job": cfg.job,
+            check = {"machine_type": job_pool.machine_type, "namespace": cfg.job.namespace, "job": cfg.job,
                      "min_bus_bandwidth_gbps": job_pool.gpu_direct.nccl_min_bus_bandwidth_gbps,
                      "image_ref": image.ref, "claim_name": platform.claim_name,
                      "service_account": platform.service_account_name}
-            # The all-reduce in the training image; nccl-tests' all_gather_perf stays available.
+            # The all-reduce in the training image; nccl-tests' all_gather_perf stays available where the
+            # plugin image carries it (TCPX/TCPXO; the gIB installer image does not).
             self.outputs["ncclCheckCommand"] = nccl_check_command(**check)
-            self.outputs["ncclTestsCommand"] = nccl_check_command(**check, runner="nccl-tests")
+            if not job_pool.gpu_direct.rdma:
+                self.outputs["ncclTestsCommand"] = nccl_check_command(**check, runner="nccl-tests")
         if not cfg.job.enabled:
             self.outputs["enableJobCommand"] = f"pulumi config set --path {NAMESPACE}:job.enabled true && pulumi up"
         self.register_outputs(self.outputs)

@@ -10,6 +10,7 @@ no autoscaler sees one until Kueue admits it and unsuspends the Job).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -18,6 +19,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainstack.infra.core import validation
+from trainstack.infra.core.contracts import NodeTopology
 from trainstack.infra.core.resource_options import child_options
 from trainstack.infra.core.versions import KUEUE_API_VERSION, KUEUE_CHART
 from trainstack.infra.kubernetes.training_job import deep_merge
@@ -58,6 +60,42 @@ def release_values(args: KueueArgs) -> dict[str, Any]:
 
 
 _QUOTA_FIELDS = {"cpu": "cpu_quota", "memory": "memory_quota", GPU_RESOURCE: "gpu_quota"}
+# Kueue's built-in admission check controller for cluster-autoscaler ProvisioningRequests
+# (kueue v0.19.2 apis/kueue/v1beta2 ProvisioningRequestControllerName).
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+MAX_TOPOLOGY_LEVELS = 16  # Topology spec.levels maxItems (kueue v0.19.2 topology_types.go)
+# A node label key: an optional DNS-subdomain prefix and a name (Topology's nodeLabel pattern).
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                        r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$")
+
+
+def check_topology(component: str, topology: NodeTopology | None) -> None:
+    """The rules Kueue's Topology CRD enforces (topology_types.go), checked before anything is created."""
+    if topology is None:
+        return
+    levels = topology.levels
+    if not levels or len(levels) > MAX_TOPOLOGY_LEVELS:
+        validation.fail(component, f"topology.levels must list 1 to {MAX_TOPOLOGY_LEVELS} node labels, got {len(levels)}")
+    for level in levels:
+        if not isinstance(level, str) or len(level) > 316 or not _LABEL_KEY.fullmatch(level):
+            validation.fail(component, f"topology.levels: {level!r} is not a node label key")
+    if len(set(levels)) != len(levels):
+        validation.fail(component, f"topology.levels must not repeat a label, got {list(levels)}")
+    if HOSTNAME_LABEL in levels[:-1]:
+        validation.fail(component, f"topology.levels: {HOSTNAME_LABEL} can only be the last (lowest) level")
+    if topology.provisioning_class is not None and not topology.provisioning_class:
+        validation.fail(component, "topology.provisioning_class must be a ProvisioningRequest class name or None")
+
+
+def topology_spec(topology: NodeTopology) -> dict[str, Any]:
+    return {"levels": [{"nodeLabel": level} for level in topology.levels]}
+
+
+def provisioning_config_spec(topology: NodeTopology) -> dict[str, Any]:
+    """ProvisioningRequestConfig: the autoscaler provisions the GPU nodes a workload needs before Kueue
+    assigns its pods to them (kueue v0.19.2 site/content/en/docs/concepts/admission_check/provisioning_request.md)."""
+    return {"provisioningClassName": topology.provisioning_class, "managedResources": [GPU_RESOURCE]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +117,9 @@ class KueueArgs:
     other_quota: Mapping[str, str] = field(default_factory=dict)
     # Further queues, one per further GPU pool, in the same namespace: the fields above are the first's.
     more_queues: Sequence[PoolQueue] = ()
+    # Topology Aware Scheduling on this queue's flavor: a Topology of these node labels, which the
+    # flavor names (and a ProvisioningRequest admission check when the pool scales from zero).
+    topology: NodeTopology | None = None
 
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):
@@ -96,6 +137,10 @@ class KueueArgs:
         validation.check_tolerations(component, "tolerations", self.tolerations)
         validation.check_dns_label(component, "queue_name", self.queue_name)
         validation.check_dns_label(component, "flavor_name", self.flavor_name)
+        check_topology(component, self.topology)
+        if self.topology is not None and not self.node_labels:
+            # Kueue's CEL rule on ResourceFlavor: "at least one nodeLabel is required when topology is set".
+            validation.fail(component, "topology needs node_labels: Kueue requires a topology flavor to select its nodes")
         if isinstance(self.namespace, str):
             validation.check_dns_label(component, "namespace", self.namespace)
         names = [self.queue_name, *(q.queue_name for q in self.more_queues)]
@@ -123,6 +168,7 @@ class PoolQueue:
     node_labels: Mapping[str, str] = field(default_factory=dict)
     tolerations: Sequence[Mapping[str, str]] = ()
     other_quota: Mapping[str, str] = field(default_factory=dict)
+    topology: NodeTopology | None = None
 
 
 def queue_args(args: KueueArgs, queue: PoolQueue) -> KueueArgs:
@@ -130,19 +176,25 @@ def queue_args(args: KueueArgs, queue: PoolQueue) -> KueueArgs:
     return replace(args, **{f.name: getattr(queue, f.name) for f in fields(queue)}, more_queues=())
 
 
-def flavor_spec(args: KueueArgs) -> dict[str, Any]:
+def flavor_spec(args: KueueArgs, topology_name: pulumi.Input[str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if args.node_labels:
         spec["nodeLabels"] = dict(args.node_labels)
     if args.tolerations:
         spec["tolerations"] = [dict(t) for t in args.tolerations]
+    if topology_name is not None:
+        spec["topologyName"] = topology_name
     return spec
 
 
-def cluster_queue_spec(args: KueueArgs, flavor_name: pulumi.Input[str]) -> dict[str, Any]:
+def cluster_queue_spec(args: KueueArgs, flavor_name: pulumi.Input[str],
+                       admission_check: pulumi.Input[str] | None = None) -> dict[str, Any]:
     quotas = {"cpu": args.cpu_quota, "memory": args.memory_quota, GPU_RESOURCE: args.gpu_quota,
               **args.other_quota}
+    checks = {"admissionChecksStrategy": {"admissionChecks": [{"name": admission_check, "onFlavors": [flavor_name]}]}
+              } if admission_check is not None else {}
     return {
+        **checks,
         # Least privilege: only workloads from the LocalQueue's namespace may use this quota.
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.namespace}},
         "queueingStrategy": args.queueing_strategy,
@@ -193,12 +245,33 @@ class Kueue(pulumi.ComponentResource):
         self.cluster_queue_names: dict[str, pulumi.Output[str]] = {}
         for prefix, queue in [(name, args), *((f"{name}-{q.queue_name}", queue_args(args, q))
                                               for q in args.more_queues)]:
+            topology_name, admission_check = None, None
+            if queue.topology is not None:
+                # Named after the flavor: one Topology, and at most one admission check, per GPU pool.
+                topology = k8s.apiextensions.CustomResource(
+                    f"{prefix}-topology", api_version=KUEUE_API_VERSION, kind="Topology",
+                    metadata={"name": queue.flavor_name}, spec=topology_spec(queue.topology), opts=after_release)
+                topology_name = topology.metadata.apply(lambda m: m["name"])
+                if queue.topology.provisioning_class is not None:
+                    config = k8s.apiextensions.CustomResource(
+                        f"{prefix}-provisioning", api_version=KUEUE_API_VERSION, kind="ProvisioningRequestConfig",
+                        metadata={"name": queue.flavor_name}, spec=provisioning_config_spec(queue.topology),
+                        opts=after_release)
+                    check = k8s.apiextensions.CustomResource(
+                        f"{prefix}-admission-check", api_version=KUEUE_API_VERSION, kind="AdmissionCheck",
+                        metadata={"name": queue.flavor_name},
+                        spec={"controllerName": PROVISIONING_CONTROLLER,
+                              "parameters": {"apiGroup": KUEUE_API_VERSION.split("/")[0],
+                                             "kind": "ProvisioningRequestConfig",
+                                             "name": config.metadata.apply(lambda m: m["name"])}},
+                        opts=after_release)
+                    admission_check = check.metadata.apply(lambda m: m["name"])
             flavor = k8s.apiextensions.CustomResource(
                 f"{prefix}-flavor",
                 api_version=KUEUE_API_VERSION,
                 kind="ResourceFlavor",
                 metadata={"name": queue.flavor_name},
-                spec=flavor_spec(queue),
+                spec=flavor_spec(queue, topology_name),
                 opts=after_release,
             )
             flavor_name = flavor.metadata.apply(lambda m: m["name"])
@@ -207,7 +280,7 @@ class Kueue(pulumi.ComponentResource):
                 api_version=KUEUE_API_VERSION,
                 kind="ClusterQueue",
                 metadata={"name": queue.queue_name},
-                spec=cluster_queue_spec(queue, flavor_name),
+                spec=cluster_queue_spec(queue, flavor_name, admission_check),
                 opts=after_release,
             )
             cluster_queue_name = cluster_queue.metadata.apply(lambda m: m["name"])

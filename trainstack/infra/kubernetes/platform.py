@@ -133,6 +133,14 @@ def data_cache_values(job: JobConfig, bucket_uri: pulumi.Input[str]) -> tuple[di
     return train, {"storage": {"cache": {"enabled": True, "sourceUri": source}}}
 
 
+def topology_values(job: JobConfig, gpu: GpuPlacement) -> dict[str, Any]:
+    """Chart values that let a multi-node job's pods prefer the pool's tightest topology domain (its
+    lowest level), where the pool's queue flavor has a Kueue Topology (kueue.py)."""
+    if not job.queue or gpu.topology is None:
+        return {}
+    return {"kueue": {"preferredTopology": gpu.topology.levels[-1]}}
+
+
 def with_snapshots(train: dict[str, Any], job: JobConfig, bucket_uri: pulumi.Input[str]) -> dict[str, Any]:
     """Checkpoints and the export also go to `<bucket>/runs/<job>/` as they are written (the trainer's
     --snapshot-uri), unless `job.train` names another place: the bucket outlives the cluster."""
@@ -224,7 +232,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                 opts=child_options(self, None, opts, depends_on=args.gpu.ready)))
 
         train, cache_values = data_cache_values(job, args.bucket.uri)
-        extra_values = deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}), args.job_values)
+        extra_values = deep_merge(deep_merge(deep_merge(cache_values, {"resources": dict(args.gpu.pod_resources)}),
+                                             topology_values(job, args.gpu)), args.job_values)
         job_args = TrainingJobArgs(
             provider=args.provider,
             image_ref=args.image_ref,
@@ -259,6 +268,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 queue_name = f"{job.queue_name}-{pool_name}"
                 more.append(PoolQueue(queue_name=queue_name, flavor_name=f"{pool_name}-nodes",
                                       node_labels=pool.node_selector, tolerations=pool.tolerations,
+                                      topology=pool.topology,
                                       **queue_args_for(pool_values, pool_pods(pool, pool.gpus_per_node, 1))))
                 queues[queue_name] = self._queue_summary(pool, pool_queue_quota(
                     pool_values, pool_pods(pool, pool.gpus_per_node, 1)))
@@ -269,6 +279,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 queue_name=job.queue_name,
                 node_labels=args.gpu.node_selector,
                 tolerations=args.gpu.tolerations,
+                topology=args.gpu.topology,
                 more_queues=more,
             ), opts=child_options(self, None, opts, depends_on=namespace_objects))
             job_args = replace(job_args, queue_name=kueue.local_queue_name)

@@ -28,7 +28,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from trainstack.infra.core import validation
-from trainstack.infra.core.contracts import EFA_RESOURCE, GPU_DIRECT_MODES, GPU_RESOURCE
+from trainstack.infra.core.contracts import EFA_RESOURCE, GPU_RESOURCE
 from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR, project_relative
 from trainstack.infra.core.resource_options import child_options
 from trainstack.infra.kubernetes.pod_requests import format_quantity, parse_quantity
@@ -282,6 +282,10 @@ def _gpu_container_resources(values: Mapping[str, Any]) -> dict[str, Any]:
     return {"requests": requests, "limits": limits}
 
 
+# GPU networking modes whose pods run the RxDM sidecar (templates/_gpu_networking.tpl); rdma has none.
+RXDM_MODES = ("tcpx", "tcpxo")
+
+
 def _gpus_per_pod(resources: Mapping[str, Any]) -> int:
     """templates/_pods.tpl: resources.gpusPerPod, else its old name gpusPerNode, else 0."""
     for key in ("gpusPerPod", "gpusPerNode"):
@@ -301,7 +305,7 @@ def pod_resources(values: Mapping[str, Any]) -> dict[str, Any]:
     values = deep_merge(chart_default_values(), values)
     mode = values["gpuNetworking"]["mode"]
     init_containers: list[dict[str, Any]] = []
-    if mode in GPU_DIRECT_MODES:  # the RxDM sidecar (efa has none)
+    if mode in RXDM_MODES:  # the RxDM sidecar (rdma and efa have none)
         init_containers.append({"name": f"{mode}-daemon", "restartPolicy": "Always",
                                 "resources": values["gpuNetworking"]["rxdmResources"]})
     for sidecar in values.get("sidecars") or []:

@@ -1,7 +1,8 @@
 {{/*
 GPUDirect-TCPX / TCPXO wiring of the training pod (gpuNetworking.mode tcpx or tcpxo), shared by the
 trainer and the NCCL check, and EFA's (mode efa: its NCCL environment and EFA devices only). Every
-helper renders nothing when the mode is none.
+helper renders nothing when the mode is none; mode rdma (A3 Ultra, A4) has its own helpers in
+_gpu_networking_rdma.tpl, which these call.
 
 Upstream shape (container-engine-accelerators gpudirect-tcpx(o)/nccl-test*.yaml, cluster-toolkit
 gpu-direct-workload/scripts/enable-tcpx(o)-in-workload.py): the pod joins the GPU VPCs through the
@@ -39,7 +40,9 @@ EFA (mode efa) has none of these: the EFA device plugin hands the pod its device
 {{/* Pod annotations as a JSON object: eth0 on the cluster network, eth1..N on the GPU networks. */}}
 {{- define "training-job.gpuNetworking.podAnnotations" -}}
 {{- $annotations := dict -}}
-{{- if include "training-job.gpuNetworking.gpuDirect" . -}}
+{{- if eq .Values.gpuNetworking.mode "rdma" -}}
+{{- $annotations = include "training-job.gpuNetworking.rdma.podAnnotations" . | fromJson -}}
+{{- else if include "training-job.gpuNetworking.gpuDirect" . -}}
 {{- $settings := include "training-job.gpuNetworking.settings" . | fromJson -}}
 {{- $interfaces := list (dict "interfaceName" "eth0" "network" "default") -}}
 {{- range $i, $network := $settings.networks -}}
@@ -172,12 +175,16 @@ that .Values.env also sets is left out here: the user's entry (rendered after) w
 # The trainer's one hostPath: NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY (the TCPXO plugin's devices).
 - name: aperture-devices
   mountPath: /dev/aperture_devices
+{{- else if eq .Values.gpuNetworking.mode "rdma" }}
+{{- include "training-job.gpuNetworking.rdma.volumeMounts" . }}
 {{- end -}}
 {{- end -}}
 
 {{/* Pod volumes. type Directory: on a node without them the pod fails to start, visibly. */}}
 {{- define "training-job.gpuNetworking.volumes" -}}
-{{- if include "training-job.gpuNetworking.gpuDirect" . }}
+{{- if eq .Values.gpuNetworking.mode "rdma" }}
+{{- include "training-job.gpuNetworking.rdma.volumes" . }}
+{{- else if include "training-job.gpuNetworking.gpuDirect" . }}
 - name: nvidia-libraries
   hostPath:
     path: /home/kubernetes/bin/nvidia/lib64

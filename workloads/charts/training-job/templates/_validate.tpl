@@ -54,8 +54,11 @@ EFA pod takes every EFA of its node (p5/p5e/p5en/p6-b200: 8 GPUs each), so it ta
 {{- end -}}
 
 {{- if $check -}}
+{{- if and (eq $gpuNet "rdma") (eq $v.ncclCheck.runner "nccl-tests") -}}
+{{- fail "ncclCheck.runner nccl-tests is not wired for gpuNetworking.mode rdma (the gIB installer image carries no nccl-tests): use ncclCheck.runner trainer" -}}
+{{- end -}}
 {{- if eq $gpuNet "none" -}}
-{{- fail "ncclCheck.enabled needs gpuNetworking.mode tcpx, tcpxo or efa: the check runs over that mode's wiring" -}}
+{{- fail "ncclCheck.enabled needs gpuNetworking.mode tcpx, tcpxo, rdma or efa: the check runs over that mode's wiring" -}}
 {{- end -}}
 {{- if and (eq $gpuNet "efa") (eq $v.ncclCheck.runner "nccl-tests") -}}
 {{- fail "ncclCheck.runner nccl-tests needs gpuNetworking.mode tcpx or tcpxo (it runs their plugin image); with efa use runner trainer" -}}
