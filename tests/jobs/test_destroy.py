@@ -112,6 +112,19 @@ def test_destroy_deletes_every_job_first_and_what_they_use_after(run):
     assert owner.delete_timeout == DELETE_TIMEOUT
 
 
+def test_no_change_to_the_owners_data_ever_replaces_it(run):
+    # A replace of the job owner deletes every job: pulumi-kubernetes deletes a named object before it
+    # creates it again (foreground, like destroy), and a ConfigMap's data, binaryData and `immutable`
+    # are replace-on-change (provider/pkg/provider/diff.go forceNewProperties). Stacks brought up before
+    # held a README in data and immutable: true; ignore_changes keeps both out of every diff.
+    _, result = run
+    owner = _owner(result)
+    assert {"data", "binaryData", "immutable"} <= set(owner.ignore_changes)
+    # Its explanation is metadata, updated in place; nothing in the fields a change would replace.
+    assert "docs/jobs.md" in owner.inputs["metadata"]["annotations"]["trainstack.dev/purpose"]
+    assert not {"data", "binaryData", "immutable"} & set(owner.inputs)
+
+
 def test_every_job_names_the_owner_destroy_deletes(run, stack_exports):
     stack, result = run
     owner = _owner(result)
