@@ -16,6 +16,7 @@ from trainstack.infra.core.commands import (
 )
 from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR, project_relative
 from trainstack.infra.gcp.machine_types import GpuDirectProfile
+from trainstack.infra.kubernetes.job_owner import owner_reference
 from trainstack.infra.kubernetes.job_submission import SUBMITTED_BY_CLI
 from trainstack.infra.kubernetes.training_job import image_values
 
@@ -57,12 +58,15 @@ NCCL_CHECK_RELEASE = "nccl-check"
 
 def nccl_check_command(*, profile: GpuDirectProfile, namespace: str, min_bus_bandwidth_gbps: int, job: JobConfig,
                        image_ref: pulumi.Input[str], claim_name: pulumi.Input[str] | None,
-                       service_account: pulumi.Input[str], runner: str = "trainer") -> pulumi.Output[str]:
+                       service_account: pulumi.Input[str], owner_uid: pulumi.Input[str],
+                       runner: str = "trainer") -> pulumi.Output[str]:
     """Runs the NCCL check on two A3 nodes over the job's GPUDirect wiring; exits non-zero below the bar.
 
     `eval "$(pulumi stack output ncclCheckCommand)"` prints pod 0's verdict line (bus bandwidth
     against the threshold) and removes the check's release whatever the outcome. The trainer runner
     runs in the stack's training image (by digest), on the stack's volume, as the jobs' ServiceAccount.
+    Its Job names the job owner, as every job does: if the command is interrupted before its uninstall,
+    `pulumi destroy` still deletes the check before the claim and the queues (job_owner.py).
     """
     profiles = f"{PROJECT_CHART}/profiles"
     job_name = f"job/{NCCL_CHECK_RELEASE}"
@@ -70,8 +74,9 @@ def nccl_check_command(*, profile: GpuDirectProfile, namespace: str, min_bus_ban
     queue = job.queue_name if job.queue else ""
 
     def command(resolved: list) -> str:
-        image, claim, account = resolved
-        sets = [f"--set ncclCheck.minBusBandwidthGBps={min_bus_bandwidth_gbps}",
+        image, claim, account, uid = resolved
+        sets = [" ".join(f"--set-string owner.{key}={value}" for key, value in owner_reference(uid).items()),
+                f"--set ncclCheck.minBusBandwidthGBps={min_bus_bandwidth_gbps}",
                 f"--set-string kueue.queueName={queue}",
                 f"--set serviceAccount.create=false --set-string serviceAccount.name={account}"]
         if runner == "trainer":
@@ -83,7 +88,7 @@ def nccl_check_command(*, profile: GpuDirectProfile, namespace: str, min_bus_ban
         return " ".join([
             f"helm install {NCCL_CHECK_RELEASE} {PROJECT_CHART} -n {namespace}",
             f"-f {profiles}/{MACHINE_PROFILES[profile.mode]} -f {profiles}/{CHECK_PROFILES[runner]}",
-            # Labelled as the CLI's jobs are: `trainstack cancel --all` (before pulumi destroy) removes it.
+            # Labelled as the CLI's jobs are: `trainstack cancel --all` removes it too.
             f"--labels {'='.join(SUBMITTED_BY_CLI)}",
             *sets,
             f"&& until kubectl -n {namespace} get {job_name} -o {condition} | grep -qwE 'Complete|Failed';",
@@ -94,4 +99,4 @@ def nccl_check_command(*, profile: GpuDirectProfile, namespace: str, min_bus_ban
             f"helm uninstall {NCCL_CHECK_RELEASE} -n {namespace}; test $passed -eq 0",
         ])
 
-    return pulumi.Output.all(image_ref, claim_name, service_account).apply(command)
+    return pulumi.Output.all(image_ref, claim_name, service_account, owner_uid).apply(command)

@@ -67,7 +67,10 @@ def job_owner(name: str, *, namespace: pulumi.Input[str], opts: pulumi.ResourceO
     )
 
 
-def owner_values(owner: k8s.core.v1.ConfigMap) -> dict[str, Any]:
+def owner_reference(uid: pulumi.Input[str]) -> dict[str, Any]:
     """The chart's `owner` value: the ownerReference its Job and TensorBoard Deployment carry."""
-    return {"owner": {"apiVersion": "v1", "kind": "ConfigMap", "name": JOB_OWNER,
-                      "uid": owner.metadata.uid}}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "name": JOB_OWNER, "uid": uid}
+
+
+def owner_values(owner: k8s.core.v1.ConfigMap) -> dict[str, Any]:
+    return {"owner": owner_reference(owner.metadata.uid)}
