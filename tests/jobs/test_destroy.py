@@ -86,10 +86,10 @@ def test_destroy_deletes_every_job_first_and_what_they_use_after(run):
     after_owner = _depends_on(result, owner.urn)
     used = [r for r in result.registrations if _type(r) in USED_BY_JOBS]
     kueue = [r for r in result.by_type("kubernetes:helm.sh/v3:Release") if r.inputs.get("chart") == KUEUE_CHART.chart]
-    # GKE's pools are in the placement's `ready`, so the pods stop on live nodes; EKS drains a managed node
-    # group's nodes before it deletes them, so a job's pods get their grace period there too.
-    pools = [r for r in result.registrations if _type(r) == "gcp:container/nodePool:NodePool" and "gpu" in r.name]
-    assert kueue and (pools or stack == "aws") and {"kubernetes:core/v1:PersistentVolumeClaim",
+    # The GPU pools (GKE) and node group (EKS) are in the placement's `ready`: deleted only after the jobs,
+    # so the pods stop on live nodes and get their grace period.
+    pools = [r for r in result.registrations if _type(r) in GPU_POOLS and "gpu" in r.name]
+    assert kueue and pools and {"kubernetes:core/v1:PersistentVolumeClaim",
                                 "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"} <= {_type(r) for r in used}
     # Deleted only after the owner, so only after every job is gone: the claim is free (pvc-protection),
     # no Workload holds a ClusterQueue's quota (resource-in-use), and Kueue still runs to clear the
