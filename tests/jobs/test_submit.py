@@ -207,6 +207,20 @@ def test_outputs_and_a_cluster_from_before_the_owner_submit_an_unowned_job(clust
     assert "owner" not in json.loads(install["stdin"])
 
 
+def test_a_submitter_who_cannot_update_the_owners_finalizers_is_told_the_permission(cluster, cli, outputs_file):
+    # Where the API server runs OwnerReferencesPermissionEnforcement (OpenShift does), a blocking
+    # ownerReference needs update on the owner's finalizers; the aggregated edit role lacks it.
+    cluster.set_state({"install_error": 'Error: INSTALLATION FAILED: jobs.batch "exp" is forbidden: cannot set '
+                       "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , "
+                       "<nil>"})
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("aws"))
+    assert (code, out) == (1, "")
+    helm_line, fix = err.splitlines()
+    assert "is forbidden" in helm_line
+    assert fix == ("trainstack submit: fix: your identity needs update on configmaps/finalizers (trainstack-jobs) "
+                   "in namespace default to name the job owner; see docs/jobs.md, pulumi destroy")
+
+
 def test_the_old_nodes_flag_submits_the_same_job_with_one_deprecation_line(cluster, cli, outputs_file):
     code, _, err = cli("submit", "exp-new", "--outputs", outputs_file("aws"), "--pods", "1:2")
     assert (code, err) == (0, ""), err

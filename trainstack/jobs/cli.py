@@ -126,6 +126,12 @@ def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
                          "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
 
 
+# The OwnerReferencesPermissionEnforcement admission plugin's refusal of a blocking ownerReference whose
+# owner's finalizers the caller cannot update (kubernetes/kubernetes plugin/pkg/admission/gc/gc_admission.go).
+# Whether a cluster runs that plugin is not visible to a client, so submit cannot ask before installing.
+OWNER_FORBIDDEN = "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on"
+
+
 def _check_owner(cluster: Cluster, outputs: StackOutputs) -> None:
     """The job owner the outputs name must be the cluster's: the garbage collector deletes at once a Job
     whose owners are all gone (kubernetes.io/docs/concepts/architecture/garbage-collection/), so a job
@@ -196,6 +202,10 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
             except CommandFailed as error:
                 submitted = ", ".join(n for n, _ in planned[:done]) or "none"
                 print(f"trainstack submit: {error} (submitted before it: {submitted})", file=sys.stderr)
+                if OWNER_FORBIDDEN in str(error):
+                    print(f"trainstack submit: fix: your identity needs update on configmaps/finalizers "
+                          f"({JOB_OWNER}) in namespace {outputs.namespace} to name the job owner; see "
+                          "docs/jobs.md, pulumi destroy", file=sys.stderr)
                 return 1
             where = f"queue {outputs.queue_name}" if outputs.queue_name else f"namespace {outputs.namespace}"
             if custom:
