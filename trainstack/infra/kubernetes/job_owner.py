@@ -21,6 +21,9 @@ checkpoint reaches the bucket) and Kueue's Workloads
 (kubernetes.io/docs/concepts/architecture/garbage-collection/#foreground-deletion). The ConfigMap
 depends on the namespace, the claim, the ServiceAccount, Kueue and the GPU pools: Pulumi deletes it
 first and those only after it, while Kueue still runs to clear its finalizers.
+
+The pulumi-kubernetes lines cited here were read at commit 94977969 (27 commits after v4.32.0), not at
+the pinned 4.34.2, which is newer than the snapshot read.
 """
 
 from __future__ import annotations
