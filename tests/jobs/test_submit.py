@@ -182,6 +182,45 @@ def test_outputs_naming_another_job_owner_are_refused_before_install(cluster, cl
     assert cluster.verbs() == ["helm list", "kubectl get"]
 
 
+def _without_owner(exports):
+    """Outputs saved before the job owner existed: no `owner` in the job's values or any pool's."""
+    submission = exports["jobSubmission"]
+    for values in [submission["values"], *(pool["values"] for pool in submission.get("pools", {}).values())]:
+        values.pop("owner", None)
+
+
+def test_outputs_from_before_the_owner_are_refused_on_a_cluster_that_has_it(cluster, cli, outputs_file):
+    # Saved before the first pulumi up that made the owner: the job would go out with no ownerReference,
+    # and pulumi destroy would wait on it (the claim's pvc-protection, the ClusterQueue's finalizer).
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("gcp", _without_owner))
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "from before the job owner existed" in err and "save the outputs again" in err
+    assert cluster.verbs() == ["helm list", "kubectl get"]
+
+
+def test_outputs_and_a_cluster_from_before_the_owner_submit_an_unowned_job(cluster, cli, outputs_file):
+    cluster.set_state({"configmaps": {}})
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("gcp", _without_owner))
+    assert code == 0, err
+    assert cluster.verbs() == ["helm list", "kubectl get", "helm install"]
+    [install] = _installs(cluster)
+    assert "owner" not in json.loads(install["stdin"])
+
+
+def test_a_submitter_who_cannot_update_the_owners_finalizers_is_told_the_permission(cluster, cli, outputs_file):
+    # Where the API server runs OwnerReferencesPermissionEnforcement (OpenShift does), a blocking
+    # ownerReference needs update on the owner's finalizers; the aggregated edit role lacks it.
+    cluster.set_state({"install_error": 'Error: INSTALLATION FAILED: jobs.batch "exp" is forbidden: cannot set '
+                       "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , "
+                       "<nil>"})
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("aws"))
+    assert (code, out) == (1, "")
+    helm_line, fix = err.splitlines()
+    assert "is forbidden" in helm_line
+    assert fix == ("trainstack submit: fix: your identity needs update on configmaps/finalizers (trainstack-jobs) "
+                   "in namespace default to name the job owner; see docs/jobs.md, pulumi destroy")
+
+
 def test_the_old_nodes_flag_submits_the_same_job_with_one_deprecation_line(cluster, cli, outputs_file):
     code, _, err = cli("submit", "exp-new", "--outputs", outputs_file("aws"), "--pods", "1:2")
     assert (code, err) == (0, ""), err

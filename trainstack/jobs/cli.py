@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from trainstack.infra.config import JobConfig
 from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
+from trainstack.infra.kubernetes.job_owner import JOB_OWNER
 from trainstack.infra.kubernetes.job_submission import SUBMITTED_BY_CLI
 from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
@@ -125,15 +126,28 @@ def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
                          "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
 
 
+# The OwnerReferencesPermissionEnforcement admission plugin's refusal of a blocking ownerReference whose
+# owner's finalizers the caller cannot update (kubernetes/kubernetes plugin/pkg/admission/gc/gc_admission.go).
+# Whether a cluster runs that plugin is not visible to a client, so submit cannot ask before installing.
+OWNER_FORBIDDEN = "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on"
+
+
 def _check_owner(cluster: Cluster, outputs: StackOutputs) -> None:
     """The job owner the outputs name must be the cluster's: the garbage collector deletes at once a Job
     whose owners are all gone (kubernetes.io/docs/concepts/architecture/garbage-collection/), so a job
-    sent with outputs from before the stack was destroyed and brought up again would vanish."""
+    sent with outputs from before the stack was destroyed and brought up again would vanish. The
+    cluster is always asked (one read): outputs saved before the owner existed would send a job with no
+    owner to a stack that has one, and pulumi destroy would stall on it (docs/jobs.md, pulumi destroy)."""
     owner = outputs.values.get("owner")
-    if not owner:
-        return  # outputs from before the owner existed: the job has none (docs/jobs.md, pulumi destroy)
-    found = cluster.json("kubectl", ["get", "configmap", owner["name"], "--ignore-not-found", "--output", "json"])
+    name = owner["name"] if owner else JOB_OWNER
+    found = cluster.json("kubectl", ["get", "configmap", name, "--ignore-not-found", "--output", "json"])
     uid = ((found or {}).get("metadata") or {}).get("uid")
+    if not owner:
+        if uid:
+            raise UsageError(f"the outputs are from before the job owner existed, and the cluster has it ({name}, "
+                             f"uid {uid}): the job would have no owner and pulumi destroy would stall on it",
+                             "save the outputs again with pulumi stack output --json --show-secrets")
+        return  # neither has it: a stack from before the owner, whose jobs have none
     if uid != owner["uid"]:
         where = f"uid {uid}" if uid else "none"
         raise UsageError(f"the outputs name the job owner {owner['name']} with uid {owner['uid']}, the cluster has "
@@ -188,6 +202,10 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
             except CommandFailed as error:
                 submitted = ", ".join(n for n, _ in planned[:done]) or "none"
                 print(f"trainstack submit: {error} (submitted before it: {submitted})", file=sys.stderr)
+                if OWNER_FORBIDDEN in str(error):
+                    print(f"trainstack submit: fix: your identity needs update on configmaps/finalizers "
+                          f"({JOB_OWNER}) in namespace {outputs.namespace} to name the job owner; see "
+                          "docs/jobs.md, pulumi destroy", file=sys.stderr)
                 return 1
             where = f"queue {outputs.queue_name}" if outputs.queue_name else f"namespace {outputs.namespace}"
             if custom:
