@@ -7,12 +7,21 @@ fails here, and the committed diff of schema.json is what review sees of the cha
 import json
 from pathlib import Path
 
+import pytest
 import tomllib
 import yaml
 from pulumi.provider.experimental.component import ComponentProvider
 
 from trainstack import schema
-from trainstack.components import HOSTED, Job
+from trainstack.components import (
+    HOSTED,
+    EfsStorageArgs,
+    EksClusterArgs,
+    FilestoreShareArgs,
+    GkeClusterArgs,
+    GkeGpuNodePoolArgs,
+    Job,
+)
 from trainstack.provider import NAME, VERSION
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,6 +46,16 @@ def test_a_changed_args_field_changes_the_schema(monkeypatch):
     monkeypatch.setitem(Job.__annotations__, "priority_class", str)
     after = schema.rendered()
     assert after != before and "priorityClass" in json.loads(after)["types"]["trainstack:index:Job"]["properties"]
+
+
+@pytest.mark.parametrize("args_type", [GkeClusterArgs, GkeGpuNodePoolArgs, FilestoreShareArgs, EksClusterArgs,
+                                       EfsStorageArgs])
+def test_a_changed_part_args_field_fails_the_check(args_type, monkeypatch):
+    token = f"trainstack:index:{args_type.__name__.removesuffix('Args')}"
+    assert "nodeCount" not in committed()["resources"][token]["inputProperties"]
+    monkeypatch.setitem(args_type.__annotations__, "node_count", int)
+    assert "nodeCount" in json.loads(schema.rendered())["resources"][token]["inputProperties"]
+    assert schema.main(["--check"]) == 1
 
 
 def test_check_mode_fails_on_a_stale_file(tmp_path, monkeypatch):

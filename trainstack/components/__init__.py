@@ -9,6 +9,8 @@ handles between components are outputs (cluster name, kubeconfig, image ref), ne
 - NvidiaDevicePlugin, Kueue, TrainingJob: its parts, each on a cluster given by kubeconfig.
 - GpuDirectNetworks, GpuDirect: GPUDirect networking on GKE A3 (the VPCs; the in-cluster half).
 - GcpStack / AwsStack: the whole stack of Pulumi.gcp.yaml / Pulumi.aws.yaml, from the same settings.
+- GkeCluster, GkeGpuNodePool, FilestoreShare: the GKE stack's parts, each on the outputs of the one before.
+- EksCluster, EfsStorage: the EKS stack's parts (the cluster with its node groups; the shared filesystem).
 """
 
 from trainstack.components.aws import (
@@ -19,6 +21,9 @@ from trainstack.components.aws import (
     EksSystemNodes,
 )
 from trainstack.components.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from trainstack.components.efs_storage import EfsStorage, EfsStorageArgs
+from trainstack.components.eks_cluster import EksCluster, EksClusterArgs
+from trainstack.components.filestore_share import FilestoreShare, FilestoreShareArgs
 from trainstack.components.gcp import (
     Filestore,
     GcpExistingNetwork,
@@ -28,6 +33,8 @@ from trainstack.components.gcp import (
     GkeNetwork,
     GkeSystemNodes,
 )
+from trainstack.components.gke_cluster import GkeCluster, GkeClusterArgs
+from trainstack.components.gke_node_pool import GkeGpuNodePool, GkeGpuNodePoolArgs
 from trainstack.components.gpu_direct import (
     GpuDirect,
     GpuDirectArgs,
@@ -47,7 +54,8 @@ from trainstack.components.platform import (
 from trainstack.components.training_job import TrainingJob, TrainingJobArgs
 
 # The components the provider hosts, in schema order.
-HOSTED = [TrainingPlatform, NvidiaDevicePlugin, Kueue, TrainingJob, GpuDirectNetworks, GpuDirect, GcpStack, AwsStack]
+HOSTED = [TrainingPlatform, NvidiaDevicePlugin, Kueue, TrainingJob, GpuDirectNetworks, GpuDirect, GcpStack, AwsStack,
+          GkeCluster, GkeGpuNodePool, FilestoreShare, EksCluster, EfsStorage]
 
 __all__ = [
     "AwsExistingNetwork", "AwsStack", "AwsStackArgs", "Bucket", "EksGpuNodes", "EksSystemNodes",
@@ -55,5 +63,6 @@ __all__ = [
     "GkeSystemNodes", "GpuNodes", "HOSTED", "Job", "SecretEnv", "SharedStorage",
     "Toleration", "TrainingPlatform", "TrainingPlatformArgs", "NvidiaDevicePlugin", "NvidiaDevicePluginArgs",
     "Kueue", "KueueArgs", "TrainingJob", "TrainingJobArgs", "GpuDirect", "GpuDirectArgs", "GpuDirectNetworks",
-    "GpuDirectNetworksArgs",
+    "GpuDirectNetworksArgs", "GkeCluster", "GkeClusterArgs", "GkeGpuNodePool", "GkeGpuNodePoolArgs", "FilestoreShare",
+    "FilestoreShareArgs", "EksCluster", "EksClusterArgs", "EfsStorage", "EfsStorageArgs",
 ]

@@ -1,0 +1,306 @@
+"""The stacks' cluster-side parts hosted on their own (GkeCluster, GkeGpuNodePool, FilestoreShare, EksCluster,
+EfsStorage), through Construct.
+
+Each wraps the infra component its stack builds, handed small references built from outputs instead of
+the stack's Python objects: the graphs are compared with that infra component built directly. Bad
+input stops each one before anything at all is registered. A Python program composes them, each on
+the outputs of the one before, down to the training platform.
+"""
+
+import dataclasses
+import json
+import os
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+import pytest
+from pulumi.provider.experimental.component import ComponentProvider
+
+from tests.aws import stack_runs as aws_runs
+from tests.gcp import stack_runs as gcp_runs
+from tests.golden import snapshot
+from tests.library.test_facades import without_facade
+from tests.library.wire import over_the_wire
+from tests.pulumi_harness import ProgramResult, run_program
+from tests.stack_runs import REPO
+from trainstack import components
+from trainstack.components import HOSTED
+from trainstack.infra.aws import preflight as aws_preflight
+from trainstack.infra.aws.cluster import EksCluster, EksClusterArgs
+from trainstack.infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from trainstack.infra.aws.config import ExistingNetwork, parse_aws_config
+from trainstack.infra.aws.efs_storage import EfsStorage, EfsStorageArgs
+from trainstack.infra.aws.handles import EksClusterRef
+from trainstack.infra.aws.network import Network, NetworkArgs
+from trainstack.infra.aws.stack import release_namespaces
+from trainstack.infra.gcp import preflight as gcp_preflight
+from trainstack.infra.gcp.cluster import GkeCluster, GkeClusterArgs
+from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.infra.gcp.filestore_storage import FilestoreStorage, FilestoreStorageArgs
+from trainstack.infra.gcp.handles import ClusterRef, NetworkRef
+from trainstack.infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs
+from trainstack.provider import NAME
+
+STACK = "parts"
+PROJECT = "ml-research-123"
+KUBECONFIG = "apiVersion: v1\nkind: Config\n"
+NODES_ACCOUNT = f"research-nodes@{PROJECT}.iam.gserviceaccount.com"
+OFF = json.dumps({"enabled": False})
+GCP_BASE = {"gcp:project": PROJECT, "trainstack:job": OFF, "trainstack:sharedFilesystem": OFF}
+OIDC_ARN = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABC"
+OIDC_ISSUER = "oidc.eks.us-west-2.amazonaws.com/id/ABC"
+
+
+def run(program, cloud: str = "gcp") -> tuple[ProgramResult, list[BaseException]]:
+    runs = {"gcp": gcp_runs, "aws": aws_runs}[cloud]
+    stopped: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            program()
+        except Exception as error:  # noqa: BLE001 - the test inspects it
+            stopped.append(error)
+
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        result = run_program(guarded, config={}, stack=STACK, project="trainstack", outputs=runs.provider_outputs,
+                             calls=runs.provider_calls)
+    finally:
+        os.chdir(cwd)
+    return result, stopped
+
+
+def construct(component: str, inputs: dict):
+    """Construct as a program in another language reaches it: the inputs cross the wire first."""
+    return lambda: ComponentProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}",
+                                                             over_the_wire(inputs), None)
+
+
+def gcp_config(**raw: str):
+    return parse_gcp_config({**GCP_BASE, **raw}, STACK)
+
+
+def direct_gke_cluster() -> None:
+    config = dataclasses.replace(gcp_config(**{"gcp:region": "us-central1", "trainstack:clusterName": "research"}),
+                                 gpu_pools=())
+    google = gcp.Provider("part-gcp", project=PROJECT, region="us-central1", default_labels=dict(config.labels))
+    checks = gcp_preflight.gate(config, google, parent=google)
+    GkeCluster("part", GkeClusterArgs(
+        config=config, network=NetworkRef(network_name="research-vpc", subnetwork_name="research-nodes",
+                                          pods_range_name="pods", services_range_name="services"),
+        services=(), control_plane_version=checks.control_plane_version, multi_networking=False),
+        opts=pulumi.ResourceOptions(providers={"gcp": google}, depends_on=checks.ready))
+
+
+A100_POOL = {"machineType": "a2-highgpu-1g", "capacity": "ON_DEMAND", "max": 4}
+CLUSTER = {"clusterName": "research", "location": "us-central1-a", "nodeZone": "us-central1-a"}
+
+
+def direct_gpu_pool() -> None:
+    config = gcp_config(**{"trainstack:gpuPools": json.dumps({"a100": A100_POOL})})
+    google = gcp.Provider("part-gcp", project=PROJECT, default_labels=dict(config.labels))
+    GpuNodePool("part", GpuNodePoolArgs(
+        cluster=ClusterRef(cluster_name="research", location="us-central1-a", node_zone="us-central1-a"),
+        service_account_email=NODES_ACCOUNT, labels=config.labels, config=config.gpu_pools[0]),
+        opts=pulumi.ResourceOptions(providers={"gcp": google}))
+
+
+def direct_filestore() -> None:
+    config = gcp_config(**{"trainstack:sharedFilesystem": json.dumps({"tier": "BASIC_SSD"}),
+                           "trainstack:job": json.dumps({"enabled": False, "name": "gpt2"})})
+    google = gcp.Provider("part-gcp", project=PROJECT, default_labels=dict(config.labels))
+    provider = k8s.Provider("part-k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG), cluster_identifier="research")
+    FilestoreStorage("part", FilestoreStorageArgs(
+        project=PROJECT, config=config.filestore,
+        cluster=ClusterRef(cluster_name="research", location="us-central1-a", node_zone="us-central1-a",
+                           provider=provider),
+        network=NetworkRef(network_name="research-vpc", subnetwork_name=""),
+        claim_namespace="default", claim_name="gpt2-shared"), opts=pulumi.ResourceOptions(providers={"gcp": google}))
+
+
+AWS_RAW = {"aws:region": "us-west-2", "trainstack:clusterName": "research", "trainstack:job": OFF,
+           "trainstack:apiPublicAccessCidrs": json.dumps(["203.0.113.7/32"])}
+
+
+def direct_eks_cluster() -> None:
+    config = parse_aws_config(AWS_RAW, STACK)
+    config = dataclasses.replace(config, network=dataclasses.replace(config.network, availability_zones=()))
+    tags = {"app": "trainstack", "pulumi-stack": STACK}
+    provider = aws.Provider("part-aws", region="us-west-2")
+    child = pulumi.ResourceOptions(providers={"aws": provider},
+                                   depends_on=aws_preflight.gate(config, provider, parent=provider))
+    cluster = EksCluster("part", EksClusterArgs(
+        cluster_name="research", kubernetes_version=config.kubernetes_version, vpc_id="vpc-0abc",
+        public_subnet_ids=[], private_subnet_ids=["subnet-a", "subnet-b"], system_nodes=config.system_nodes,
+        gpu_nodes=config.gpu_nodes, api_endpoint=config.api_endpoint, preview_secret_namespaces=release_namespaces(config),
+        control_plane_logs=config.control_plane_logs, autoscaled=True, tags=tags), opts=child)
+    ClusterAutoscaler("part-autoscaler", ClusterAutoscalerArgs(cluster=cluster, region="us-west-2", tags=tags),
+                      opts=child)
+
+
+def direct_efs() -> None:
+    tags = {"app": "trainstack", "pulumi-stack": STACK}
+    provider = aws.Provider("part-aws", region="us-west-2")
+    child = pulumi.ResourceOptions(providers={"aws": provider})
+    network = Network("part-network", NetworkArgs(region="us-west-2", availability_zones=(), tags=tags, existing=(
+        ExistingNetwork(vpc_id="vpc-0abc", public_subnet_ids=(), private_subnet_ids=("subnet-a", "subnet-b")))),
+        opts=child)
+    kubernetes = k8s.Provider("part-k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG), cluster_identifier="research")
+    EfsStorage("part", EfsStorageArgs(
+        cluster=EksClusterRef(cluster_name="research", oidc_provider_arn=OIDC_ARN, oidc_issuer=OIDC_ISSUER,
+                              provider=kubernetes),
+        network=network, claim_namespace="default", claim_name="train-shared", tags=tags), opts=child)
+
+
+NETWORK = {"network": "research-vpc", "subnetwork": "research-nodes", "podsRangeName": "pods",
+           "servicesRangeName": "services"}
+CASES = {
+    "GkeCluster": ("gcp", {"project": PROJECT, "region": "us-central1", "clusterName": "research", **NETWORK},
+                   direct_gke_cluster),
+    "GkeGpuNodePool": ("gcp", {"project": PROJECT, **CLUSTER, "serviceAccountEmail": NODES_ACCOUNT,
+                               "poolName": "a100", "pool": A100_POOL}, direct_gpu_pool),
+    "FilestoreShare": ("gcp", {"project": PROJECT, "location": "us-central1-a", "network": "research-vpc",
+                               "kubeconfig": KUBECONFIG, "clusterName": "research", "tier": "BASIC_SSD",
+                               "jobName": "gpt2"}, direct_filestore),
+    "EksCluster": ("aws", {"region": "us-west-2", "clusterName": "research", "vpcId": "vpc-0abc",
+                           "privateSubnetIds": ["subnet-a", "subnet-b"], "apiPublicAccessCidrs": ["203.0.113.7/32"]},
+                   direct_eks_cluster),
+    "EfsStorage": ("aws", {"region": "us-west-2", "clusterName": "research", "oidcProviderArn": OIDC_ARN,
+                           "oidcIssuer": OIDC_ISSUER, "kubeconfig": KUBECONFIG, "vpcId": "vpc-0abc",
+                           "subnetIds": ["subnet-a", "subnet-b"]}, direct_efs),
+}
+
+
+@pytest.mark.parametrize("component", sorted(CASES))
+def test_hosted_part_builds_what_the_infra_component_builds(component):
+    cloud, inputs, infra_program = CASES[component]
+    hosted, stopped = run(construct(component, inputs), cloud)
+    assert not stopped, stopped
+    expected, stopped = run(infra_program, cloud)
+    assert not stopped, stopped
+    assert sorted(map(json.dumps, without_facade(hosted, STACK))) == sorted(map(json.dumps, snapshot(expected)))
+    assert any(r.custom and not r.type.startswith("pulumi:providers:") for r in hosted.registrations)
+    for package in ("kubernetes", "gcp", "aws"):  # each cloud object on the component's one explicit provider
+        objects = [r for r in hosted.registrations if r.type.startswith(f"{package}:") and r.custom]
+        if objects:
+            provider = hosted.one(f"pulumi:providers:{package}")
+            assert all(r.provider == provider.urn for r in objects), package
+
+
+@pytest.mark.parametrize(("component", "inputs", "problem"), [
+    ("GkeCluster", {**CASES["GkeCluster"][1], "masterCidr": "10.0.0.0/24"},
+     "masterCidr: 10.0.0.0/24 must be a private /28"),
+    ("GkeCluster", {**CASES["GkeCluster"][1], "region": "us-central1", "zone": "europe-west4-a"},
+     "zone: 'europe-west4-a' is not a zone of region us-central1"),
+    ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "pool": {"capacity": "CHEAP"}}, "pool.capacity"),
+    ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "pool": {"machineType": "a3-highgpu-8g"}},
+     "gpuNetworkNames: not set, and a3-highgpu-8g attaches 4 GPU networks"),
+    ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "gpuNetworkNames": ["a"], "gpuSubnetworkNames": ["b"]},
+     "gpuNetworkNames: a2-highgpu-1g has no GPUDirect NICs"),
+    ("FilestoreShare", {**CASES["FilestoreShare"][1], "capacityGb": 100}, "capacityGb: a BASIC_SSD Filestore share"),
+    ("EksCluster", {key: value for key, value in CASES["EksCluster"][1].items() if key != "apiPublicAccessCidrs"},
+     "apiPublicAccessCidrs: not set"),
+    ("EksCluster", {**CASES["EksCluster"][1], "gpuNodes": {"capacityType": "CHEAP"}}, "gpuNodes.capacityType"),
+    ("EfsStorage", {**CASES["EfsStorage"][1], "subnetIds": []}, "subnetIds: empty"),
+    ("EfsStorage", {**CASES["EfsStorage"][1], "jobNamespace": "Not A Namespace"}, "jobNamespace: 'Not A Namespace'"),
+    ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "poolName": "Bad Name"},
+     "poolName: 'Bad Name' is not a valid node pool name"),
+])
+def test_bad_input_stops_before_anything_is_registered(component, inputs, problem):
+    result, stopped = run(construct(component, inputs), CASES[component][0])
+    assert len(stopped) == 1 and problem in str(stopped[0]), stopped
+    assert "\n" not in str(stopped[0]).strip()
+    # In the caller's terms: property paths, never a stack file's keys or a `pulumi config` command.
+    assert "pulumi config" not in str(stopped[0]) and "trainstack:" not in str(stopped[0])
+    assert result.registrations == []
+
+
+def test_gke_parts_compose_into_the_training_platform():
+    def program() -> None:
+        cluster = components.GkeCluster("research", components.GkeClusterArgs(
+            project=PROJECT, cluster_name="research", network="research-vpc", subnetwork="research-nodes",
+            pods_range_name="pods", services_range_name="services"))
+        pool = components.GkeGpuNodePool("a100", components.GkeGpuNodePoolArgs(
+            project=PROJECT, cluster_name=cluster.cluster_name, location=cluster.location,
+            node_zone=cluster.node_zone, service_account_email=NODES_ACCOUNT, pool_name="a100",
+            pool=components.GkeGpuPool(machine_type="a2-highgpu-1g", max=2)))
+        share = components.FilestoreShare("share", components.FilestoreShareArgs(
+            project=PROJECT, location=cluster.node_zone, network="research-vpc", kubeconfig=cluster.kubeconfig,
+            cluster_name=cluster.cluster_name))
+        pulumi.export("selector", pool.node_selector)
+        pulumi.export("tolerations", pool.tolerations)
+        pulumi.export("gpus", pool.gpus_per_node)
+        components.TrainingPlatform("platform", components.TrainingPlatformArgs(
+            kubeconfig=cluster.kubeconfig, cluster_name=cluster.cluster_name,
+            gpu=components.GpuNodes(gpus_per_node=1, accelerator="nvidia-tesla-a100",
+                                    node_selector={"cloud.google.com/gke-accelerator": "nvidia-tesla-a100",
+                                                   "trainstack/node-pool": "a100"}),
+            bucket=components.Bucket(uri="gs://research-data"), image_ref="us-docker.pkg.dev/p/r/t:1",
+            shared_storage=components.SharedStorage(size=share.size, storage_class_name="",
+                                                    volume_name=share.volume_name),
+            install_device_plugin=False, job=components.Job(enabled=True)))
+
+    result, stopped = run(program)
+    assert not stopped, stopped
+    gke = result.one("gcp:container/cluster:Cluster")
+    node_pool = result.one("gcp:container/nodePool:NodePool")
+    assert node_pool.inputs["cluster"] == "research" and node_pool.inputs["nodeLocations"] == ["us-central1-a"]
+    assert gke.urn in node_pool.dependencies  # the pool waits for the cluster through its name
+    assert node_pool.inputs["nodeConfig"]["serviceAccount"] == NODES_ACCOUNT
+    instance = result.one("gcp:filestore/instance:Instance")
+    assert instance.inputs["location"] == "us-central1-a"
+    assert instance.inputs["networks"][0]["network"] == "research-vpc"
+    # The share's volume is reserved for the claim the platform makes, and the claim binds to it.
+    volume = result.one("kubernetes:core/v1:PersistentVolume")
+    claim = result.one("kubernetes:core/v1:PersistentVolumeClaim")
+    assert volume.inputs["spec"]["claimRef"] == {"namespace": "default", "name": claim.inputs["metadata"]["name"]}
+    assert claim.inputs["spec"]["volumeName"] == volume.inputs["metadata"]["name"]
+    # Every in-cluster object on a provider made from the cluster's own kubeconfig.
+    assert {r.provider for r in result.registrations if r.type.startswith("kubernetes:") and r.custom} <= {
+        p.urn for p in result.by_type("pulumi:providers:kubernetes")}
+    assert result.exports["selector"] == {"cloud.google.com/gke-accelerator": "nvidia-tesla-a100",
+                                          "trainstack/node-pool": "a100"}
+    assert result.exports["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present",
+                                              "effect": "NoSchedule"}]
+    assert result.exports["gpus"] == 1
+
+
+def test_a_gpu_direct_pool_attaches_the_networks_of_gpu_direct_networks():
+    def program() -> None:
+        networks = components.GpuDirectNetworks("nets", components.GpuDirectNetworksArgs(
+            project=PROJECT, region="us-central1", machine_type="a3-highgpu-8g", name_prefix="research-tcpx"))
+        components.GkeGpuNodePool("h100", components.GkeGpuNodePoolArgs(
+            project=PROJECT, cluster_name="research", location="us-central1-a", node_zone="us-central1-a",
+            service_account_email=NODES_ACCOUNT, pool_name="h100",
+            pool=components.GkeGpuPool(machine_type="a3-highgpu-8g", capacity="ON_DEMAND"),
+            gpu_network_names=networks.network_names, gpu_subnetwork_names=networks.subnetwork_names))
+
+    result, stopped = run(program)
+    assert not stopped, stopped
+    attached = result.one("gcp:container/nodePool:NodePool").inputs["networkConfig"]["additionalNodeNetworkConfigs"]
+    vpcs = [r for r in result.by_type("gcp:compute/network:Network")]
+    assert len(attached) == 4 == len(vpcs)
+
+
+def test_eks_cluster_name_waits_for_the_system_nodes_and_feeds_efs():
+    def program() -> None:
+        cluster = components.EksCluster("research", components.EksClusterArgs(
+            region="us-west-2", cluster_name="research", vpc_id="vpc-0abc", private_subnet_ids=["subnet-a", "subnet-b"],
+            api_public_access_cidrs=["203.0.113.7/32"]))
+        components.EfsStorage("shared", components.EfsStorageArgs(
+            region="us-west-2", cluster_name=cluster.cluster_name, oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer, kubeconfig=cluster.kubeconfig, vpc_id="vpc-0abc",
+            subnet_ids=["subnet-a", "subnet-b"]))
+        pulumi.export("gpus", cluster.gpus_per_node)
+
+    result, stopped = run(program, "aws")
+    assert not stopped, stopped
+    addon = result.one("aws:eks/addon:Addon")
+    system = next(r for r in result.registrations if r.type == "eks:index:ManagedNodeGroup"
+                  and r.name.endswith("-system"))
+    assert addon.inputs["clusterName"] == "research" and system.urn in addon.dependencies
+    assert len(result.by_type("aws:efs/mountTarget:MountTarget")) == 2
+    assert result.exports["gpus"] == 1
