@@ -19,7 +19,7 @@ SCHEMA = json.loads((REPO / "schema.json").read_text())
 
 
 def test_each_example_has_its_project_file_and_readme():
-    for example in ("python-existing-vpc", "yaml-gke"):
+    for example in ("python-existing-vpc", "yaml-gke", "yaml-gke-parts"):
         assert (EXAMPLES / example / "Pulumi.yaml").is_file() and (EXAMPLES / example / "README.md").is_file()
 
 
@@ -145,3 +145,57 @@ def test_yaml_example_and_docs_snippet_construct_as_sent_over_the_wire():
                           outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
     values = result.one("kubernetes:helm.sh/v3:Release", "train").inputs["values"]
     assert values["train"]["maxSteps"] == 1000 and type(values["train"]["maxSteps"]) is int
+
+
+PARTS_CONFIG = {"gcpProject": "ml-research-123", "network": "research-vpc", "subnetwork": "research-nodes",
+                "nodeServiceAccount": "nodes@ml-research-123.iam.gserviceaccount.com",
+                "jobServiceAccount": "training@ml-research-123.iam.gserviceaccount.com",
+                "bucketUri": "gs://research-data", "imageRef": "us-docker.pkg.dev/p/r/trainstack:1"}
+# What the parts' outputs resolve to, for constructing the ones that take them.
+PARTS_OUTPUTS = {"cluster.clusterName": "research", "cluster.location": "us-central1-a",
+                 "cluster.nodeZone": "us-central1-a", "cluster.kubeconfig": "apiVersion: v1\nkind: Config\n",
+                 "share.volumeName": "default-train-shared"}
+
+
+def test_yaml_parts_example_composes_the_gke_parts_as_the_schema_says():
+    example = EXAMPLES / "yaml-gke-parts"
+    program = yaml.safe_load((example / "Pulumi.yaml").read_text())
+    assert program["runtime"] == "yaml"
+    assert (example / program["packages"]["trainstack"] / "PulumiPlugin.yaml").is_file()
+    assert [r["type"] for r in program["resources"].values()] == [
+        "trainstack:index:GkeCluster", "trainstack:index:GkeGpuNodePool", "trainstack:index:FilestoreShare",
+        "trainstack:index:TrainingPlatform"]
+    assert yaml_example_errors(program) == []
+    # Every ${resource.output} it wires is an output that resource has, and every ${name} a config key.
+    references = re.findall(r"\$\{([^}]+)\}", (example / "Pulumi.yaml").read_text())
+    for reference in references:
+        resource, _, attribute = reference.partition(".")
+        if attribute:
+            assert attribute in SCHEMA["resources"][program["resources"][resource]["type"]]["properties"], reference
+        else:
+            assert reference in program["config"] or reference in program["resources"], reference
+
+
+def test_yaml_parts_example_constructs_each_part_as_sent_over_the_wire():
+    from tests.gcp import stack_runs as gcp_runs
+    from tests.library.test_facades import construct
+
+    program = yaml.safe_load((EXAMPLES / "yaml-gke-parts" / "Pulumi.yaml").read_text())
+    built = {}
+    for name, resource in program["resources"].items():
+        properties = resolved(resource["properties"], {**PARTS_CONFIG, **PARTS_OUTPUTS})
+        result, constructed = construct(resource["type"], properties, stack="parts",
+                                        outputs=gcp_runs.provider_outputs, calls=gcp_runs.provider_calls)
+        assert constructed[0].urn, name
+        built[name] = result
+    # The pool's outputs are the values written out for the platform's gpu.
+    gpu = program["resources"]["platform"]["properties"]["gpu"]
+    assert built["t4"].exports["nodeSelector"] == gpu["nodeSelector"]
+    assert built["t4"].exports["tolerations"] == gpu["tolerations"]
+    assert built["t4"].exports["gpusPerNode"] == gpu["gpusPerNode"]
+    # The share's volume is the one the platform's claim names, reserved for that claim.
+    volume = built["share"].one("kubernetes:core/v1:PersistentVolume").inputs
+    claim = built["platform"].one("kubernetes:core/v1:PersistentVolumeClaim").inputs
+    assert volume["metadata"]["name"] == PARTS_OUTPUTS["share.volumeName"] == claim["spec"]["volumeName"]
+    assert volume["spec"]["claimRef"]["name"] == claim["metadata"]["name"]
+    assert volume["spec"]["capacity"]["storage"] == claim["spec"]["resources"]["requests"]["storage"]
