@@ -66,7 +66,7 @@ class EfsStorage(pulumi.ComponentResource):
     volume_name: pulumi.Output[str]
     """The PersistentVolume: TrainingPlatform's sharedStorage.volumeName (with storageClassName "")."""
     size: pulumi.Output[str]
-    """The volume's nominal capacity (EFS grows as needed): TrainingPlatform's sharedStorage.size."""
+    """The volume's nominal capacity (EFS grows as needed; TrainingPlatform's plain sharedStorage.size: this or less)."""
     claim_name: pulumi.Output[str]
     """The claim the volume is reserved for (the platform's)."""
 

@@ -74,13 +74,13 @@ class EksCluster(pulumi.ComponentResource):
     oidc_issuer: pulumi.Output[str]
     """The cluster's OIDC issuer without https:// (EfsStorage's oidcIssuer)."""
     gpu_node_selector: pulumi.Output[dict[str, str]]
-    """Labels every GPU node carries: TrainingPlatform's gpu.nodeSelector."""
+    """Labels every GPU node carries (what TrainingPlatform's plain gpu.nodeSelector must say)."""
     gpu_tolerations: pulumi.Output[list[dict[str, str]]]
-    """Tolerations for the GPU nodes' taint: TrainingPlatform's gpu.tolerations."""
+    """Tolerations for the GPU nodes' taint (what TrainingPlatform's plain gpu.tolerations must say)."""
     gpus_per_node: pulumi.Output[int]
-    """GPUs on each GPU node: TrainingPlatform's gpu.gpusPerNode."""
+    """GPUs on each GPU node (TrainingPlatform's plain gpu.gpusPerNode)."""
     gpu_instance_type: pulumi.Output[str]
-    """The GPU group's first instance type: TrainingPlatform's gpu.accelerator."""
+    """The GPU group's first instance type (TrainingPlatform's plain gpu.accelerator)."""
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(EksClusterArgs, args)

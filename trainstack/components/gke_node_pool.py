@@ -56,13 +56,13 @@ class GkeGpuNodePool(pulumi.ComponentResource):
     pool_name: pulumi.Output[str]
     """The node pool's name, once it exists."""
     node_selector: pulumi.Output[dict[str, str]]
-    """Labels every node of the pool carries: TrainingPlatform's gpu.nodeSelector."""
+    """Labels every node of the pool carries (what TrainingPlatform's plain gpu.nodeSelector must say)."""
     tolerations: pulumi.Output[list[dict[str, str]]]
-    """Tolerations for the pool's GPU taint: TrainingPlatform's gpu.tolerations."""
+    """Tolerations for the pool's GPU taint (what TrainingPlatform's plain gpu.tolerations must say)."""
     gpus_per_node: pulumi.Output[int]
-    """GPUs on each node: TrainingPlatform's gpu.gpusPerNode."""
+    """GPUs on each node (TrainingPlatform's plain gpu.gpusPerNode)."""
     accelerator: pulumi.Output[str]
-    """The GPU type, e.g. nvidia-tesla-t4: TrainingPlatform's gpu.accelerator."""
+    """The GPU type, e.g. nvidia-tesla-t4 (TrainingPlatform's plain gpu.accelerator)."""
     max_nodes: pulumi.Output[int]
     """The pool's most nodes (the autoscaler's bound)."""
 
