@@ -204,6 +204,8 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
     ("EksCluster", {key: value for key, value in CASES["EksCluster"][1].items() if key != "apiPublicAccessCidrs"},
      "apiPublicAccessCidrs: not set"),
     ("EksCluster", {**CASES["EksCluster"][1], "gpuNodes": {"capacityType": "CHEAP"}}, "gpuNodes.capacityType"),
+    ("EksCluster", {**CASES["EksCluster"][1], "privateSubnetIds": []}, "privateSubnetIds: must not be empty"),
+    ("EksCluster", {**CASES["EksCluster"][1], "vpcId": "research"}, "vpcId: expected a VPC ID like vpc-0123abcd"),
     ("EfsStorage", {**CASES["EfsStorage"][1], "subnetIds": []}, "subnetIds: empty"),
     ("EfsStorage", {**CASES["EfsStorage"][1], "jobNamespace": "Not A Namespace"}, "jobNamespace: 'Not A Namespace'"),
     ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "poolName": "Bad Name"},
@@ -304,3 +306,11 @@ def test_eks_cluster_name_waits_for_the_system_nodes_and_feeds_efs():
     assert addon.inputs["clusterName"] == "research" and system.urn in addon.dependencies
     assert len(result.by_type("aws:efs/mountTarget:MountTarget")) == 2
     assert result.exports["gpus"] == 1
+
+
+@pytest.mark.parametrize("asked", [True, None])
+def test_gke_cluster_enables_multi_networking_only_when_asked(asked):
+    inputs = {**CASES["GkeCluster"][1], **({"multiNetworking": asked} if asked is not None else {})}
+    result, stopped = run(construct("GkeCluster", inputs))
+    assert not stopped, stopped
+    assert result.one("gcp:container/cluster:Cluster").inputs.get("enableMultiNetworking") is asked

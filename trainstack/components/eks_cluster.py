@@ -90,8 +90,9 @@ class EksCluster(pulumi.ComponentResource):
             gpuNodes=args.gpu_nodes, clusterAdmins=args.cluster_admins, previewRoleArn=args.preview_role_arn,
             apiEndpoint=args.api_endpoint, apiPublicAccessCidrs=args.api_public_access_cidrs,
             controlPlaneLogs=args.control_plane_logs, clusterAutoscaler=args.cluster_autoscaler, tags=args.tags,
-            job={"enabled": False})
-        config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, {})
+            job={"enabled": False}, existingNetwork=known_network(args))
+        config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, {
+            f"existingNetwork.{key}": key for key in ("vpcId", "privateSubnetIds", "publicSubnetIds")})
         # The subnets are given: their zones are not the parser's defaults (the preflight checks no zones).
         config = dataclasses.replace(config, network=dataclasses.replace(config.network, availability_zones=()))
         super().__init__("trainstack:index:EksCluster", name, None, opts)
@@ -137,3 +138,12 @@ class EksCluster(pulumi.ComponentResource):
                                "oidcProviderArn": self.oidc_provider_arn, "oidcIssuer": self.oidc_issuer,
                                "gpuNodeSelector": self.gpu_node_selector, "gpuTolerations": self.gpu_tolerations,
                                "gpusPerNode": self.gpus_per_node, "gpuInstanceType": self.gpu_instance_type})
+
+
+def known_network(args: EksClusterArgs) -> dict | None:
+    """The VPC and subnets as the stack parser's existingNetwork, to check their IDs, when all are known now
+    (plain strings); IDs that are other resources' outputs are left to EKS."""
+    network = {"vpcId": args.vpc_id, "privateSubnetIds": args.private_subnet_ids,
+               "publicSubnetIds": args.public_subnet_ids or []}
+    values = [args.vpc_id, *args.private_subnet_ids, *(args.public_subnet_ids or ())]
+    return network if all(isinstance(value, str) for value in values) else None
