@@ -1,5 +1,5 @@
-"""The stacks' cluster-side parts hosted on their own (GkeCluster, GkeGpuNodePool, FilestoreShare, EksCluster,
-EfsStorage), through Construct.
+"""The stacks' parts hosted on their own (GkeCluster, GkeGpuNodePool, FilestoreShare, GcsSnapshotBucket,
+EksCluster, EfsStorage, S3SnapshotBucket), through Construct.
 
 Each wraps the infra component its stack builds, handed small references built from outputs instead of
 the stack's Python objects: the graphs are compared with that infra component built directly. Bad
@@ -34,6 +34,8 @@ from trainstack.infra.aws.config import ExistingNetwork, parse_aws_config
 from trainstack.infra.aws.efs_storage import EfsStorage, EfsStorageArgs
 from trainstack.infra.aws.handles import EksClusterRef
 from trainstack.infra.aws.network import Network, NetworkArgs
+from trainstack.infra.aws.snapshot_bucket import SnapshotBucket as S3SnapshotBucket
+from trainstack.infra.aws.snapshot_bucket import SnapshotBucketArgs as S3SnapshotBucketArgs
 from trainstack.infra.aws.stack import release_namespaces
 from trainstack.infra.gcp import preflight as gcp_preflight
 from trainstack.infra.gcp.cluster import GkeCluster, GkeClusterArgs
@@ -41,6 +43,8 @@ from trainstack.infra.gcp.config import parse_gcp_config
 from trainstack.infra.gcp.filestore_storage import FilestoreStorage, FilestoreStorageArgs
 from trainstack.infra.gcp.handles import ClusterRef, NetworkRef
 from trainstack.infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs
+from trainstack.infra.gcp.snapshot_bucket import SnapshotBucket as GcsSnapshotBucket
+from trainstack.infra.gcp.snapshot_bucket import SnapshotBucketArgs as GcsSnapshotBucketArgs
 from trainstack.provider import NAME
 
 STACK = "parts"
@@ -155,6 +159,19 @@ def direct_efs() -> None:
         network=network, claim_namespace="default", claim_name="train-shared", tags=tags), opts=child)
 
 
+def direct_s3_bucket() -> None:
+    provider = aws.Provider("part-aws", region="us-west-2")
+    S3SnapshotBucket("part", S3SnapshotBucketArgs(tags={"app": "trainstack", "pulumi-stack": STACK, "team": "ml"}),
+                     opts=pulumi.ResourceOptions(providers={"aws": provider}))
+
+
+def direct_gcs_bucket() -> None:
+    config = gcp_config(**{"gcp:region": "europe-west4", "trainstack:zone": "europe-west4-a"})
+    google = gcp.Provider("part-gcp", project=PROJECT, region="europe-west4", default_labels=dict(config.labels))
+    GcsSnapshotBucket("part", GcsSnapshotBucketArgs(project=PROJECT, region="europe-west4"),
+                      opts=pulumi.ResourceOptions(providers={"gcp": google}))
+
+
 NETWORK = {"network": "research-vpc", "subnetwork": "research-nodes", "podsRangeName": "pods",
            "servicesRangeName": "services"}
 CASES = {
@@ -171,6 +188,8 @@ CASES = {
     "EfsStorage": ("aws", {"region": "us-west-2", "clusterName": "research", "oidcProviderArn": OIDC_ARN,
                            "oidcIssuer": OIDC_ISSUER, "kubeconfig": KUBECONFIG, "vpcId": "vpc-0abc",
                            "subnetIds": ["subnet-a", "subnet-b"]}, direct_efs),
+    "S3SnapshotBucket": ("aws", {"region": "us-west-2", "tags": {"team": "ml"}}, direct_s3_bucket),
+    "GcsSnapshotBucket": ("gcp", {"project": PROJECT, "region": "europe-west4"}, direct_gcs_bucket),
 }
 
 
@@ -206,7 +225,12 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
     ("EksCluster", {**CASES["EksCluster"][1], "gpuNodes": {"capacityType": "CHEAP"}}, "gpuNodes.capacityType"),
     ("EksCluster", {**CASES["EksCluster"][1], "privateSubnetIds": []}, "privateSubnetIds: must not be empty"),
     ("EksCluster", {**CASES["EksCluster"][1], "vpcId": "research"}, "vpcId: expected a VPC ID like vpc-0123abcd"),
-    ("EfsStorage", {**CASES["EfsStorage"][1], "subnetIds": []}, "subnetIds: empty"),
+    ("EfsStorage", {**CASES["EfsStorage"][1], "subnetIds": []}, "subnetIds: must not be empty"),
+    ("EfsStorage", {**CASES["EfsStorage"][1], "subnetIds": ["sn-1"]}, "subnetIds: 'sn-1' is not a subnet ID"),
+    ("EfsStorage", {**CASES["EfsStorage"][1], "tags": {"aws:owner": "me"}}, "tags.aws:owner: is in a reserved"),
+    ("S3SnapshotBucket", {"region": "us-west-9"}, "region: 'us-west-9' is not an AWS Region"),
+    ("S3SnapshotBucket", {"region": "us-west-2", "tags": {"app": "x"}}, "tags.app: is set by trainstack"),
+    ("GcsSnapshotBucket", {"project": PROJECT, "region": "europe-west99"}, "region: 'europe-west99' is not a Google"),
     ("EfsStorage", {**CASES["EfsStorage"][1], "jobNamespace": "Not A Namespace"}, "jobNamespace: 'Not A Namespace'"),
     ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "poolName": "Bad Name"},
      "poolName: 'Bad Name' is not a valid node pool name"),

@@ -18,9 +18,11 @@ from trainstack.components import (
     EfsStorageArgs,
     EksClusterArgs,
     FilestoreShareArgs,
+    GcsSnapshotBucketArgs,
     GkeClusterArgs,
     GkeGpuNodePoolArgs,
     Job,
+    S3SnapshotBucketArgs,
 )
 from trainstack.provider import NAME, VERSION
 
@@ -48,8 +50,8 @@ def test_a_changed_args_field_changes_the_schema(monkeypatch):
     assert after != before and "priorityClass" in json.loads(after)["types"]["trainstack:index:Job"]["properties"]
 
 
-@pytest.mark.parametrize("args_type", [GkeClusterArgs, GkeGpuNodePoolArgs, FilestoreShareArgs, EksClusterArgs,
-                                       EfsStorageArgs])
+@pytest.mark.parametrize("args_type", [GkeClusterArgs, GkeGpuNodePoolArgs, FilestoreShareArgs, GcsSnapshotBucketArgs,
+                                       EksClusterArgs, EfsStorageArgs, S3SnapshotBucketArgs])
 def test_a_changed_part_args_field_fails_the_check(args_type, monkeypatch):
     token = f"trainstack:index:{args_type.__name__.removesuffix('Args')}"
     assert "nodeCount" not in committed()["resources"][token]["inputProperties"]

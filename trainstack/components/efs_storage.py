@@ -6,7 +6,6 @@ an access point and a PersistentVolume reserved for the training platform's clai
 hand volumeName and size to TrainingPlatform's sharedStorage.
 """
 
-import json
 from dataclasses import dataclass
 
 import pulumi
@@ -14,16 +13,15 @@ import pulumi_aws as aws
 
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider
-from trainstack.components.part_config import parsed_as_inputs
-from trainstack.components.stack_config import InputError
-from trainstack.infra.aws.config import ExistingNetwork
+from trainstack.components.part_config import NO_CLUSTER, parsed_as_inputs, raw_config
+from trainstack.infra.aws.config import parse_aws_config
 from trainstack.infra.aws.efs_storage import EfsStorage as InfraEfsStorage
 from trainstack.infra.aws.efs_storage import EfsStorageArgs as InfraEfsStorageArgs
 from trainstack.infra.aws.handles import EksClusterRef
 from trainstack.infra.aws.network import Network, NetworkArgs
-from trainstack.infra.config.job import KEY as JOB_KEY
-from trainstack.infra.config.job import parse_job
 from trainstack.infra.kubernetes.platform import shared_claim_name
+
+PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 
 
 @dataclass(kw_only=True)
@@ -72,31 +70,32 @@ class EfsStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfsStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(EfsStorageArgs, args)
-        component = f"EfsStorage {name!r}"
-        if not args.subnet_ids:
-            raise InputError(f"{component}: subnetIds: empty. Fix: list the nodes' private subnets")
-        names = {"name": args.job_name, "namespace": args.job_namespace}
-        job = parsed_as_inputs(lambda raw, _stack: parse_job(raw, 1, "GPU node"),
-                               {JOB_KEY: json.dumps({"enabled": False, **{k: v for k, v in names.items() if v}})},
-                               {}, {"job.name": "jobName", "job.namespace": "jobNamespace"})
+        job = {"enabled": False, "name": args.job_name, "namespace": args.job_namespace}
+        raw = raw_config({"aws:region": args.region, "aws:profile": args.profile}, tags=args.tags,
+                         protectSharedFilesystem=args.protect,
+                         existingNetwork={"vpcId": args.vpc_id, "privateSubnetIds": args.subnet_ids},
+                         **{**NO_CLUSTER, "job": job})
+        config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, {
+            "job.name": "jobName", "job.namespace": "jobNamespace", "protectSharedFilesystem": "protect",
+            "existingNetwork.vpcId": "vpcId", "existingNetwork.privateSubnetIds": "subnetIds"})
+        existing = config.network.existing
         super().__init__("trainstack:index:EfsStorage", name, None, opts)
 
-        tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **(args.tags or {})}
-        provider = aws.Provider(f"{name}-aws", region=args.region, profile=args.profile,
+        tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **config.tags}
+        provider = aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
                                 opts=pulumi.ResourceOptions(parent=self))
         child = pulumi.ResourceOptions(parent=self, providers={"aws": provider})
         # The given VPC as the stack's Network sees an existing one: its CIDR and one subnet per zone, looked up.
         network = Network(f"{name}-network", NetworkArgs(
-            region=args.region, availability_zones=(), tags=tags,
-            existing=ExistingNetwork(vpc_id=args.vpc_id, public_subnet_ids=(), private_subnet_ids=tuple(args.subnet_ids))),
-            opts=child)
+            region=config.region, availability_zones=(), tags=tags,
+            existing=existing), opts=child)
         kubernetes = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
-        claim = shared_claim_name(job)
+        claim = shared_claim_name(config.job)
         storage = InfraEfsStorage(name, InfraEfsStorageArgs(
             cluster=EksClusterRef(cluster_name=args.cluster_name, oidc_provider_arn=args.oidc_provider_arn,
                                   oidc_issuer=args.oidc_issuer, provider=kubernetes),
-            network=network, claim_namespace=job.namespace, claim_name=claim,
-            protect=args.protect is not False, tags=tags), opts=child)
+            network=network, claim_namespace=config.job.namespace, claim_name=claim,
+            protect=config.protect_shared_filesystem, tags=tags), opts=child)
         self.file_system_id = storage.file_system_id
         self.access_point_id = storage.access_point_id
         self.volume_name = storage.volume_name

@@ -53,3 +53,8 @@ def parsed_as_inputs(parse: Callable[[dict[str, str], str], T], raw: dict[str, s
         for path, name in sorted(renames.items(), key=lambda item: -len(item[0])):
             message = re.sub(rf"(?<![\w.]){re.escape(path)}(?![\w])", name, message)
         raise InputError(message) from None
+
+
+# A part without a cluster still goes through the AWS stack's parser for its region and tags; the parser
+# insists on an endpoint decision, which such a part does not have: private asks for no CIDR blocks.
+NO_CLUSTER = {"job": {"enabled": False}, "apiEndpoint": "private"}
