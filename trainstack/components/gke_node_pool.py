@@ -15,7 +15,7 @@ from trainstack.components.gcp import GkeGpuPool
 from trainstack.components.gpu_direct import per_network
 from trainstack.components.part_config import parsed_as_inputs, raw_config
 from trainstack.components.stack_config import InputError
-from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.infra.gcp.config import GpuPoolConfig, parse_gcp_config
 from trainstack.infra.gcp.handles import ClusterRef
 from trainstack.infra.gcp.node_pools import GpuNodePool as InfraGpuNodePool
 from trainstack.infra.gcp.node_pools import GpuNodePoolArgs as InfraGpuNodePoolArgs
@@ -96,7 +96,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
                                "accelerator": self.accelerator, "maxNodes": self.max_nodes})
 
 
-def gpu_network_pairs(component: str, pool, args: GkeGpuNodePoolArgs) -> list[tuple[pulumi.Input[str], pulumi.Input[str]]]:
+def gpu_network_pairs(component: str, pool: GpuPoolConfig, args: GkeGpuNodePoolArgs) -> list[tuple[pulumi.Input[str], pulumi.Input[str]]]:
     """(network, subnetwork) per GPU NIC for a GPUDirect pool; nothing for any other, which must name none."""
     given = {"gpuNetworkNames": args.gpu_network_names, "gpuSubnetworkNames": args.gpu_subnetwork_names}
     if pool.gpu_direct is None:
