@@ -18,7 +18,7 @@ stack = AwsStack("training", AwsStackArgs(
     api_public_access_cidrs=[config.require("apiAccessCidr")],
     gpu_nodes=EksGpuNodes(instance_types=["g5.xlarge"], min=0, max=2),
     # The platform first; upload the data set, then set enabled=True and run `pulumi up` again.
-    job=Job(enabled=False, nodes_max=2, train={"preset": "gpt2", "maxSteps": 1000}),
+    job=Job(enabled=False, pods_max=2, train={"preset": "gpt2", "maxSteps": 1000}),
 ))
 
 pulumi.export("clusterName", stack.cluster_name)

@@ -26,6 +26,7 @@ from tests.aws.stack_runs import (
 from tests.stack_runs import assert_one_config_error_line
 from trainstack.infra.aws.config import GPU_INSTANCE_FAMILIES, parse_aws_config
 from trainstack.infra.config import ConfigError
+from trainstack.infra.config.job import RENAMED_KEYS
 from trainstack.infra.core import versions
 
 GPU = "trainstack:gpuNodes"
@@ -51,9 +52,11 @@ BAD_CONFIGS = [
     ("system min greater than max", {"trainstack:systemNodes": {"min": 3, "max": 2, "desired": 2}}, (),
      "trainstack:systemNodes.min", "min (3) is greater than max (2)"),
     ("desired outside min..max", {GPU: {"desired": 5}}, (), f"{GPU}.desired", "desired (5) must lie between"),
-    ("job nodesMin greater than nodesMax", {JOB: {"nodesMin": 3, "nodesMax": 2}}, (), f"{JOB}.nodesMin",
-     "nodesMin (3) is greater than nodesMax (2)"),
-    ("job larger than the GPU group", {JOB: {"nodesMax": 3}}, (), f"{JOB}.nodesMax",
+    ("job podsMin greater than podsMax", {JOB: {"podsMin": 3, "podsMax": 2}}, (), f"{JOB}.podsMin",
+     "podsMin (3) is greater than podsMax (2)"),
+    ("job key under its old and its new name", {JOB: {"nodesMax": 2}}, (), f"{JOB}.nodesMax",
+     "both nodesMax and podsMax are set (podsMax replaces nodesMax)"),
+    ("job larger than the GPU group", {JOB: {"podsMax": 3}}, (), f"{JOB}.podsMax",
      "3 pods need 3 GPU nodes (1 per g4dn.xlarge), but trainstack:gpuNodes.max is 2"),
     ("instance type without a GPU", {GPU: {"instanceTypes": ["m5.large"]}}, (), f"{GPU}.instanceTypes",
      "m5.large has no NVIDIA GPU"),
@@ -63,9 +66,9 @@ BAD_CONFIGS = [
      "g5.3xlarge is not a size of the g5 family"),
     ("instance types with different GPU counts", {GPU: {"instanceTypes": ["g5.xlarge", "g5.12xlarge"]}}, (),
      f"{GPU}.instanceTypes", "different GPU counts"),
-    ("more GPUs per pod than the instance has", {JOB: {"gpusPerNode": 2, "procsPerNode": 2}}, (),
-     f"{JOB}.gpusPerNode", "2 GPUs per pod, but the GPU instance type has 1"),
-    ("processes per node not one per GPU", {JOB: {"procsPerNode": 2}}, (), f"{JOB}.procsPerNode",
+    ("more GPUs per pod than the instance has", {JOB: {"gpusPerPod": 2, "procsPerPod": 2}}, (),
+     f"{JOB}.gpusPerPod", "2 GPUs per pod, but the GPU instance type has 1"),
+    ("processes per node not one per GPU", {JOB: {"procsPerPod": 2}}, (), f"{JOB}.procsPerPod",
      "2 processes for 1 GPUs"),
     ("bad capacity type", {GPU: {"capacityType": "RESERVED"}}, (), f"{GPU}.capacityType",
      "expected SPOT or ON_DEMAND"),
@@ -259,13 +262,13 @@ def test_stack_file_parses_to_the_seed_defaults():
     assert config.region == "us-west-2"
     assert config.network.availability_zones == ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d")
     assert config.gpu_nodes.instance_types == ("g4dn.xlarge", "g5.xlarge", "g6.xlarge")  # several spot pools
-    assert config.gpu_nodes.gpus_per_instance == 1
+    assert config.gpu_nodes.gpus_per_node == 1
     assert config.gpu_nodes.capacity_type == "SPOT"
     assert (config.gpu_nodes.min_size, config.gpu_nodes.max_size) == (0, 2)
     # Shipped with the job off (data first): no job, no GPU node running.
     assert config.job.enabled is False
     assert config.gpu_nodes.desired_size == 0
-    assert (config.job.nodes_min, config.job.nodes_max, config.job.gpus_per_node) == (1, 2, 1)
+    assert (config.job.pods_min, config.job.pods_max, config.job.gpus_per_pod) == (1, 2, 1)
     assert config.kubernetes_version == versions.EKS_KUBERNETES_VERSION
     assert config.cluster_name == "trainstack-aws"
     assert config.delete_bucket_on_destroy is False
@@ -288,12 +291,12 @@ def test_code_defaults_match_the_shipped_stack_file():
 @pytest.mark.parametrize(("autoscaler", "desired"), [(False, 2), (True, 0)])
 def test_gpu_nodes_follow_the_job_unless_the_autoscaler_does(autoscaler, desired):
     enabled = as_cli_config({**stack_file_config(), **API_ACCESS, "trainstack:clusterAutoscaler": autoscaler,
-                             "trainstack:job": {"enabled": True, "nodesMax": 2},
+                             "trainstack:job": {"enabled": True, "podsMax": 2},
                              "trainstack:gpuNodes": {"instanceTypes": ["g5.12xlarge"]}})
     config = parse_aws_config(enabled, stack="aws")
 
-    # gpusPerNode defaults to all 4 GPUs of a g5.12xlarge: one pod per node, so two nodes at most.
-    assert config.job.gpus_per_node == 4
+    # gpusPerPod defaults to all 4 GPUs of a g5.12xlarge: one pod per node, so two nodes at most.
+    assert config.job.gpus_per_pod == 4
     assert config.gpu_nodes.max_size == 2
     # Without the autoscaler `pulumi up` starts them; with it the job's pending pods do.
     assert config.gpu_nodes.desired_size == desired
@@ -331,3 +334,20 @@ def test_job_train_takes_every_trainer_flag_and_passes_the_rest_as_extra_args():
     # The chart's own keys stay keys; the others become flags ahead of the user's extraArgs.
     assert config.job.train == {"maxSteps": 2000,
                                 "extraArgs": ["--lr", "0.0003", "--warmup-steps", "50", "--no-export", "--seed", "7"]}
+
+
+def test_old_job_keys_build_the_same_stack_with_one_warning_each(monkeypatch):
+    # Before "pod" and "node" had one meaning each, trainstack:job said nodesMin for the job's pods.
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    job = {**stack_file_config()[JOB], "enabled": True}
+    new_names = {new: old for old, new in RENAMED_KEYS.items()}
+    old_job = {new_names.get(key, key): value for key, value in job.items()}
+    assert set(RENAMED_KEYS) <= set(old_job)
+    new = run_main(config_with({JOB: job}))
+    assert not [w for w in warnings if "deprecated" in w]
+    warnings.clear()
+    old = run_main(config_with({JOB: old_job}, remove=(JOB,)))
+    assert [(r.urn, r.inputs) for r in old.registrations] == [(r.urn, r.inputs) for r in new.registrations]
+    assert sorted(w for w in warnings if "deprecated" in w) == sorted(f"{JOB}.{o} is deprecated: rename it to {JOB}.{n} (same meaning: per pod of the "
+                                      "job)" for o, n in RENAMED_KEYS.items())

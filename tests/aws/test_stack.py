@@ -591,9 +591,9 @@ def test_job_gets_the_image_digest_the_claim_and_the_service_account_role(up):
     account = up.one("kubernetes:core/v1:ServiceAccount").inputs["metadata"]
     assert account["annotations"] == {"eks.amazonaws.com/role-arn": role_arn(up, "trainstack-job-role")}
     job = stack_file_config()["trainstack:job"]
-    assert values["job"]["nodes"] == {"min": job["nodesMin"], "max": job["nodesMax"]}
-    assert values["job"]["procsPerNode"] == job["procsPerNode"]
-    assert values["resources"]["gpusPerNode"] == job["gpusPerNode"]
+    assert values["job"]["pods"] == {"min": job["podsMin"], "max": job["podsMax"]}
+    assert values["job"]["procsPerPod"] == job["procsPerPod"]
+    assert values["resources"]["gpusPerPod"] == job["gpusPerPod"]
     # Checkpoints and the export also go to the kept bucket as they are written.
     assert values["train"] == {**job["train"], "data": "/mnt/cache",
                                "extraArgs": ["--snapshot-uri", "s3://trainstack-snapshots-0a1b2c3/runs/train"]}

@@ -147,9 +147,9 @@ def test_job_gets_tcpx_wiring_the_queue_local_ssd_and_filestore(up):
     assert values["gpuNetworking"] == {"mode": "tcpx", "tcpx": {"networks": ["vpc1", "vpc2", "vpc3", "vpc4"]}}
     assert values["kueue"]["queueName"] == "a3-queue"
     assert values["nodeSelector"]["cloud.google.com/gke-ephemeral-storage-local-ssd"] == "true"
-    assert values["resources"]["gpusPerNode"] == 8
+    assert values["resources"]["gpusPerPod"] == 8
     assert values["resources"]["requests"] == {"cpu": "180", "memory": "1500Gi"}
-    assert values["job"]["nodes"] == {"min": 2, "max": 2} and values["job"]["procsPerNode"] == 8
+    assert values["job"]["pods"] == {"min": 2, "max": 2} and values["job"]["procsPerPod"] == 8
     assert values["storage"]["pvc"] == up.one(PVC).inputs["metadata"]["name"]
     assert values["tensorboard"]["enabled"] is True and values["tensorboard"]["image"]["tag"] == ""  # its own image
 
@@ -246,7 +246,7 @@ def test_a3_mega_gets_tcpxo_with_eight_networks():
 def test_other_gpu_machines_keep_the_plain_pool():
     # No price for G2 in the table: the budget cannot be checked, so this run sets none.
     result = run(a3_config({"trainstack:gpuPools": {"a3": {"machineType": "g2-standard-48", "diskSizeGb": 100}},
-                            "trainstack:job": {"enabled": True, "nodesMin": 1, "nodesMax": 2}},
+                            "trainstack:job": {"enabled": True, "podsMin": 1, "podsMax": 2}},
                            remove=("trainstack:maxHourlyUsd",)))
     pool = result.one(NODE_POOL, "trainstack-gpu-a3").inputs
     assert "networkConfig" not in pool and "placementPolicy" not in pool
@@ -313,7 +313,7 @@ def test_stack_file_parses_to_seed_002s_shape():
     assert a3.gpu_direct is GPU_DIRECT["a3-highgpu-8g"]
     assert (a3.capacity, a3.compact_placement, a3.local_ssd_count) == ("ON_DEMAND", True, 16)
     assert config.job.queue and config.job.queue_name == "a3-queue"
-    assert (config.job.gpus_per_node, config.job.procs_per_node) == (8, 8)
+    assert (config.job.gpus_per_pod, config.job.procs_per_pod) == (8, 8)
 
 
 def test_resource_graph_matches_the_golden_file(up):

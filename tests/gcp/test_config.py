@@ -69,14 +69,14 @@ BAD_CONFIGS = [
     ("pool min greater than max", pool(min=3, max=2), (), f"{POOL}.min", "min (3) is greater than max (2)"),
     ("pool name GKE refuses", {POOLS: {"T4_pool": {}}}, ("trainstack:gpuPools",), f"{POOLS}.T4_pool",
      "is not a valid node pool name"),
-    ("job larger than the pool", {JOB: {"nodesMax": 3}}, (), f"{JOB}.nodesMax",
+    ("job larger than the pool", {JOB: {"podsMax": 3}}, (), f"{JOB}.podsMax",
      f"3 pods need 3 GPU nodes, but {POOL}.max is 2"),
-    ("more GPUs per pod than the machine has", {JOB: {"gpusPerNode": 4, "procsPerNode": 4}}, (),
-     f"{JOB}.gpusPerNode", "4 GPUs per pod, but the n1-standard-4 node pool's machine type has 2"),
-    ("processes not one per GPU", {JOB: {"procsPerNode": 1}}, (), f"{JOB}.procsPerNode",
+    ("more GPUs per pod than the machine has", {JOB: {"gpusPerPod": 4, "procsPerPod": 4}}, (),
+     f"{JOB}.gpusPerPod", "4 GPUs per pod, but the n1-standard-4 node pool's machine type has 2"),
+    ("processes not one per GPU", {JOB: {"procsPerPod": 1}}, (), f"{JOB}.procsPerPod",
      "1 processes for 2 GPUs"),
-    ("job nodesMin greater than nodesMax", {JOB: {"nodesMin": 3, "nodesMax": 2}}, (), f"{JOB}.nodesMin",
-     "nodesMin (3) is greater than nodesMax (2)"),
+    ("job podsMin greater than podsMax", {JOB: {"podsMin": 3, "podsMax": 2}}, (), f"{JOB}.podsMin",
+     "podsMin (3) is greater than podsMax (2)"),
     ("several pools and no job pool", {POOLS: {"t4": {}, "l4": {"machineType": "g2-standard-4"}}}, (),
      "trainstack:jobPool", "not set, and there are 2 GPU pools"),
     ("job pool that does not exist", {"trainstack:jobPool": "a100"}, (), "trainstack:jobPool",
@@ -163,10 +163,10 @@ def test_stack_file_parses_to_seed_003s_defaults():
     assert (config.project, config.region, config.zone, config.location) == (
         PROJECT, "us-central1", "us-central1-a", "us-central1-a")
     (t4,) = config.gpu_pools
-    assert (t4.machine_type, t4.accelerator_type, t4.accelerator_count) == ("n1-standard-4", "nvidia-tesla-t4", 2)
+    assert (t4.machine_type, t4.accelerator_type, t4.gpus_per_node) == ("n1-standard-4", "nvidia-tesla-t4", 2)
     assert (t4.disk_size_gb, t4.disk_type, t4.min_nodes, t4.max_nodes, t4.spot) == (100, "pd-ssd", 0, 2, True)
     assert config.job.enabled is False
-    assert (config.job.nodes_min, config.job.nodes_max, config.job.gpus_per_node) == (1, 2, 2)
+    assert (config.job.pods_min, config.job.pods_max, config.job.gpus_per_pod) == (1, 2, 2)
     assert config.filestore is not None and config.filestore.capacity_gb == 1024
     assert config.delete_bucket_on_destroy is False
     assert config.cluster_name == "trainstack-gcp"
@@ -175,9 +175,9 @@ def test_stack_file_parses_to_seed_003s_defaults():
 def test_fixed_gpu_machines_need_no_accelerator_keys():
     raw = as_cli_config({**stack_file_config(), "gcp:project": PROJECT,
                          "trainstack:gpuPools": {"h100": {"machineType": "a3-highgpu-8g", "max": 2}},
-                         "trainstack:job": {"nodesMax": 2}})
+                         "trainstack:job": {"podsMax": 2}})
     (h100,) = parse_gcp_config(raw, stack="gcp").gpu_pools
-    assert (h100.accelerator_type, h100.accelerator_count, h100.attach_accelerator) == ("nvidia-h100-80gb", 8, False)
+    assert (h100.accelerator_type, h100.gpus_per_node, h100.attach_accelerator) == ("nvidia-h100-80gb", 8, False)
 
 
 def test_stack_name_picks_gcp_without_the_cloud_key():

@@ -236,9 +236,9 @@ def test_job_runs_the_image_by_digest_on_the_gpu_pool(up):
                                       "trainstack/node-pool": "t4"}
     assert values["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present",
                                       "effect": "NoSchedule"}]
-    assert values["job"]["nodes"] == {"min": 1, "max": 2}
-    assert values["job"]["procsPerNode"] == 2
-    assert values["resources"]["gpusPerNode"] == 2
+    assert values["job"]["pods"] == {"min": 1, "max": 2}
+    assert values["job"]["procsPerPod"] == 2
+    assert values["resources"]["gpusPerPod"] == 2
     # The data set comes from the bucket through the node-local cache.
     assert values["storage"]["cache"] == {"enabled": True,
                                           "sourceUri": "gs://trainstack-snapshots-5f6a7b8/data/"}
@@ -319,13 +319,13 @@ def test_outputs_give_the_commands_with_the_names_filled_in(up):
 def test_several_gpu_pools_and_the_job_on_the_named_one():
     pools = {"t4": {}, "l4": {"machineType": "g2-standard-24", "max": 1}}
     result = run_main(config_with({"trainstack:gpuPools": pools, "trainstack:jobPool": "l4",
-                                   "trainstack:job": {"enabled": True, "nodesMax": 1}}))
+                                   "trainstack:job": {"enabled": True, "podsMax": 1}}))
     l4 = result.one(NODE_POOL, "trainstack-gpu-l4").inputs
     assert l4["nodeConfig"]["guestAccelerators"][0]["type"] == "nvidia-l4"
     assert l4["nodeConfig"]["guestAccelerators"][0]["count"] == 2
     values = result.one(RELEASE, "train").inputs["values"]
     assert values["nodeSelector"]["trainstack/node-pool"] == "l4"
-    assert values["resources"]["gpusPerNode"] == 2
+    assert values["resources"]["gpusPerPod"] == 2
 
 
 def test_job_off_leaves_no_release_and_says_how_to_start_it():

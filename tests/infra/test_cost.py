@@ -86,7 +86,7 @@ NODE = Rate(2.0, 0.5)  # per node-hour, on demand and spot
 
 
 def _inputs(train: dict, rate: Rate | None = NODE) -> CostInputs:
-    job = parse_job({"trainstack:job": json.dumps({"nodesMin": 1, "nodesMax": 2, "train": train})}, 1, "x")
+    job = parse_job({"trainstack:job": json.dumps({"podsMin": 1, "podsMax": 2, "train": train})}, 1, "x")
     return CostInputs(region="r", platform=(LineItem("controlPlane", 0.1), LineItem("nat", None)),
                       gpu=GpuNodes(node_type="n", capacity="SPOT", gpu="A100", gpus_per_node=1, rate=rate,
                                    nodes_min=0, nodes_job=2, nodes_max=3, per_node_platform=0.01),

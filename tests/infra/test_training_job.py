@@ -53,8 +53,8 @@ def _values(**overrides) -> dict:
 def test_typed_arguments_map_onto_the_values_contract() -> None:
     values = _values()
     assert values["image"] == {"repository": REPOSITORY, "digest": DIGEST, "tag": ""}
-    assert values["job"] == {"nodes": {"min": 2, "max": 4}, "procsPerNode": 8}
-    assert values["resources"] == {"gpusPerNode": 8}
+    assert values["job"] == {"pods": {"min": 2, "max": 4}, "procsPerPod": 8}
+    assert values["resources"] == {"gpusPerPod": 8}
     assert values["storage"] == {"pvc": "shared-efs"}
     assert values["kueue"] == {"queueName": "training"}
     assert values["serviceAccount"] == {
@@ -71,26 +71,26 @@ def test_typed_arguments_map_onto_the_values_contract() -> None:
 
 
 def test_optional_arguments_are_left_to_the_chart_defaults_when_unset() -> None:
-    values = _values(pvc_name=None, queue_name=None, train={}, nodes_min=1, nodes_max=1, tensorboard=False)
+    values = _values(pvc_name=None, queue_name=None, train={}, pods_min=1, pods_max=1, tensorboard=False)
     assert "storage" not in values and "kueue" not in values and "train" not in values
     assert "requests" not in values["resources"] and "limits" not in values["resources"]
-    assert "replicas" not in values["job"]["nodes"]
+    assert "replicas" not in values["job"]["pods"]
 
 
-def test_cpu_job_runs_one_process_per_node_and_resources_are_passed_through() -> None:
+def test_cpu_job_runs_one_process_per_pod_and_resources_are_passed_through() -> None:
     values = _values(
-        gpus_per_node=0,
+        gpus_per_pod=0,
         node_selector={},
         tolerations=(),
-        nodes_replicas=3,
+        pods_replicas=3,
         cpu_request="30",
         memory_request="100Gi",
         memory_limit="120Gi",
         shm_size="16Gi",
     )
-    assert values["job"] == {"nodes": {"min": 2, "max": 4, "replicas": 3}, "procsPerNode": 1}
+    assert values["job"] == {"pods": {"min": 2, "max": 4, "replicas": 3}, "procsPerPod": 1}
     assert values["resources"] == {
-        "gpusPerNode": 0,
+        "gpusPerPod": 0,
         "requests": {"cpu": "30", "memory": "100Gi"},
         "limits": {"memory": "120Gi"},
         "shmSize": "16Gi",
@@ -119,12 +119,12 @@ def test_plain_env_is_passed_and_secret_values_stay_pulumi_secrets() -> None:
 def test_extra_values_are_deep_merged_last() -> None:
     values = _values(
         extra_values={
-            "job": {"maxRestarts": 10, "nodes": {"max": 6}},  # overrides a typed value, keeps siblings
+            "job": {"maxRestarts": 10, "pods": {"max": 6}},  # overrides a typed value, keeps siblings
             "tolerations": [{"key": "spot", "operator": "Exists"}],  # lists replace, like Helm
             "podLabels": {"team": "ml"},
         }
     )
-    assert values["job"] == {"nodes": {"min": 2, "max": 6}, "procsPerNode": 8, "maxRestarts": 10}
+    assert values["job"] == {"pods": {"min": 2, "max": 6}, "procsPerPod": 8, "maxRestarts": 10}
     assert values["tolerations"] == [{"key": "spot", "operator": "Exists"}]
     assert values["podLabels"] == {"team": "ml"}
     assert values["serviceAccount"]["name"] == "gpt2"  # untouched keys survive
@@ -147,24 +147,24 @@ def test_pod_template_changes_replace_the_release_but_replicas_scale_in_place() 
     release = _run_job(queue_name=None).one(RELEASE)  # no queue: replicas scale in place
     assert release.replace_on_changes == list(REPLACE_ON_CHANGES)
     assert release.delete_before_replace is True  # the new release reuses the name
-    for path in ("values.job.nodes.min", "values.job.nodes.max", "values.image", "values.resources"):
+    for path in ("values.job.pods.min", "values.job.pods.max", "values.image", "values.resources"):
         assert path in REPLACE_ON_CHANGES
-    for path in ("values.job.nodes", "values.job", "values.tensorboard", "values.serviceAccount.annotations"):
+    for path in ("values.job.pods", "values.job", "values.tensorboard", "values.serviceAccount.annotations"):
         assert path not in REPLACE_ON_CHANGES
 
 
 def test_in_a_queue_a_replicas_change_replaces_the_release() -> None:
     # Kueue refuses a parallelism change of a running Job that carries job-min-parallelism.
-    release = _run_job(queue_name="team-a", nodes_min=1, nodes_max=4, nodes_replicas=2).one(RELEASE)
-    assert "values.job.nodes.replicas" in release.replace_on_changes
+    release = _run_job(queue_name="team-a", pods_min=1, pods_max=4, pods_replicas=2).one(RELEASE)
+    assert "values.job.pods.replicas" in release.replace_on_changes
     assert release.replace_on_changes == list(REPLACE_ON_CHANGES_IN_A_QUEUE)
-    assert "values.job.nodes.replicas" not in REPLACE_ON_CHANGES
+    assert "values.job.pods.replicas" not in REPLACE_ON_CHANGES
 
 
 def test_in_a_queue_a_tensorboard_toggle_replaces_the_release() -> None:
     # Review finding 3: helm upgrade's three-way merge writes parallelism back to nodes.replicas, which
     # Kueue's webhook forbids for a Job it admitted with fewer pods (validatePartialAdmissionUpdate).
-    release = _run_job(queue_name="team-a", nodes_min=1, nodes_max=4).one(RELEASE)
+    release = _run_job(queue_name="team-a", pods_min=1, pods_max=4).one(RELEASE)
     assert "values.tensorboard" in release.replace_on_changes
     assert "values.tensorboard" not in _run_job(queue_name=None).one(RELEASE).replace_on_changes
 
@@ -212,7 +212,7 @@ def test_preview_with_unknown_image_and_cluster() -> None:
     result = run_program(program, preview=True)
     values = result.one(RELEASE).inputs["values"]
     assert values["image"] is UNKNOWN
-    assert values["job"] == {"nodes": {"min": 2, "max": 4}, "procsPerNode": 8}  # the rest stays known
+    assert values["job"] == {"pods": {"min": 2, "max": 4}, "procsPerPod": 8}  # the rest stays known
 
 
 @pytest.mark.parametrize(
@@ -247,27 +247,27 @@ _WANDB = SecretEnv(name="WANDB_API_KEY", secret_name="wandb", key="api-key")
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"nodes_min": 0}, "nodes_min must be >= 1, got 0"),
-        ({"nodes_min": 5, "nodes_max": 4}, "nodes_min (5) must not exceed nodes_max (4)"),
-        ({"nodes_max": 0, "nodes_min": 1}, "nodes_max must be >= 1, got 0"),
-        ({"nodes_max": True}, "nodes_max must be an integer, got True"),
-        ({"nodes_replicas": 5}, "nodes_replicas must be <= nodes_max (4), got 5"),
-        ({"nodes_replicas": 1}, "nodes_replicas must be >= 2, got 1"),
-        ({"gpus_per_node": -1}, "gpus_per_node must be >= 0, got -1"),
-        ({"procs_per_node": 4}, "procs_per_node (4) must equal gpus_per_node (8)"),
-        ({"procs_per_node": 0, "gpus_per_node": 0}, "procs_per_node must be >= 1, got 0"),
+        ({"pods_min": 0}, "pods_min must be >= 1, got 0"),
+        ({"pods_min": 5, "pods_max": 4}, "pods_min (5) must not exceed pods_max (4)"),
+        ({"pods_max": 0, "pods_min": 1}, "pods_max must be >= 1, got 0"),
+        ({"pods_max": True}, "pods_max must be an integer, got True"),
+        ({"pods_replicas": 5}, "pods_replicas must be <= pods_max (4), got 5"),
+        ({"pods_replicas": 1}, "pods_replicas must be >= 2, got 1"),
+        ({"gpus_per_pod": -1}, "gpus_per_pod must be >= 0, got -1"),
+        ({"procs_per_pod": 4}, "procs_per_pod (4) must equal gpus_per_pod (8)"),
+        ({"procs_per_pod": 0, "gpus_per_pod": 0}, "procs_per_pod must be >= 1, got 0"),
         ({"release_name": "GPT2"}, "release name must start with a letter"),
         ({"release_name": "r" * 51}, "at most 50 characters"),
         ({"release_name": "2nd-run"}, "release name must start with a letter"),
         ({"namespace": "Training"}, "namespace must be a DNS label"),
         ({"provider": None}, "provider must be an explicit kubernetes.Provider"),
         ({"image_ref": "trainer"}, "image_ref: image reference 'trainer' has neither a digest nor a tag"),
-        ({"pvc_name": None}, "pvc_name is required when nodes_max > 1"),
+        ({"pvc_name": None}, "pvc_name is required when pods_max > 1"),
         (
-            {"nodes_max": 2, "nodes_min": 1, "pvc_name": None, "tensorboard": False, "extra_values": {}},
-            "pvc_name is required when nodes_max > 1",
+            {"pods_max": 2, "pods_min": 1, "pvc_name": None, "tensorboard": False, "extra_values": {}},
+            "pvc_name is required when pods_max > 1",
         ),
-        ({"nodes_max": 1, "nodes_min": 1, "pvc_name": None}, "tensorboard needs pvc_name"),
+        ({"pods_max": 1, "pods_min": 1, "pvc_name": None}, "tensorboard needs pvc_name"),
         (
             {"tolerations": [{"key": "a", "operator": "Maybe"}]},
             "tolerations[0].operator must be Exists or Equal",
@@ -320,7 +320,7 @@ def test_the_chart_values_file_knows_every_key_the_component_sets() -> None:
     from trainstack.infra.kubernetes.training_job import chart_default_values
 
     defaults = chart_default_values()
-    values = _values(nodes_replicas=3, cpu_request="2", memory_limit="9Gi", shm_size="2Gi", env={"A": "b"})
+    values = _values(pods_replicas=3, cpu_request="2", memory_limit="9Gi", shm_size="2Gi", env={"A": "b"})
     for path, _ in walk(values):
         parts = re.split(r"\.|\[", path)
         node = defaults

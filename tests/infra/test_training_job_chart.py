@@ -99,11 +99,11 @@ def _immutable(job: dict) -> dict:
 # (change, arguments, expected): True = applied in place by helm upgrade, False = replaces the
 # release, None = no claim beyond "a pod-template change replaces".
 CHANGES = [
-    ("nodes_min", {"nodes_min": 1}, False),
-    ("nodes_max", {"nodes_max": 6}, False),
-    ("nodes_replicas", {"nodes_replicas": 3}, True),
+    ("pods_min", {"pods_min": 1}, False),
+    ("pods_max", {"pods_max": 6}, False),
+    ("pods_replicas", {"pods_replicas": 3}, True),
     ("image", {"image_ref": f"{REPOSITORY}@sha256:{'f' * 64}"}, False),
-    ("gpus", {"gpus_per_node": 4}, False),
+    ("gpus", {"gpus_per_pod": 4}, False),
     ("train", {"train": {"preset": "gpt2", "maxSteps": 10}}, False),
     ("pvc", {"pvc_name": "other-efs"}, False),
     ("secret_env", {"secret_env": (SecretEnv("HF_TOKEN", "hf", "token"),)}, False),

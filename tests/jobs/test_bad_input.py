@@ -29,9 +29,9 @@ def _one_line(err: str) -> str:
     (["--", "--dat", "/tmp/x"], "--data (or an abbreviation of it) would move the run"),
     (["--", "--o=/tmp/y"], "the trainer flags after --: "),
     (["--", "--snapshot-uri", "s3://other/x"], "--snapshot-uri is set by trainstack"),
-    (["--nodes", "1:3"], "3 pods need 3 GPU nodes (g4dn.xlarge), but the stack's GPU pool has at most 2"),
-    (["--nodes", "3:1"], "--nodes: nodesMin (3) is greater than nodesMax (1)"),
-    (["--nodes", "two"], "--nodes 'two': expected N or MIN:MAX"),
+    (["--pods", "1:3"], "3 pods need 3 GPU nodes (g4dn.xlarge), but the stack's GPU pool has at most 2"),
+    (["--pods", "3:1"], "--pods: podsMin (3) is greater than podsMax (1)"),
+    (["--pods", "two"], "--pods 'two': expected N or MIN:MAX"),
     (["--image", "ghcr.io/me/img"], "--image: image reference 'ghcr.io/me/img' has neither a digest nor a tag"),
     (["--sweep", "lr=1,2", "--sweep", "warmup-steps=1,2,3,4,5,6,7,8,9"], "18 jobs, more than the 16"),
     (["--sweep", "learning-rate=1e-3"], "--sweep learning-rate: not a flag of the trainer"),
@@ -216,7 +216,7 @@ def test_tensorboard_without_the_shared_volume_is_refused_by_the_chart_here(clus
 
 
 def test_a_multi_node_sweep_needs_a_queue(cluster, cli, outputs_file):
-    code, _, err = cli("submit", "lrs", "--outputs", outputs_file("gcp", without_queue), "--nodes", "2",
+    code, _, err = cli("submit", "lrs", "--outputs", outputs_file("gcp", without_queue), "--pods", "2",
                        "--sweep", "lr=3e-4,1e-3")
     assert code == 2 and "on a stack without a queue" in _one_line(err)
     assert cluster.calls == []
@@ -244,8 +244,8 @@ def _half_the_memory_quota(exports):
 def test_an_elastic_job_whose_minimum_fits_its_queue_is_submitted_with_a_warning(cluster, cli, outputs_file):
     # Kueue admits it with fewer pods (PartialAdmission, on by default in v0.19.2): refusing it is stricter
     # than Kueue (review finding 9).
-    code, _, err = cli("submit", "exp", "--nodes", "1:2", "--outputs", outputs_file("aws", _half_the_memory_quota))
+    code, _, err = cli("submit", "exp", "--pods", "1:2", "--outputs", outputs_file("aws", _half_the_memory_quota))
     assert code == 0, err
     assert "warning: exp: queue training holds 1 of the 2 pods at most" in err
-    code, _, err = cli("submit", "fixed", "--nodes", "2", "--outputs", outputs_file("aws", _half_the_memory_quota))
-    assert code == 2 and "2 pods ask" in _one_line(err) and "smaller --nodes MIN" in err
+    code, _, err = cli("submit", "fixed", "--pods", "2", "--outputs", outputs_file("aws", _half_the_memory_quota))
+    assert code == 2 and "2 pods ask" in _one_line(err) and "smaller --pods MIN" in err

@@ -33,12 +33,12 @@ WAITING = ("couldn't assign flavors to pod set main: insufficient unused quota f
 
 def _cluster_with_jobs(cluster, cli, outputs_path) -> None:
     """Submit six jobs through the CLI, then give each the status a real cluster would."""
-    assert cli("submit", "queued", "--outputs", outputs_path, "--nodes", "1")[0] == 0
-    assert cli("submit", "admitted", "--outputs", outputs_path, "--nodes", "1")[0] == 0
-    assert cli("submit", "running", "--outputs", outputs_path, "--nodes", "2")[0] == 0
-    assert cli("submit", "done", "--outputs", outputs_path, "--nodes", "1")[0] == 0
-    assert cli("submit", "broke", "--outputs", outputs_path, "--nodes", "1")[0] == 0
-    assert cli("submit", "lrs", "--outputs", outputs_path, "--nodes", "1", "--sweep", "lr=3e-4,1e-3")[0] == 0
+    assert cli("submit", "queued", "--outputs", outputs_path, "--pods", "1")[0] == 0
+    assert cli("submit", "admitted", "--outputs", outputs_path, "--pods", "1")[0] == 0
+    assert cli("submit", "running", "--outputs", outputs_path, "--pods", "2")[0] == 0
+    assert cli("submit", "done", "--outputs", outputs_path, "--pods", "1")[0] == 0
+    assert cli("submit", "broke", "--outputs", outputs_path, "--pods", "1")[0] == 0
+    assert cli("submit", "lrs", "--outputs", outputs_path, "--pods", "1", "--sweep", "lr=3e-4,1e-3")[0] == 0
     jobs, workloads = [], []
     for call in cluster.calls:
         if call["argv"][0] != "install":

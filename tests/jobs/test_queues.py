@@ -45,7 +45,7 @@ def test_the_pools_queue_holds_the_pool_at_its_maximum_of_rendered_pods(stack):
     assert values["kueue"]["queueName"] == queue_name
     pod = next(o for o in render(values) if o["kind"] == "Job")["spec"]["template"]["spec"]
     max_nodes = result.exports["estimatedHourlyUsd"]["atMax"]["nodes"]
-    pods_per_node = submission["gpusPerNode"] // values["resources"]["gpusPerNode"]
+    pods_per_node = submission["gpusPerNode"] // values["resources"]["gpusPerPod"]
     expected = {name: value * max_nodes * pods_per_node for name, value in pod_requests(pod).items()}
     assert _quotas(cluster_queue) == expected
     # What `trainstack submit` checks a job against is that same quota.
@@ -80,7 +80,7 @@ def test_the_quota_follows_the_pools_maximum_not_the_stacks_job():
     # A pool of up to 5 nodes, a stack job of up to 2: CLI jobs may use the whole pool.
     result = aws_runs.run_main(aws_runs.config_with({"trainstack:gpuNodes": {"max": 5}, "trainstack:maxHourlyUsd": 3, **JOB}))
     [cluster_queue] = result.by_type(CLUSTER_QUEUE)
-    assert result.one(RELEASE, "train").inputs["values"]["job"]["nodes"]["max"] == 2
+    assert result.one(RELEASE, "train").inputs["values"]["job"]["pods"]["max"] == 2
     assert _quotas(cluster_queue)["nvidia.com/gpu"] == 5  # 5 g4dn.xlarge, 1 GPU each
 
 
@@ -104,6 +104,6 @@ def test_without_the_autoscaler_the_queue_holds_the_groups_fixed_size():
     # pods then waited for nodes that never came.
     config = aws_runs.config_with({"trainstack:clusterAutoscaler": False,
                                    "trainstack:gpuNodes": {"min": 0, "desired": 1, "max": 2},
-                                   "trainstack:job": {"nodesMin": 1, "nodesMax": 1}})
+                                   "trainstack:job": {"podsMin": 1, "podsMax": 1}})
     [cluster_queue] = aws_runs.run_main(config).by_type(CLUSTER_QUEUE)
     assert _quotas(cluster_queue)["nvidia.com/gpu"] == 1  # 1 g4dn.xlarge

@@ -66,8 +66,8 @@ def test_a_cli_job_trains_like_the_stacks_job(stack, cluster, cli, tmp_path):
 
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps(exports))
-    nodes = stack_values["job"]["nodes"]
-    code, _, err = cli("submit", "exp", "--outputs", str(path), "--nodes", f"{nodes['min']}:{nodes['max']}",
+    pods = stack_values["job"]["pods"]
+    code, _, err = cli("submit", "exp", "--outputs", str(path), "--pods", f"{pods['min']}:{pods['max']}",
                        "--", *_as_flags(stack_values["train"]))
     assert code == 0, err
     [install] = [c for c in cluster.calls if c["argv"][0] == "install"]

@@ -21,7 +21,7 @@ def _installs(cluster):
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_objects_sent_validate_strictly(stack, cluster, cli, outputs_file, stack_exports):
-    code, out, err = cli("submit", "exp-a", "--outputs", outputs_file(stack), "--nodes", "1:2",
+    code, out, err = cli("submit", "exp-a", "--outputs", outputs_file(stack), "--pods", "1:2",
                          "--", "--max-steps", "50", "--lr", "3e-4")
     assert (code, err) == (0, ""), err
     [install] = _installs(cluster)
@@ -155,7 +155,7 @@ def test_a_module_job_is_not_promised_the_trainers_results(cluster, cli, outputs
 
 
 def test_a_multi_node_job_without_a_queue_is_warned(cluster, cli, outputs_file):
-    code, _, err = cli("submit", "big", "--outputs", outputs_file("gcp", without_queue), "--nodes", "2")
+    code, _, err = cli("submit", "big", "--outputs", outputs_file("gcp", without_queue), "--pods", "2")
     assert code == 0 and "warning: no queue on this stack" in err
     assert [c["argv"][0] for c in _installs(cluster)] == ["install"]
 
@@ -167,3 +167,19 @@ def test_two_submits_that_race_fail_with_helms_own_line(cluster, cli, outputs_fi
     assert code == 1 and out == ""
     assert err == ("trainstack submit: helm install failed: Error: INSTALLATION FAILED: release: already exists "
                    "(submitted before it: none)\n")
+
+
+def test_the_old_nodes_flag_submits_the_same_job_with_one_deprecation_line(cluster, cli, outputs_file):
+    code, _, err = cli("submit", "exp-new", "--outputs", outputs_file("aws"), "--pods", "1:2")
+    assert (code, err) == (0, ""), err
+    code, _, err = cli("submit", "exp-old", "--outputs", outputs_file("aws"), "--nodes", "1:2")
+    assert code == 0, err
+    assert err.splitlines() == ["trainstack submit: warning: --nodes is deprecated: use --pods (the same pods of the job)"]
+    new, old = (json.loads(c["stdin"]) for c in _installs(cluster))
+    assert new["job"] == old["job"] and new["job"]["pods"] == {"min": 1, "max": 2}
+
+
+def test_both_pods_and_nodes_is_refused_in_one_line(cluster, cli, outputs_file):
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("aws"), "--pods", "1:2", "--nodes", "1:2")
+    assert code == 2 and err.strip().splitlines() == [err.strip()] and "both --pods and --nodes" in err
+    assert _installs(cluster) == []

@@ -40,7 +40,7 @@ for path in (trainstack.__file__, trainstack.infra.core.paths.__file__, trainsta
 platform = TrainingPlatform("byo", TrainingPlatformArgs(
     kubeconfig="apiVersion: v1\nkind: Config\n", gpu=GpuNodes(gpus_per_node=1), bucket=Bucket(uri="s3://data"),
     image_ref="registry.example.com/trainstack:v1", shared_storage=SharedStorage(storage_class_name="efs", size="100Gi"),
-    job=Job(enabled=True, nodes_max=1, queue=True)))
+    job=Job(enabled=True, pods_max=1, queue=True)))
 
 
 @pulumi.runtime.test

@@ -114,9 +114,9 @@ def test_the_yaml_check_catches_a_wrong_property():
     program = yaml.safe_load((EXAMPLES / "yaml-gke" / "Pulumi.yaml").read_text())
     program["resources"]["training"]["properties"]["gpuPools"]["t4"]["acceleratorCnt"] = 2
     del program["resources"]["training"]["properties"]["project"]
-    program["resources"]["training"]["properties"]["job"]["nodesMax"] = "two"
+    program["resources"]["training"]["properties"]["job"]["podsMax"] = "two"
     assert sorted(e.split(":")[0] for e in yaml_example_errors(program)) == [
-        "training.gpuPools.t4.acceleratorCnt", "training.job.nodesMax", "training.project"]
+        "training.gpuPools.t4.acceleratorCnt", "training.job.podsMax", "training.project"]
 
 
 def test_bring_your_own_cluster_snippet_in_the_docs_matches_the_schema():

@@ -132,7 +132,7 @@ def test_construct_hands_the_component_its_args_class_not_a_dict(monkeypatch):
         "bucket": {"uri": "s3://research-data"},
         "imageRef": "registry.example.com/trainstack@sha256:" + "ab" * 32,
         "sharedStorage": {"storageClassName": "efs", "size": "1Ti"},
-        "job": {"enabled": True, "nodesMax": 2, "gpusPerNode": 4, "queue": True,
+        "job": {"enabled": True, "podsMax": 2, "gpusPerPod": 4, "queue": True,
                 "secretEnv": [{"name": "WANDB_API_KEY", "secretName": "wandb", "key": "api-key"}]},
     }
     result, _ = construct("trainstack:index:TrainingPlatform", inputs, stack="byo",
@@ -157,8 +157,8 @@ def test_construct_hands_the_component_its_args_class_not_a_dict(monkeypatch):
 
 def test_bad_input_stops_before_anything_is_registered():
     inputs = {"kubeconfig": "k", "gpu": {"gpusPerNode": 1}, "bucket": {"uri": "gs://b"}, "imageRef": "r:1",
-              "job": {"gpusPerNode": 2}}
-    with pytest.raises(Exception, match="job.gpusPerNode") as caught:
+              "job": {"gpusPerPod": 2}}
+    with pytest.raises(Exception, match="job.gpusPerPod") as caught:
         construct("trainstack:index:TrainingPlatform", inputs, stack="byo",
                   outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
     assert "2 GPUs per pod" in str(caught.value)

@@ -98,10 +98,10 @@ CASES = {
                tolerations=(TOLERATION,), queueing_strategy="StrictFIFO"),
     ),
     "TrainingJob": (
-        {"kubeconfig": KUBECONFIG, "clusterName": "research", "imageRef": IMAGE, "nodesMax": 2, "gpusPerNode": 4,
+        {"kubeconfig": KUBECONFIG, "clusterName": "research", "imageRef": IMAGE, "podsMax": 2, "gpusPerPod": 4,
          "pvcName": "shared", "tolerations": [TOLERATION], "train": {"maxSteps": 10},
          "secretEnv": [{"name": "WANDB_API_KEY", "secretName": "wandb", "key": "api-key"}], "tensorboard": True},
-        direct(TrainingJob, TrainingJobArgs, image_ref=IMAGE, nodes_max=2, gpus_per_node=4, pvc_name="shared",
+        direct(TrainingJob, TrainingJobArgs, image_ref=IMAGE, pods_max=2, gpus_per_pod=4, pvc_name="shared",
                tolerations=(TOLERATION,), train={"maxSteps": 10},
                secret_env=(SecretEnv(name="WANDB_API_KEY", secret_name="wandb", key="api-key"),), tensorboard=True),
     ),
@@ -128,8 +128,8 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
 
 
 @pytest.mark.parametrize(("component", "inputs", "problem"), [
-    ("TrainingJob", {"kubeconfig": KUBECONFIG, "imageRef": IMAGE, "nodesMin": 3, "nodesMax": 1},
-     "nodes_min (3) must not exceed nodes_max (1)"),
+    ("TrainingJob", {"kubeconfig": KUBECONFIG, "imageRef": IMAGE, "podsMin": 3, "podsMax": 1},
+     "pods_min (3) must not exceed pods_max (1)"),
     ("Kueue", {"kubeconfig": KUBECONFIG, "queueingStrategy": "LIFO"}, "queueing_strategy must be one of"),
     ("NvidiaDevicePlugin", {"kubeconfig": KUBECONFIG, "namespace": "default"}, "namespace must not be 'default'"),
     ("TrainingPlatform", {"kubeconfig": KUBECONFIG, "gpu": {"gpusPerNode": 1, "tolerations": [{"operator": "Maybe"}]},
@@ -142,8 +142,8 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
     ("GpuDirect", {"kubeconfig": KUBECONFIG, "machineType": "a3-megagpu-8g", "vpcNames": VPCS,
                    "subnetNames": SUBNETS}, "vpc_names must list the 8 GPU networks of a3-megagpu-8g, got 4"),
     ("AwsStack", {"region": "us-west-2"}, "apiPublicAccessCidrs: not set"),
-    ("GcpStack", {"project": "ml-research-123", "job": {"enabled": True, "nodesMax": 3},
-                  "gpuPools": {"t4": {"max": 1}}}, "job.nodesMax: 3 pods need 3 GPU nodes"),
+    ("GcpStack", {"project": "ml-research-123", "job": {"enabled": True, "podsMax": 3},
+                  "gpuPools": {"t4": {"max": 1}}}, "job.podsMax: 3 pods need 3 GPU nodes"),
 ])
 def test_bad_input_stops_before_anything_is_registered(component, inputs, problem):
     result, stopped = run(construct(component, inputs))
@@ -188,7 +188,7 @@ def test_python_callers_get_the_same_component():
 def test_an_output_where_the_schema_says_plain_is_refused_by_its_property_path():
     # YAML does not enforce `plain`: an output (or a secret) reaching a plain field is named, not json.dumps'd.
     def program() -> None:
-        inputs = {"kubeconfig": KUBECONFIG, "imageRef": IMAGE, "gpusPerNode": 1,
+        inputs = {"kubeconfig": KUBECONFIG, "imageRef": IMAGE, "gpusPerPod": 1,
                   "train": {"maxSteps": pulumi.Output.secret(10)}}
         ComponentProvider(HOSTED, NAME).construct("part", "trainstack:index:TrainingJob", inputs, None)
 

@@ -41,12 +41,12 @@ def expand_env_refs(text: str, env: dict[str, str]) -> str:
 @pytest.mark.parametrize("value_set", TRAINING_SETS)
 def test_launcher_flags_match_the_values(rendered, value_set):
     job_values = deep_merge(
-        {"nodes": {"min": 1, "max": 1}, "procsPerNode": 1, "maxRestarts": 3, "rdzvBackend": "c10d"},
+        {"pods": {"min": 1, "max": 1}, "procsPerPod": 1, "maxRestarts": 3, "rdzvBackend": "c10d"},
         load_values(value_set).get("job", {}))
     config, _ = launch_config(trainer(rendered[value_set]))
 
-    assert (config.min_nodes, config.max_nodes) == (job_values["nodes"]["min"], job_values["nodes"]["max"])
-    assert config.nproc_per_node == job_values["procsPerNode"]
+    assert (config.min_nodes, config.max_nodes) == (job_values["pods"]["min"], job_values["pods"]["max"])
+    assert config.nproc_per_node == job_values["procsPerPod"]
     assert config.max_restarts == job_values["maxRestarts"]
     assert config.rdzv_backend == job_values["rdzvBackend"]
     assert config.rdzv_configs["join_timeout"] == "1800"

@@ -41,8 +41,8 @@ def test_torchrun_runs_nemos_pretraining_script_on_every_gpu(rendered):
     assert script == NEMO_SCRIPT
     assert (config.min_nodes, config.max_nodes, config.nproc_per_node) == (2, 2, 8)
     # NeMo's trainer must agree with what torchrun starts.
-    assert int(overrides["trainer.num_nodes"]) == values["job"]["nodes"]["max"]
-    assert int(overrides["trainer.devices"]) == values["resources"]["gpusPerNode"] == 8
+    assert int(overrides["trainer.num_nodes"]) == values["job"]["pods"]["max"]
+    assert int(overrides["trainer.devices"]) == values["resources"]["gpusPerPod"] == 8
 
 
 def test_data_comes_from_the_seeds_bucket_through_the_ssd_cache(rendered):

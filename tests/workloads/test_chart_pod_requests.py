@@ -81,7 +81,7 @@ def test_a_user_sidecar_raises_the_quota():
 def test_the_quota_admits_the_rendered_job_at_its_largest_and_nothing_more():
     for name in ("a3-tcpx", "a3-tcpxo", "gpu-4x8-queue-pvc", "a3-nccl-check"):
         values = load_values(name)
-        pods = values["job"]["nodes"]["max"]
+        pods = values["job"]["pods"]["max"]
         args = queue_args_for(values, pods)
         quota = {"cpu": args["cpu_quota"], "memory": args["memory_quota"], "nvidia.com/gpu": str(args["gpu_quota"]),
                  **args["other_quota"]}

@@ -98,17 +98,17 @@ def test_scaling_within_min_and_max_changes_only_parallelism_and_completions():
     # Elastic Indexed Job: parallelism and completions may change together on a running Job;
     # torchrun's --nnodes MIN:MAX stays, so the running pods re-rendezvous instead of restarting.
     full = render(GPU_VALUES)
-    scaled = render(deep_merge(GPU_VALUES, {"job": {"nodes": {"replicas": 2}}}))
+    scaled = render(deep_merge(GPU_VALUES, {"job": {"pods": {"replicas": 2}}}))
     assert pod_template(full) == pod_template(scaled)
     assert [one(o, "Job")["spec"][k] for o in (full, scaled) for k in ("parallelism", "completions")] == [4, 4, 2, 2]
 
 
 def test_replicas_default_to_max_nodes(rendered):
     spec = one(rendered["gpu-4x8-queue-pvc"], "Job")["spec"]
-    assert spec["parallelism"] == spec["completions"] == GPU_VALUES["job"]["nodes"]["max"]
+    assert spec["parallelism"] == spec["completions"] == GPU_VALUES["job"]["pods"]["max"]
 
 
 def test_changing_the_node_range_changes_the_pod_template():
     # Documented: new min/max means a new Job (it resumes from the newest checkpoint).
-    wider = render(deep_merge(GPU_VALUES, {"job": {"nodes": {"max": 8}}}))
+    wider = render(deep_merge(GPU_VALUES, {"job": {"pods": {"max": 8}}}))
     assert pod_template(wider) != pod_template(render(GPU_VALUES))

@@ -41,7 +41,7 @@ def data_dir(tmp_path_factory) -> Path:
 def test_two_agents_run_the_rendered_command_to_completion(data_dir, tmp_path):
     run_dir = tmp_path / "run"
     values = deep_merge(load_values("cpu-single-node"), {
-        "job": {"nodes": {"min": 2, "max": 2}},
+        "job": {"pods": {"min": 2, "max": 2}},
         "storage": {"pvc": "shared-runs"},
         "train": {"data": str(data_dir), "out": str(run_dir), "preset": "tiny", "maxSteps": 4,
                   "batchSize": 2, "checkpointEvery": 2,

@@ -26,14 +26,14 @@ class Job:
     """The Helm release, the Job and the run directory /mnt/shared/runs/<name> (default train)."""
     namespace: str | None = None
     """The job's Kubernetes namespace, created unless it is default (default: default)."""
-    nodes_min: int | None = None
+    pods_min: int | None = None
     """Pods the job needs to run (torchrun --nnodes min; default 1)."""
-    nodes_max: int | None = None
-    """Pods the job runs at most (default 2, or nodesMin if larger)."""
-    gpus_per_node: int | None = None
+    pods_max: int | None = None
+    """Pods the job runs at most (default 2, or podsMin if larger)."""
+    gpus_per_pod: int | None = None
     """GPUs each pod takes (default: all of a node's)."""
-    procs_per_node: int | None = None
-    """Training processes per pod; must equal gpusPerNode (one per GPU)."""
+    procs_per_pod: int | None = None
+    """Training processes per pod; must equal gpusPerPod (one per GPU)."""
     data_prefix: str | None = None
     """The prepared data set, under <bucket>/<dataPrefix>/ (default data)."""
     tensorboard: bool | None = None

@@ -56,8 +56,8 @@ class InputError(pulumi.RunError):
 def stack_errors_as_inputs(provider_keys: Mapping[str, str]) -> Iterator[None]:
     """Re-raise the stack parser's ConfigError in the caller's terms: property paths, not config keys.
 
-    The parsers speak to a stack file's owner (`trainstack:job.nodesMax`, `pulumi config set --path ...`); a
-    TypeScript, YAML or Python caller of the component sets `job.nodesMax` in its inputs instead.
+    The parsers speak to a stack file's owner (`trainstack:job.podsMax`, `pulumi config set --path ...`); a
+    TypeScript, YAML or Python caller of the component sets `job.podsMax` in its inputs instead.
     """
     try:
         yield

@@ -32,18 +32,18 @@ class TrainingJobArgs:
     """Create the namespace with the release (default false)."""
     release_name: str | None = None
     """The Helm release; names the Job and the run directory (default: the component's name)."""
-    nodes_min: int | None = None
+    pods_min: int | None = None
     """Pods the job needs to run (default 1)."""
-    nodes_max: int | None = None
+    pods_max: int | None = None
     """Pods the job runs at most (default 1)."""
-    nodes_replicas: int | None = None
-    """Pods running now, within [nodesMin, nodesMax] (default nodesMax)."""
-    gpus_per_node: int | None = None
+    pods_replicas: int | None = None
+    """Pods running now, within [podsMin, podsMax] (default podsMax)."""
+    gpus_per_pod: int | None = None
     """GPUs each pod takes (default 0: CPU pods)."""
-    procs_per_node: int | None = None
-    """Training processes per pod; must equal gpusPerNode on GPU nodes (default: one per GPU, 1 on CPU)."""
+    procs_per_pod: int | None = None
+    """Training processes per pod; must equal gpusPerPod on GPU nodes (default: one per GPU, 1 on CPU)."""
     pvc_name: pulumi.Input[str] | None = None
-    """A ReadWriteMany claim for the run directory; required with nodesMax > 1 or TensorBoard."""
+    """A ReadWriteMany claim for the run directory; required with podsMax > 1 or TensorBoard."""
     queue_name: pulumi.Input[str] | None = None
     """A Kueue LocalQueue to submit through (all pods admitted together)."""
     service_account_annotations: dict[str, pulumi.Input[str]] | None = None
@@ -91,8 +91,8 @@ class TrainingJob(pulumi.ComponentResource):
         args = args_from_inputs(TrainingJobArgs, args)
         job_args = InfraTrainingJobArgs(provider=stand_in_provider(), image_ref=args.image_ref, **given(
             namespace=args.namespace, create_namespace=args.create_namespace, release_name=args.release_name,
-            nodes_min=args.nodes_min, nodes_max=args.nodes_max, nodes_replicas=args.nodes_replicas,
-            gpus_per_node=args.gpus_per_node, procs_per_node=args.procs_per_node, pvc_name=args.pvc_name,
+            pods_min=args.pods_min, pods_max=args.pods_max, pods_replicas=args.pods_replicas,
+            gpus_per_pod=args.gpus_per_pod, procs_per_pod=args.procs_per_pod, pvc_name=args.pvc_name,
             queue_name=args.queue_name, service_account_annotations=args.service_account_annotations,
             node_selector=args.node_selector,
             tolerations=tuple(config_value(t) for t in args.tolerations) if args.tolerations is not None else None,

@@ -20,12 +20,22 @@ from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError
 from trainstack.jobs.stack_outputs import StackOutputs, load
 
 
-def _nodes(text: str) -> tuple[int, int]:
+def _pods(text: str, flag: str = "--pods") -> tuple[int, int]:
     low, sep, high = text.partition(":")
     try:
         return (int(low), int(high)) if sep else (int(low), int(low))
     except ValueError:
-        raise UsageError(f"--nodes {text!r}: expected N or MIN:MAX", "give --nodes 2 or --nodes 1:4") from None
+        raise UsageError(f"{flag} {text!r}: expected N or MIN:MAX", "give --pods 2 or --pods 1:4") from None
+
+
+def _pods_flag(args: argparse.Namespace) -> tuple[int, int] | None:
+    """--pods, or the older --nodes (the same pods of the job; it meant torchrun's nodes) with one warning."""
+    if args.nodes is None:
+        return _pods(args.pods) if args.pods else None
+    if args.pods is not None:
+        raise UsageError("both --pods and --nodes given (--pods replaces --nodes)", "drop --nodes")
+    print("trainstack submit: warning: --nodes is deprecated: use --pods (the same pods of the job)", file=sys.stderr)
+    return _pods(args.nodes, "--nodes")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,7 +51,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sub = command("submit", "submit a job (or a sweep) to the stack's queue; trainer flags after --")
     sub.add_argument("name", metavar="NAME")
-    sub.add_argument("--nodes", metavar="MIN:MAX", help="pods (one per GPU node), e.g. 2 or 1:4")
+    # torchrun calls each pod a node (--nnodes); a node here is a Kubernetes node, one machine.
+    sub.add_argument("--pods", metavar="MIN:MAX", help="pods of the job (torchrun's --nnodes), e.g. 2 or 1:4")
+    sub.add_argument("--nodes", metavar="MIN:MAX", help="deprecated: the old name of --pods")
     sub.add_argument("--sweep", action="append", default=[], metavar="FLAG=V1,V2",
                      help="one job per value (repeat for a grid)")
     sub.add_argument("--image", help="another image (<repository>@sha256:... or :tag) than the stack's")
@@ -99,15 +111,15 @@ def _check_custom_target(module: str | None, script: str | None) -> None:
 
 
 def _without_gang(outputs: StackOutputs, job: JobConfig) -> bool:
-    """Without Kueue, pods of several multi-node jobs start wherever a node frees up: each job may get
-    part of its nodes and hold them for job.joinTimeoutSeconds waiting for the rest."""
-    return outputs.queue_name is None and job.nodes_min > 1
+    """Without Kueue, pods of several multi-pod jobs start wherever a node frees up: each job may get
+    part of its pods and hold their nodes for job.joinTimeoutSeconds waiting for the rest."""
+    return outputs.queue_name is None and job.pods_min > 1
 
 
 def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
     if _without_gang(outputs, job) and jobs > 1:
-        raise UsageError(f"a sweep of {jobs} jobs of at least {job.nodes_min} nodes each on a stack without a "
-                         "queue: they would split the GPU nodes between them and wait", "give --nodes 1 (or 1:N), "
+        raise UsageError(f"a sweep of {jobs} jobs of at least {job.pods_min} pods each on a stack without a "
+                         "queue: they would split the GPU nodes between them and wait", "give --pods 1 (or 1:N), "
                          "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
 
 
@@ -119,14 +131,14 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
                          "drop --sweep, or submit the trainer")
     if custom:
         _check_custom_target(args.module, args.script)
-    nodes = _nodes(args.nodes) if args.nodes else None
+    pods = _pods_flag(args)
     image = submission.check_image(args.image)
     points = sweep.expand(args.name, args.sweep, [] if custom else rest)
     planned = []
     for point in points:
         target = (submission.Target(module=args.module, script=args.script, args=tuple(rest)) if custom
                   else submission.Target(trainer_flags=(*rest, *point.flags)))
-        job = submission.check(outputs, point.name, nodes, target)
+        job = submission.check(outputs, point.name, pods, target)
         values = submission.chart_values(outputs, job, target, image=image,
                                          sweep=args.name if args.sweep else None, tensorboard=args.tensorboard)
         # The chart's own schema and checks, offline: what it refuses is bad input, not a cluster error.
@@ -143,8 +155,8 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
                              f"pick another NAME (e.g. {args.name}-2), or trainstack cancel {taken[0]} first")
         if _without_gang(outputs, job):
-            print(f"trainstack submit: warning: no queue on this stack, so the {job.nodes_min} nodes are not reserved "
-                  "together: another multi-node job may take some of them (trainstack:job.queue true admits all or "
+            print(f"trainstack submit: warning: no queue on this stack, so the {job.pods_min} pods are not reserved "
+                  "together: another multi-pod job may take their nodes (trainstack:job.queue true admits all or "
                   "nothing)", file=sys.stderr)
         for done, (name, values) in enumerate(planned):
             try:

@@ -2,7 +2,7 @@
 
 The checks are `trainstack:job`'s (trainstack/infra/config/job.py parse_job: the name, the node range, one
 process per GPU, the queue's name, every trainer flag through the trainer's own parser, W&B's key)
-plus the GPU pool's size, as the clouds check it (nodes_for_job against the pool's maximum).
+plus the GPU pool's size, as the clouds check it (gpu_nodes_for_job against the pool's maximum).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainstack.infra.config import ConfigError, nodes_for_job, parse_job
+from trainstack.infra.config import ConfigError, gpu_nodes_for_job, parse_job
 from trainstack.infra.config.job import KEY as KEY_JOB
 from trainstack.infra.config.job import JobConfig
 from trainstack.infra.config.train_args import train_keys
@@ -34,8 +34,8 @@ SNAPSHOT_FLAG = "--snapshot-uri"
 # trainstack:job keys -> what the user typed instead, and how to fix it on the command line.
 _CLI_FIXES = {
     "name": ("NAME", "pick a name of lowercase letters, digits and -, starting with a letter, at most 50 characters"),
-    "nodesMin": ("--nodes", "give --nodes MIN:MAX with MIN <= MAX"),
-    "nodesMax": ("--nodes", "give --nodes MIN:MAX with MIN <= MAX"),
+    "podsMin": ("--pods", "give --pods MIN:MAX with MIN <= MAX"),
+    "podsMax": ("--pods", "give --pods MIN:MAX with MIN <= MAX"),
     "train": ("the trainer flags after --", "fix them (python -m training train --help lists every flag)"),
 }
 
@@ -101,7 +101,7 @@ def _train_values(flags: Sequence[str]) -> dict[str, Any]:
     return train
 
 
-def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, target: Target) -> JobConfig:
+def check(outputs: StackOutputs, name: str, pods: tuple[int, int] | None, target: Target) -> JobConfig:
     """The stack's checks for one job; UsageError (one line) on the first problem."""
     section: dict[str, Any] = {
         "enabled": True,
@@ -112,8 +112,8 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
     }
     if outputs.queue_name is not None:
         section["queueName"] = outputs.queue_name
-    if nodes is not None:
-        section["nodesMin"], section["nodesMax"] = nodes
+    if pods is not None:
+        section["podsMin"], section["podsMax"] = pods
     if target.is_trainer:
         section["train"] = _train_values(target.trainer_flags)
     try:
@@ -121,11 +121,11 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
     except ConfigError as error:
         raise _cli_error(error) from None
     check_object_names(name)
-    _, nodes_for_max = nodes_for_job(job, outputs.gpus_per_node)
+    _, nodes_for_max = gpu_nodes_for_job(job, outputs.gpus_per_node)
     if nodes_for_max > outputs.pool_max_nodes:
-        raise UsageError(f"--nodes: {job.nodes_max} pods need {nodes_for_max} GPU nodes ({outputs.node_type}), but "
+        raise UsageError(f"--pods: {job.pods_max} pods need {nodes_for_max} GPU nodes ({outputs.node_type}), but "
                          f"the stack's GPU pool has at most {outputs.pool_max_nodes}",
-                         f"give --nodes {min(job.nodes_min, outputs.pool_max_nodes)}:{outputs.pool_max_nodes} or "
+                         f"give --pods {min(job.pods_min, outputs.pool_max_nodes)}:{outputs.pool_max_nodes} or "
                          "raise the pool's maximum in the stack config and pulumi up")
     return job
 
@@ -133,7 +133,7 @@ def check(outputs: StackOutputs, name: str, nodes: tuple[int, int] | None, targe
 def check_queue(outputs: StackOutputs, job: JobConfig, values: Mapping[str, Any]) -> str | None:
     """Refuse a job whose fewest pods, counted as Kueue counts them, exceed its queue's quota: Kueue would
     leave it pending for ever (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, "> maximum
-    capacity"). Above that, up to nodes_max, Kueue admits it with fewer pods (PartialAdmission, Beta and
+    capacity"). Above that, up to pods_max, Kueue admits it with fewer pods (PartialAdmission, Beta and
     on by default in v0.19.2 pkg/features/kube_features.go; the chart sets job-min-parallelism when
     min < max; pkg/scheduler/scheduler.go reduces the count): the returned warning says so, None if all fit."""
     queue = outputs.queues.get(outputs.queue_name or "")
@@ -142,16 +142,16 @@ def check_queue(outputs: StackOutputs, job: JobConfig, values: Mapping[str, Any]
     quota = {name: parse_quantity(q) for name, q in queue["quota"].items()}
     per_pod = sorted(pod_requests(pod_resources(values)).items())
     for resource, request in per_pod:
-        needed = request * job.nodes_min
+        needed = request * job.pods_min
         if needed > quota.get(resource, 0):
-            raise UsageError(f"--nodes: {job.nodes_min} pods ask {format_quantity(needed)} {resource}, but queue "
+            raise UsageError(f"--pods: {job.pods_min} pods ask {format_quantity(needed)} {resource}, but queue "
                              f"{outputs.queue_name} holds at most {format_quantity(quota.get(resource, 0))} (its "
-                             "pool at its maximum)", "give a smaller --nodes MIN, or raise the pool's maximum in "
+                             "pool at its maximum)", "give a smaller --pods MIN, or raise the pool's maximum in "
                              "the stack config and pulumi up")
-    fits = min((int(quota.get(resource, 0) // request) for resource, request in per_pod if request), default=job.nodes_max)
-    if fits < job.nodes_max:
-        return (f"queue {outputs.queue_name} holds {fits} of the {job.nodes_max} pods at most: Kueue admits the job "
-                f"with {fits} (between --nodes MIN and MAX)")
+    fits = min((int(quota.get(resource, 0) // request) for resource, request in per_pod if request), default=job.pods_max)
+    if fits < job.pods_max:
+        return (f"queue {outputs.queue_name} holds {fits} of the {job.pods_max} pods at most: Kueue admits the job "
+                f"with {fits} (between --pods MIN and MAX)")
     return None
 
 
@@ -212,8 +212,8 @@ def chart_values(outputs: StackOutputs, job: JobConfig, target: Target, *, image
                  sweep: str | None = None, tensorboard: bool = False) -> dict[str, Any]:
     """The stack's shared values plus this job's own: what `helm install` gets."""
     own: dict[str, Any] = {
-        "job": {"nodes": {"min": job.nodes_min, "max": job.nodes_max}, "procsPerNode": job.procs_per_node},
-        "resources": {"gpusPerNode": job.gpus_per_node},
+        "job": {"pods": {"min": job.pods_min, "max": job.pods_max}, "procsPerPod": job.procs_per_pod},
+        "resources": {"gpusPerPod": job.gpus_per_pod},
         "serviceAccount": service_account(outputs, job.name),
         # Opt-in (submit --tensorboard): its Deployment outlives the job, on a system node, holding the claim.
         "tensorboard": {"enabled": tensorboard},

@@ -271,7 +271,7 @@ class EksCluster(pulumi.ComponentResource):
         )
 
         self.gpu_placement = GpuPlacement(
-            node_selector=GPU_NODE_LABELS, tolerations=GPU_TOLERATIONS, gpus_per_node=gpu.gpus_per_instance,
+            node_selector=GPU_NODE_LABELS, tolerations=GPU_TOLERATIONS, gpus_per_node=gpu.gpus_per_node,
             # The most nodes a job can get: without the autoscaler the group stays at its desired size, and a
             # queue sized from max would admit jobs that then wait for nodes that never come.
             accelerator=gpu.instance_types[0], max_nodes=gpu.max_size if args.autoscaled else gpu.desired_size)

@@ -29,7 +29,7 @@ from trainstack.infra.config import (
     NAMESPACE,
     ConfigError,
     JobConfig,
-    nodes_for_job,
+    gpu_nodes_for_job,
     parse_job,
     raw_config,
     set_hint,
@@ -129,7 +129,7 @@ class NodeGroupConfig:
 @dataclass(frozen=True)
 class GpuNodeGroupConfig(NodeGroupConfig):
     capacity_type: str  # "SPOT" or "ON_DEMAND"
-    gpus_per_instance: int
+    gpus_per_node: int  # of one instance of the group's type (a node)
     ssh_public_key: str | None = None
     ignore_scaling_changes: bool = False  # always true while the cluster autoscaler owns the size
 
@@ -328,11 +328,11 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[
     if len(set(gpus_by_type.values())) > 1:
         raise ConfigError(f"{gpu_key}.instanceTypes", f"types with different GPU counts cannot share one job: "
                           f"{gpus_by_type}", "list instance types with the same number of GPUs")
-    gpus_per_instance = next(iter(gpus_by_type.values()))
-    job = parse_job(raw, gpus_per_instance, "GPU instance type")
+    gpus_per_node = next(iter(gpus_by_type.values()))
+    job = parse_job(raw, gpus_per_node, "GPU instance type")
 
-    pods_per_instance = gpus_per_instance // job.gpus_per_node
-    instances_to_start, instances_for_job = nodes_for_job(job, gpus_per_instance)
+    pods_per_node = gpus_per_node // job.gpus_per_pod
+    instances_to_start, instances_for_job = gpu_nodes_for_job(job, gpus_per_node)
     min_size = gpu.get("min", as_int, 0, minimum=0)
     max_size = gpu.get("max", as_int, max(instances_for_job, min_size), minimum=1)
     # No job, no GPU nodes: spot GPUs are the bill, so they scale to zero unless asked otherwise. With the
@@ -341,9 +341,9 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[
     desired = gpu.get("desired", as_int, max(min_size, follows_job), minimum=0)
     check_scaling(gpu_key, min_size, max_size, desired)
     if instances_for_job > max_size:
-        raise ConfigError(f"{NAMESPACE}:job.nodesMax", f"{job.nodes_max} pods need {instances_for_job} GPU nodes "
-                          f"({pods_per_instance} per {types[0]}), but {gpu_key}.max is {max_size}",
-                          f"raise {gpu_key}.max to {instances_for_job} or lower {NAMESPACE}:job.nodesMax")
+        raise ConfigError(f"{NAMESPACE}:job.podsMax", f"{job.pods_max} pods need {instances_for_job} GPU nodes "
+                          f"({pods_per_node} per {types[0]}), but {gpu_key}.max is {max_size}",
+                          f"raise {gpu_key}.max to {instances_for_job} or lower {NAMESPACE}:job.podsMax")
     ignore_scaling = gpu.get("ignoreScalingChanges", as_bool, autoscaler)
     if autoscaler and not ignore_scaling:
         raise ConfigError(f"{gpu_key}.ignoreScalingChanges", "false while the cluster autoscaler owns the GPU "
@@ -368,7 +368,7 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool) -> tuple[
         max_size=max_size,
         disk_size_gb=gpu.get("diskSizeGb", as_int, 100, minimum=20, maximum=16384),
         capacity_type=capacity,
-        gpus_per_instance=gpus_per_instance,
+        gpus_per_node=gpus_per_node,
         ssh_public_key=ssh_key,
         ignore_scaling_changes=ignore_scaling,
     )

@@ -11,7 +11,7 @@ from trainstack.infra.cost import (
     PriceTable,
     Rate,
     estimate,
-    node_counts,
+    gpu_node_counts,
 )
 
 # The NVIDIA GPU of each family in config.GPU_INSTANCE_FAMILIES (names as trainstack/contract/shapes.py PEAK_FLOPS has them).
@@ -51,12 +51,12 @@ def aws_cost_inputs(cfg: AwsStackConfig) -> CostInputs:
     node_type, rate, missing = _gpu_node_rate(cfg, prices)
     gpu = cfg.gpu_nodes
     family = node_type.partition(".")[0]
-    nodes = node_counts(cfg.job, gpu.gpus_per_instance, gpu.min_size, gpu.max_size)
+    nodes = gpu_node_counts(cfg.job, gpu.gpus_per_node, gpu.min_size, gpu.max_size)
     return CostInputs(
         region=cfg.region,
         platform=tuple(platform),
         gpu=GpuNodes(node_type=node_type, capacity=gpu.capacity_type, gpu=GPU_OF_FAMILY.get(family),
-                     gpus_per_node=gpu.gpus_per_instance, rate=rate, not_included=missing, **nodes),
+                     gpus_per_node=gpu.gpus_per_node, rate=rate, not_included=missing, **nodes),
         job=cfg.job,
         not_included=("EFS storage ($/GB-month stored)", "S3 and ECR storage ($/GB-month stored)",
                       "NAT gateway data processing ($/GB)", "cross-zone traffic ($/GB)"),

@@ -29,6 +29,6 @@ def job_commands(*, region: str, cluster_name: str, aws_profile: str | None, job
         "saveResultsCommand": pulumi.Output.concat(
             copy_results_command(job), f" && aws s3 sync {LOCAL_RESULTS_DIR}/{job.name} s3://", bucket_name,
             f"/results/{job.name}/{profile}"),
-        **kubectl_commands(namespace=job.namespace, job_name=job.name, nodes_max=job.nodes_max,
+        **kubectl_commands(namespace=job.namespace, job_name=job.name, pods_max=job.pods_max,
                            tensorboard=job.tensorboard),
     }

@@ -1,7 +1,8 @@
 """`trainstack:job.*`: the training job every cloud runs, parsed into JobConfig.
 
-The rules a job must follow wherever it runs (nodes min/max, one process per GPU, names the chart can
+The rules a job must follow wherever it runs (pods min/max, one process per GPU, names the chart can
 use, `train` keys the chart knows) live here once; each cloud only says how many GPUs its node type has.
+A pod is one pod of the job (torchrun calls it a node); a node is a Kubernetes node, one machine.
 Secrets (a W&B key) reach the pods only by reference: `secretEnv` names Kubernetes Secrets the user
 created, and the chart mounts them as secretKeyRef; no secret value passes through Pulumi.
 """
@@ -13,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pulumi
+
 from trainstack.contract.config import TrainConfig
 from trainstack.infra.config.errors import NAMESPACE, ConfigError, set_hint
 from trainstack.infra.config.reader import Section, as_bool, as_int, as_str, decoded, reject_unknown
@@ -20,7 +23,11 @@ from trainstack.infra.config.train_args import parse_train, trainer_args
 from trainstack.infra.kubernetes.training_job import SecretEnv
 
 KEY = f"{NAMESPACE}:job"
-JOB_KEYS = ("enabled", "name", "namespace", "nodesMin", "nodesMax", "gpusPerNode", "procsPerNode", "dataPrefix",
+# The keys from before "pod" and "node" had one meaning each ("node" meant a pod here): still read, each
+# renamed by _renamed with a warning, so JOB_KEYS (what Section accepts) lists the new names only.
+RENAMED_KEYS = {"nodesMin": "podsMin", "nodesMax": "podsMax", "gpusPerNode": "gpusPerPod",
+                "procsPerNode": "procsPerPod"}
+JOB_KEYS = ("enabled", "name", "namespace", "podsMin", "podsMax", "gpusPerPod", "procsPerPod", "dataPrefix",
             "tensorboard", "queue", "queueName", "train", "secretEnv")
 _SECRET_ENV_KEYS = ("name", "secretName", "key")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -37,10 +44,10 @@ class JobConfig:
     enabled: bool
     name: str  # the Helm release, the Job and the run directory /mnt/shared/runs/<name>
     namespace: str
-    nodes_min: int
-    nodes_max: int
-    procs_per_node: int
-    gpus_per_node: int
+    pods_min: int
+    pods_max: int
+    procs_per_pod: int
+    gpus_per_pod: int
     data_prefix: str  # the prepared data set, under <bucket>/<data_prefix>/
     tensorboard: bool
     # Submit through Kueue (all pods admitted together, in order when the pool is full); on by default
@@ -52,22 +59,22 @@ class JobConfig:
     secret_env: tuple[SecretEnv, ...] = ()
 
 
-def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -> JobConfig:
-    """trainstack:job, for nodes with `gpus_per_node_type` GPUs each (`node_type` names them in errors)."""
-    section = Section(KEY, raw.get(KEY), JOB_KEYS)
-    nodes_min = section.get("nodesMin", as_int, 1, minimum=1)
-    nodes_max = section.get("nodesMax", as_int, max(nodes_min, 2), minimum=1)
-    if nodes_min > nodes_max:
-        raise ConfigError(f"{KEY}.nodesMin", f"nodesMin ({nodes_min}) is greater than nodesMax ({nodes_max})",
-                          set_hint(f"{KEY}.nodesMin", str(nodes_max)))
-    gpus = section.get("gpusPerNode", as_int, gpus_per_node_type, minimum=1)
-    if gpus > gpus_per_node_type:
-        raise ConfigError(f"{KEY}.gpusPerNode", f"{gpus} GPUs per pod, but the {node_type} has "
-                          f"{gpus_per_node_type}", set_hint(f"{KEY}.gpusPerNode", str(gpus_per_node_type)))
-    procs = section.get("procsPerNode", as_int, gpus, minimum=1)
+def parse_job(raw: Mapping[str, str], gpus_per_node: int, node_type: str) -> JobConfig:
+    """trainstack:job, for nodes with `gpus_per_node` GPUs each (`node_type` names them in errors)."""
+    section = Section(KEY, _renamed(raw.get(KEY)), JOB_KEYS)
+    pods_min = section.get("podsMin", as_int, 1, minimum=1)
+    pods_max = section.get("podsMax", as_int, max(pods_min, 2), minimum=1)
+    if pods_min > pods_max:
+        raise ConfigError(f"{KEY}.podsMin", f"podsMin ({pods_min}) is greater than podsMax ({pods_max})",
+                          set_hint(f"{KEY}.podsMin", str(pods_max)))
+    gpus = section.get("gpusPerPod", as_int, gpus_per_node, minimum=1)
+    if gpus > gpus_per_node:
+        raise ConfigError(f"{KEY}.gpusPerPod", f"{gpus} GPUs per pod, but the {node_type} has "
+                          f"{gpus_per_node}", set_hint(f"{KEY}.gpusPerPod", str(gpus_per_node)))
+    procs = section.get("procsPerPod", as_int, gpus, minimum=1)
     if procs != gpus:
-        raise ConfigError(f"{KEY}.procsPerNode", f"{procs} processes for {gpus} GPUs (torchrun starts one process "
-                          "per GPU)", set_hint(f"{KEY}.procsPerNode", str(gpus)))
+        raise ConfigError(f"{KEY}.procsPerPod", f"{procs} processes for {gpus} GPUs (torchrun starts one process "
+                          "per GPU)", set_hint(f"{KEY}.procsPerPod", str(gpus)))
     names = {}
     for name_key, default in (("name", "train"), ("namespace", "default"), ("queueName", "training")):
         names[name_key] = value = section.get(name_key, as_str, default)
@@ -86,10 +93,10 @@ def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -
         enabled=section.get("enabled", as_bool, False),  # the shipped stack files start without a job (data first)
         name=names["name"],
         namespace=names["namespace"],
-        nodes_min=nodes_min,
-        nodes_max=nodes_max,
-        procs_per_node=procs,
-        gpus_per_node=gpus,
+        pods_min=pods_min,
+        pods_max=pods_max,
+        procs_per_pod=procs,
+        gpus_per_pod=gpus,
         data_prefix=data_prefix,
         tensorboard=section.get("tensorboard", as_bool, True),
         queue=section.get("queue", as_bool, True),
@@ -97,6 +104,25 @@ def parse_job(raw: Mapping[str, str], gpus_per_node_type: int, node_type: str) -
         train=train,
         secret_env=secret_env,
     )
+
+
+def _renamed(value: Any) -> Any:
+    """The section with each old key under its new name, one warning per old key; both set is an error."""
+    if value is None:
+        return None
+    section = decoded(value)
+    if not isinstance(section, dict):
+        return section  # Section names the problem
+    section = dict(section)
+    for old, new in RENAMED_KEYS.items():
+        if old not in section:
+            continue
+        if new in section:
+            raise ConfigError(f"{KEY}.{old}", f"both {old} and {new} are set ({new} replaces {old})",
+                              f"pulumi config rm --path '{KEY}.{old}'")
+        pulumi.log.warn(f"{KEY}.{old} is deprecated: rename it to {KEY}.{new} (same meaning: per pod of the job)")
+        section[new] = section.pop(old)
+    return section
 
 
 def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:
@@ -144,7 +170,7 @@ def _check_wandb_key(train: Mapping[str, Any], secret_env: tuple[SecretEnv, ...]
                           f"{KEY}.train.wandbMode offline)")
 
 
-def nodes_for_job(job: JobConfig, gpus_per_node_type: int) -> tuple[int, int]:
-    """(nodes to start the job, nodes for the job at its largest): pods are packed by GPUs."""
-    pods_per_node = gpus_per_node_type // job.gpus_per_node
-    return -(-job.nodes_min // pods_per_node), -(-job.nodes_max // pods_per_node)
+def gpu_nodes_for_job(job: JobConfig, gpus_per_node: int) -> tuple[int, int]:
+    """(GPU nodes to start the job, GPU nodes for the job at its largest): pods are packed by GPUs."""
+    pods_per_node = gpus_per_node // job.gpus_per_pod
+    return -(-job.pods_min // pods_per_node), -(-job.pods_max // pods_per_node)

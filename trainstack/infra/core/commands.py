@@ -23,7 +23,7 @@ LOCAL_DATA_DIR = "data/prepared"
 UPLOAD_EXCLUDES = (".cache/*", ".meta.json.tmp")
 
 
-def kubectl_commands(*, namespace: str, job_name: str, nodes_max: int, tensorboard: bool
+def kubectl_commands(*, namespace: str, job_name: str, pods_max: int, tensorboard: bool
                      ) -> dict[str, pulumi.Input[str]]:
     selector = TRAINER_SELECTOR.format(job=job_name)
     commands: dict[str, pulumi.Input[str]] = {
@@ -33,7 +33,7 @@ def kubectl_commands(*, namespace: str, job_name: str, nodes_max: int, tensorboa
                          f"kubectl get events -n {namespace} --sort-by=.lastTimestamp",
         # One stream per pod, each line prefixed with its pod: more pods than kubectl's default 5.
         "logsCommand": f"kubectl logs -f -n {namespace} -l {selector} -c trainer --prefix "
-                       f"--max-log-requests={max(nodes_max, 5)}",
+                       f"--max-log-requests={max(pods_max, 5)}",
         # Removes the release (Job, pods, TensorBoard) through Pulumi, so its state stays true; the
         # shared volume with the run directory stays, and the GPU nodes scale back to zero.
         "cancelCommand": "pulumi config set --path trainstack:job.enabled false && pulumi up",

@@ -23,7 +23,7 @@ def fail(component: str, message: str) -> None:
 
 
 def check_int(component: str, field: str, value: Any, *, minimum: int) -> None:
-    # bool is an int in Python; `nodes_max=True` is a bug, not 1.
+    # bool is an int in Python; `pods_max=True` is a bug, not 1.
     if not isinstance(value, int) or isinstance(value, bool):
         fail(component, f"{field} must be an integer, got {value!r}")
     if value < minimum:

@@ -6,8 +6,15 @@ program when `trainstack:maxHourlyUsd` or `trainstack:maxRunUsd` is exceeded.
 """
 
 from trainstack.infra.cost.budget import BUDGET_KEYS, Budget, check_budget, parse_budget
-from trainstack.infra.cost.estimate import CostEstimate, CostInputs, GpuNodes, LineItem, estimate, node_counts
+from trainstack.infra.cost.estimate import (
+           CostEstimate,
+           CostInputs,
+           GpuNodes,
+           LineItem,
+           estimate,
+           gpu_node_counts,
+)
 from trainstack.infra.cost.prices import HOURS_PER_MONTH, PriceTable, Rate
 
 __all__ = ["BUDGET_KEYS", "HOURS_PER_MONTH", "Budget", "CostEstimate", "CostInputs", "GpuNodes", "LineItem",
-           "PriceTable", "Rate", "check_budget", "estimate", "node_counts", "parse_budget"]
+           "PriceTable", "Rate", "check_budget", "estimate", "gpu_node_counts", "parse_budget"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainstack.contract.shapes import PRESETS, ModelShape
-from trainstack.infra.config.job import JobConfig, nodes_for_job
+from trainstack.infra.config.job import JobConfig, gpu_nodes_for_job
 from trainstack.infra.cost.prices import Rate
 from trainstack.infra.cost.throughput import Throughput, expected_throughput
 from trainstack.infra.kubernetes.training_job import chart_default_values
@@ -205,7 +205,7 @@ def estimate(inputs: CostInputs) -> CostEstimate:
     if node is None:
         return replace(base, run_unavailable=f"no price for {gpu.node_type} in trainstack/infra/cost/prices.yaml")
     job = inputs.job
-    processes = job.nodes_max * job.procs_per_node
+    processes = job.pods_max * job.procs_per_pod
     global_batch = int(train.get("globalBatchSize") or int(train["batchSize"]) * processes)
     tokens_per_step = global_batch * shape.block_size
     steps = int(train["maxSteps"])
@@ -216,7 +216,7 @@ def estimate(inputs: CostInputs) -> CostEstimate:
     return replace(base, run=run)
 
 
-def node_counts(job: JobConfig, gpus_per_node: int, nodes_min: int, nodes_max: int) -> Mapping[str, int]:
+def gpu_node_counts(job: JobConfig, gpus_per_node: int, nodes_min: int, nodes_max: int) -> Mapping[str, int]:
     """(min, job, max) GPU nodes: the job runs on as many as its largest size needs."""
-    _, for_job = nodes_for_job(job, gpus_per_node)
+    _, for_job = gpu_nodes_for_job(job, gpus_per_node)
     return {"nodes_min": nodes_min, "nodes_job": min(for_job, nodes_max), "nodes_max": nodes_max}

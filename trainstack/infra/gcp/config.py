@@ -19,7 +19,7 @@ from trainstack.infra.config import (
     NAMESPACE,
     ConfigError,
     JobConfig,
-    nodes_for_job,
+    gpu_nodes_for_job,
     parse_job,
     raw_config,
     set_hint,
@@ -148,7 +148,9 @@ class GpuPoolConfig:
     name: str
     machine_type: str
     accelerator_type: str
-    accelerator_count: int
+    # The config key is acceleratorCount (Google's word: node_config.guest_accelerator.count); the neutral
+    # layer (GpuPlacement, cost, the job's pods per node) reads it as the node's GPU count.
+    gpus_per_node: int
     attach_accelerator: bool  # N1: the accelerator is attached; A2/A3/G2: it comes with the machine
     disk_size_gb: int
     disk_type: str
@@ -272,7 +274,7 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
         name=name,
         machine_type=machine_type,
         accelerator_type=accelerator,
-        accelerator_count=count,
+        gpus_per_node=count,
         attach_accelerator=fixed is None,
         disk_size_gb=disk,
         disk_type=pool.get("diskType", as_choice, "pd-ssd", choices=DISK_TYPES),
@@ -320,13 +322,13 @@ def _parse_gpu_pools_and_job(raw: Mapping[str, str]) -> tuple[tuple[GpuPoolConfi
         raise ConfigError(f"{NAMESPACE}:jobPool", f"{job_pool_name!r} is not one of the GPU pools ({', '.join(names)})",
                           f"pulumi config set {NAMESPACE}:jobPool {names[0]}")
     job_pool = pools[names.index(job_pool_name)]
-    job = parse_job(raw, job_pool.accelerator_count, f"{job_pool.machine_type} node pool's machine type")
-    _, nodes_for_max = nodes_for_job(job, job_pool.accelerator_count)
+    job = parse_job(raw, job_pool.gpus_per_node, f"{job_pool.machine_type} node pool's machine type")
+    _, nodes_for_max = gpu_nodes_for_job(job, job_pool.gpus_per_node)
     if nodes_for_max > job_pool.max_nodes:
         pool_key = f"{pools_key}.{job_pool.name}.max"
-        raise ConfigError(f"{NAMESPACE}:job.nodesMax", f"{job.nodes_max} pods need {nodes_for_max} GPU nodes, but "
+        raise ConfigError(f"{NAMESPACE}:job.podsMax", f"{job.pods_max} pods need {nodes_for_max} GPU nodes, but "
                           f"{pool_key} is {job_pool.max_nodes}",
-                          f"raise {pool_key} to {nodes_for_max} or lower {NAMESPACE}:job.nodesMax")
+                          f"raise {pool_key} to {nodes_for_max} or lower {NAMESPACE}:job.podsMax")
     return pools, job_pool, job
 
 

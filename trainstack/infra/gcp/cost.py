@@ -10,7 +10,7 @@ from trainstack.infra.cost import (
     PriceTable,
     Rate,
     estimate,
-    node_counts,
+    gpu_node_counts,
 )
 from trainstack.infra.gcp.config import GcpStackConfig, GpuPoolConfig
 
@@ -21,7 +21,7 @@ GPU_OF_ACCELERATOR = {"nvidia-tesla-t4": "T4", "nvidia-l4": "L4", "nvidia-tesla-
 
 
 def pool_node_type(pool: GpuPoolConfig) -> str:
-    return f"{pool.machine_type} + {pool.accelerator_count} x {pool.accelerator_type}"
+    return f"{pool.machine_type} + {pool.gpus_per_node} x {pool.accelerator_type}"
 
 
 def _pool_rate(pool: GpuPoolConfig, prices: PriceTable) -> tuple[Rate | None, tuple[str, ...]]:
@@ -29,7 +29,7 @@ def _pool_rate(pool: GpuPoolConfig, prices: PriceTable) -> tuple[Rate | None, tu
     host, gpu = prices.instance(pool.machine_type), prices.accelerator(pool.accelerator_type)
     if host is None or gpu is None:
         return None, ()
-    rate = host + gpu * pool.accelerator_count
+    rate = host + gpu * pool.gpus_per_node
     missing = []
     disk = prices.monthly_per_gib("disk_per_gib_month", pool.disk_type)
     if disk is None:
@@ -66,12 +66,12 @@ def gcp_cost_inputs(cfg: GcpStackConfig) -> CostInputs:
                                      None if price is None else pool.min_nodes * price))
     job_pool = cfg.job_pool
     rate, missing = _pool_rate(job_pool, prices)
-    nodes = node_counts(cfg.job, job_pool.accelerator_count, job_pool.min_nodes, job_pool.max_nodes)
+    nodes = gpu_node_counts(cfg.job, job_pool.gpus_per_node, job_pool.min_nodes, job_pool.max_nodes)
     return CostInputs(
         region=cfg.region,
         platform=tuple(platform),
         gpu=GpuNodes(node_type=pool_node_type(job_pool), capacity=job_pool.capacity,
-                     gpu=GPU_OF_ACCELERATOR.get(job_pool.accelerator_type), gpus_per_node=job_pool.accelerator_count,
+                     gpu=GPU_OF_ACCELERATOR.get(job_pool.accelerator_type), gpus_per_node=job_pool.gpus_per_node,
                      rate=rate, per_node_platform=(nat_vm or 0.0) if cfg.network.existing is None else 0.0,
                      not_included=missing, **nodes),
         job=cfg.job,

@@ -41,7 +41,7 @@ def job_commands(*, project: str, location: str, cluster_name: str, job: JobConf
         "saveResultsCommand": pulumi.Output.concat(
             copy_results_command(job), f" && gcloud storage rsync --recursive {LOCAL_RESULTS_DIR}/{job.name} gs://",
             bucket_name, f"/results/{job.name}"),
-        **kubectl_commands(namespace=job.namespace, job_name=job.name, nodes_max=job.nodes_max,
+        **kubectl_commands(namespace=job.namespace, job_name=job.name, pods_max=job.pods_max,
                            tensorboard=job.tensorboard),
     }
 

@@ -115,7 +115,7 @@ class GpuNodePool(pulumi.ComponentResource):
         config = args.config
         accelerator = gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
             type=config.accelerator_type,
-            count=config.accelerator_count,
+            count=config.gpus_per_node,
             # Set explicitly: GKE's own default otherwise shows as a diff that replaces the pool.
             gpu_driver_installation_config=(
                 gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
@@ -163,7 +163,7 @@ class GpuNodePool(pulumi.ComponentResource):
         self.placement = GpuPlacement(
             node_selector=node_selector,
             tolerations=GPU_TOLERATIONS,
-            gpus_per_node=config.accelerator_count,
+            gpus_per_node=config.gpus_per_node,
             accelerator=config.accelerator_type,
             pod_resources=config.gpu_direct.pod_resources if config.gpu_direct else {},
             ready=[self.pool],

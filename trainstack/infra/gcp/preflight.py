@@ -116,10 +116,10 @@ def checked_machine_type(result: gcp.compute.GetMachineTypesResult, pool: GpuPoo
                               f"list --filter=name={pool.machine_type}), or choose another machine type")
     if not pool.attach_accelerator:
         gpus = {(a.guest_accelerator_type, a.guest_accelerator_count) for a in machines[0].accelerators or ()}
-        if (pool.accelerator_type, pool.accelerator_count) not in gpus:
+        if (pool.accelerator_type, pool.gpus_per_node) not in gpus:
             offered = ", ".join(f"{n} x {t}" for t, n in sorted(gpus)) or "no GPUs"
             raise pulumi.RunError(f"{key}: {pool.machine_type} in {zone} comes with {offered}, not "
-                                  f"{pool.accelerator_count} x {pool.accelerator_type}. Fix: choose the machine type "
+                                  f"{pool.gpus_per_node} x {pool.accelerator_type}. Fix: choose the machine type "
                                   "of the GPUs you want")
     return True
 

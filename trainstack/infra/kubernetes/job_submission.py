@@ -39,8 +39,8 @@ def shared_job_values(*, image_ref: pulumi.Input[str], gpu: GpuPlacement, claim_
     args = TrainingJobArgs(
         provider=None,  # type: ignore[arg-type]  # chart_values never reads it; only a Release does
         image_ref=image_ref,
-        gpus_per_node=gpu.gpus_per_node,
-        procs_per_node=gpu.gpus_per_node,
+        gpus_per_pod=gpu.gpus_per_node,
+        procs_per_pod=gpu.gpus_per_node,
         pvc_name=claim_name,
         queue_name=queue_name,
         node_selector=gpu.node_selector,

@@ -79,8 +79,8 @@ class TrainingPlatformArgs:
         if self.job.enabled and self.storage is None:
             validation.fail(component, "the job needs a shared filesystem: its checkpoints and export would "
                             "otherwise live only inside the pod")
-        if self.job.gpus_per_node > self.gpu.gpus_per_node:
-            validation.fail(component, f"the job asks {self.job.gpus_per_node} GPUs per pod, the GPU nodes have "
+        if self.job.gpus_per_pod > self.gpu.gpus_per_node:
+            validation.fail(component, f"the job asks {self.job.gpus_per_pod} GPUs per pod, the GPU nodes have "
                             f"{self.gpu.gpus_per_node}")
 
 
@@ -139,7 +139,7 @@ def check_local_disk(component: str, job_values: Mapping[str, Any], args: Traini
     if args.gpu_local_disk is None or not (args.job.enabled or args.job.queue):
         return
     per_pod = pod_requests(pod_resources(job_values)).get("ephemeral-storage", Fraction(0))
-    pods_per_node = max(args.gpu.gpus_per_node // args.job.gpus_per_node, 1) if args.job.gpus_per_node else 1
+    pods_per_node = max(args.gpu.gpus_per_node // args.job.gpus_per_pod, 1) if args.job.gpus_per_pod else 1
     if per_pod * pods_per_node > parse_quantity(args.gpu_local_disk):
         validation.fail(component, f"the job's pods request {format_quantity(per_pod * pods_per_node)} of local "
                         f"disk per node (resources.tmpSize + the data cache request), a GPU node offers about "
@@ -221,10 +221,10 @@ class TrainingPlatform(pulumi.ComponentResource):
             provider=args.provider,
             image_ref=args.image_ref,
             namespace=namespace,
-            nodes_min=job.nodes_min,
-            nodes_max=job.nodes_max,
-            procs_per_node=job.procs_per_node,
-            gpus_per_node=job.gpus_per_node,
+            pods_min=job.pods_min,
+            pods_max=job.pods_max,
+            procs_per_pod=job.procs_per_pod,
+            gpus_per_pod=job.gpus_per_pod,
             pvc_name=self.claim_name,
             service_account_name=self.service_account_name,
             node_selector=args.gpu.node_selector,
@@ -241,12 +241,12 @@ class TrainingPlatform(pulumi.ComponentResource):
             # the chart renders there (trainer, RxDM and any other sidecar, init containers, local disk),
             # as Kueue counts them. Admitted jobs then always fit the pool once the autoscaler has grown it.
             job_pool_values = chart_values(job_args, job.name)
-            job_pods = pool_pods(args.gpu, job.gpus_per_node, job.nodes_max)
+            job_pods = pool_pods(args.gpu, job.gpus_per_pod, job.pods_max)
             queues[job.queue_name] = self._queue_summary(args.gpu, pool_queue_quota(job_pool_values, job_pods))
             more = []
             for pool_name, pool in sorted(args.other_gpu_pools.items()):
                 pool_values = deep_merge(deep_merge(cache_values, {"resources": {**pool.pod_resources,
-                                                                                 "gpusPerNode": pool.gpus_per_node}}),
+                                                                                 "gpusPerPod": pool.gpus_per_node}}),
                                          args.other_pool_values.get(pool_name, {}))
                 queue_name = f"{job.queue_name}-{pool_name}"
                 more.append(PoolQueue(queue_name=queue_name, flavor_name=f"{pool_name}-nodes",

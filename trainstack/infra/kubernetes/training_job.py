@@ -4,11 +4,11 @@ Why `helm.v3.Release` and not `helm.v4.Chart`:
 - v4.Chart renders in the provider while the program runs and fails a preview when the cluster's
   kubeconfig is still unknown (pulumi/pulumi-kubernetes#3027), i.e. on every fresh stack. A Release
   skips rendering while its inputs are unknown and previews cleanly.
-- A Job's pod template is immutable, so `helm upgrade` cannot apply a change of nodes, image or
+- A Job's pod template is immutable, so `helm upgrade` cannot apply a change of pods, image or
   command. The Release is replaced instead (delete, then install under the same name: same run
   directory, so training resumes from its newest checkpoint) when a value that shapes the pod
-  template changes; `nodes_replicas` (Job parallelism) scales in place without a queue. In a Kueue
-  queue it replaces the Release too: with nodes_min < replicas the Job carries
+  template changes; `pods_replicas` (Job parallelism) scales in place without a queue. In a Kueue
+  queue it replaces the Release too: with pods_min < replicas the Job carries
   kueue.x-k8s.io/job-min-parallelism, and Kueue's webhook refuses a parallelism change while the Job
   runs (kueue v0.19.2 pkg/controller/jobs/job/job_webhook.go validatePartialAdmissionUpdate).
 Trade-off: the objects inside a Release are opaque to Pulumi diffs and policies; the chart's own
@@ -40,14 +40,14 @@ _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _RELEASE_NAME_MAX = 50
 
 # Values that end up in the Job's pod template (immutable once the Job exists): a change replaces
-# the Release. Not listed, so applied in place by `helm upgrade`: job.nodes.replicas (parallelism),
+# the Release. Not listed, so applied in place by `helm upgrade`: job.pods.replicas (parallelism),
 # job.ttlSecondsAfterFinished, job.activeDeadlineSeconds, serviceAccount.annotations,
 # networkPolicy, tensorboard.
 REPLACE_ON_CHANGES = (
     "values.image",
-    "values.job.nodes.min",
-    "values.job.nodes.max",
-    "values.job.procsPerNode",
+    "values.job.pods.min",
+    "values.job.pods.max",
+    "values.job.procsPerPod",
     "values.job.maxRestarts",
     "values.job.launcher",
     "values.job.joinTimeoutSeconds",
@@ -79,9 +79,9 @@ REPLACE_ON_CHANGES = (
     "values.ncclCheck",
 )
 # In a queue, parallelism is fixed while the Job runs (see the module docstring). A helm upgrade for
-# any other change also writes parallelism back to nodes.replicas, which Kueue refuses for a Job it
+# any other change also writes parallelism back to pods.replicas, which Kueue refuses for a Job it
 # admitted with fewer pods: TensorBoard, the one such value the stack config toggles, replaces too.
-REPLACE_ON_CHANGES_IN_A_QUEUE = (*REPLACE_ON_CHANGES, "values.job.nodes.replicas", "values.tensorboard")
+REPLACE_ON_CHANGES_IN_A_QUEUE = (*REPLACE_ON_CHANGES, "values.job.pods.replicas", "values.tensorboard")
 
 
 @dataclass(frozen=True)
@@ -98,12 +98,12 @@ class TrainingJobArgs:
     provider: k8s.Provider
     image_ref: pulumi.Input[str]  # "<repository>@sha256:..." (TrainingImage.ref) or "<repository>:<tag>"
     namespace: pulumi.Input[str] = "default"
-    nodes_min: int = 1
-    nodes_max: int = 1
+    pods_min: int = 1
+    pods_max: int = 1
     # One process per GPU when unset (1 on CPU nodes); the chart requires
-    # procsPerNode == gpusPerNode on GPU nodes.
-    procs_per_node: int | None = None
-    gpus_per_node: int = 0
+    # procsPerPod == gpusPerPod on GPU nodes.
+    procs_per_pod: int | None = None
+    gpus_per_pod: int = 0
     pvc_name: pulumi.Input[str] | None = None
     queue_name: pulumi.Input[str] | None = None  # Kueue LocalQueue (Kueue.local_queue_name)
     service_account_annotations: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
@@ -118,7 +118,7 @@ class TrainingJobArgs:
     extra_values: Mapping[str, Any] = field(default_factory=dict)  # deep-merged last (escape hatch)
     # Optional, with defaults:
     release_name: str | None = None  # default: the component's name; names the Job and run directory
-    nodes_replicas: int | None = None  # pods running now, within [nodes_min, nodes_max]; default max
+    pods_replicas: int | None = None  # pods running now, within [pods_min, pods_max]; default max
     env: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)  # plain, non-secret variables
     cpu_request: str | None = None  # per pod; None keeps the chart's default
     memory_request: str | None = None
@@ -142,26 +142,26 @@ class TrainingJobArgs:
                 f"release name must start with a letter, hold only lowercase letters, digits and '-' and be at "
                 f"most {_RELEASE_NAME_MAX} characters (it names the Job and its Service), got {release_name!r}",
             )
-        validation.check_int(component, "nodes_min", self.nodes_min, minimum=1)
-        validation.check_int(component, "nodes_max", self.nodes_max, minimum=1)
-        if self.nodes_min > self.nodes_max:
+        validation.check_int(component, "pods_min", self.pods_min, minimum=1)
+        validation.check_int(component, "pods_max", self.pods_max, minimum=1)
+        if self.pods_min > self.pods_max:
             validation.fail(
-                component, f"nodes_min ({self.nodes_min}) must not exceed nodes_max ({self.nodes_max})"
+                component, f"pods_min ({self.pods_min}) must not exceed pods_max ({self.pods_max})"
             )
-        if self.nodes_replicas is not None:
-            validation.check_int(component, "nodes_replicas", self.nodes_replicas, minimum=self.nodes_min)
-            if self.nodes_replicas > self.nodes_max:
+        if self.pods_replicas is not None:
+            validation.check_int(component, "pods_replicas", self.pods_replicas, minimum=self.pods_min)
+            if self.pods_replicas > self.pods_max:
                 validation.fail(
                     component,
-                    f"nodes_replicas must be <= nodes_max ({self.nodes_max}), got {self.nodes_replicas}",
+                    f"pods_replicas must be <= pods_max ({self.pods_max}), got {self.pods_replicas}",
                 )
-        validation.check_int(component, "gpus_per_node", self.gpus_per_node, minimum=0)
-        if self.procs_per_node is not None:
-            validation.check_int(component, "procs_per_node", self.procs_per_node, minimum=1)
-            if self.gpus_per_node > 0 and self.procs_per_node != self.gpus_per_node:
+        validation.check_int(component, "gpus_per_pod", self.gpus_per_pod, minimum=0)
+        if self.procs_per_pod is not None:
+            validation.check_int(component, "procs_per_pod", self.procs_per_pod, minimum=1)
+            if self.gpus_per_pod > 0 and self.procs_per_pod != self.gpus_per_pod:
                 validation.fail(
                     component,
-                    f"procs_per_node ({self.procs_per_node}) must equal gpus_per_node ({self.gpus_per_node}): "
+                    f"procs_per_pod ({self.procs_per_pod}) must equal gpus_per_pod ({self.gpus_per_pod}): "
                     "torchrun starts one process per GPU",
                 )
         validation.check_int(component, "timeout_seconds", self.timeout_seconds, minimum=1)
@@ -171,10 +171,10 @@ class TrainingJobArgs:
             except ValueError as error:
                 validation.fail(component, f"image_ref: {error}")
         has_pvc = self.pvc_name is not None or bool(self.extra_values.get("storage", {}).get("pvc"))
-        if self.nodes_max > 1 and not has_pvc and "command" not in self.extra_values:
+        if self.pods_max > 1 and not has_pvc and "command" not in self.extra_values:
             validation.fail(
                 component,
-                "pvc_name is required when nodes_max > 1: every node reads and writes the same run directory",
+                "pvc_name is required when pods_max > 1: every pod reads and writes the same run directory",
             )
         if self.tensorboard and not has_pvc:
             validation.fail(
@@ -271,9 +271,18 @@ def _gpu_container_resources(values: Mapping[str, Any]) -> dict[str, Any]:
         if cache["enabled"] and cache.get("request"):
             local += parse_quantity(cache["request"])  # not sizeLimit: that is only the cap
         requests["ephemeral-storage"] = format_quantity(local)
-    if int(resources["gpusPerNode"]) > 0:
-        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = int(resources["gpusPerNode"])
+    gpus = _gpus_per_pod(resources)
+    if gpus > 0:
+        requests[GPU_RESOURCE] = limits[GPU_RESOURCE] = gpus
     return {"requests": requests, "limits": limits}
+
+
+def _gpus_per_pod(resources: Mapping[str, Any]) -> int:
+    """templates/_pods.tpl: resources.gpusPerPod, else its old name gpusPerNode, else 0."""
+    for key in ("gpusPerPod", "gpusPerNode"):
+        if resources.get(key) is not None:
+            return int(resources[key])
+    return 0
 
 
 def pod_resources(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -303,14 +312,14 @@ def pod_resources(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def chart_values(args: TrainingJobArgs, release_name: str) -> dict[str, Any]:
     """Typed arguments -> the chart's values (workloads/charts/training-job/values.schema.json). Inputs may still be Outputs."""
-    procs = args.procs_per_node if args.procs_per_node is not None else max(args.gpus_per_node, 1)
-    nodes: dict[str, Any] = {"min": args.nodes_min, "max": args.nodes_max}
-    if args.nodes_replicas is not None:
-        nodes["replicas"] = args.nodes_replicas
+    procs = args.procs_per_pod if args.procs_per_pod is not None else max(args.gpus_per_pod, 1)
+    pods: dict[str, Any] = {"min": args.pods_min, "max": args.pods_max}
+    if args.pods_replicas is not None:
+        pods["replicas"] = args.pods_replicas
     requests = {
         k: v for k, v in {"cpu": args.cpu_request, "memory": args.memory_request}.items() if v is not None
     }
-    resources: dict[str, Any] = {"gpusPerNode": args.gpus_per_node}
+    resources: dict[str, Any] = {"gpusPerPod": args.gpus_per_pod}
     if requests:
         resources["requests"] = requests
     if args.memory_limit is not None:
@@ -320,7 +329,7 @@ def chart_values(args: TrainingJobArgs, release_name: str) -> dict[str, Any]:
 
     values: dict[str, Any] = {
         "image": pulumi.Output.from_input(args.image_ref).apply(image_values),
-        "job": {"nodes": nodes, "procsPerNode": procs},
+        "job": {"pods": pods, "procsPerPod": procs},
         "resources": resources,
         "nodeSelector": dict(args.node_selector),
         "tolerations": [dict(t) for t in args.tolerations],

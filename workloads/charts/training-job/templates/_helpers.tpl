@@ -131,8 +131,9 @@ server defaults it), so the pod never requests more than its limit.
 {{- $_ := set $requests "ephemeral-storage" (printf "%d" $bytes) -}}
 {{- end -}}
 {{- end -}}
-{{- if gt (int .Values.resources.gpusPerNode) 0 -}}
-{{- $_ := set $requests "nvidia.com/gpu" (int .Values.resources.gpusPerNode) -}}
+{{- $gpus := (include "training-job.pods" . | fromJson).gpusPerPod | int -}}
+{{- if gt $gpus 0 -}}
+{{- $_ := set $requests "nvidia.com/gpu" $gpus -}}
 {{- end -}}
 {{- toYaml $requests -}}
 {{- end -}}
@@ -140,8 +141,9 @@ server defaults it), so the pod never requests more than its limit.
 {{/* resources.limits plus the GPUs. */}}
 {{- define "training-job.gpuContainerLimits" -}}
 {{- $limits := deepCopy .Values.resources.limits -}}
-{{- if gt (int .Values.resources.gpusPerNode) 0 -}}
-{{- $_ := set $limits "nvidia.com/gpu" (int .Values.resources.gpusPerNode) -}}
+{{- $gpus := (include "training-job.pods" . | fromJson).gpusPerPod | int -}}
+{{- if gt $gpus 0 -}}
+{{- $_ := set $limits "nvidia.com/gpu" $gpus -}}
 {{- end -}}
 {{- toYaml $limits -}}
 {{- end -}}

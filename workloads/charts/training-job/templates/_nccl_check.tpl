@@ -11,8 +11,9 @@ capabilities and a writable root filesystem (host keys, hostfiles), as upstream'
 {{- $check := .Values.ncclCheck -}}
 {{- $settings := include "training-job.gpuNetworking.settings" . | fromJson -}}
 {{- $job := include "training-job.fullname" . -}}
+{{- $pods := include "training-job.pods" . | fromJson -}}
 {{- $hosts := list -}}
-{{- range $index := until (int .Values.job.nodes.max) -}}
+{{- range $index := until (int $pods.max) -}}
 {{- $hosts = append $hosts (printf "%s-%d.%s.%s.svc.%s" $job $index $job $.Release.Namespace $.Values.job.clusterDomain) -}}
 {{- end -}}
 - name: nccl-check
@@ -30,7 +31,7 @@ capabilities and a writable root filesystem (host keys, hostfiles), as upstream'
     - name: NCCL_CHECK_HOSTS
       value: {{ join " " $hosts | quote }}
     - name: NCCL_CHECK_GPUS_PER_NODE
-      value: {{ int .Values.resources.gpusPerNode | quote }}
+      value: {{ int $pods.gpusPerPod | quote }}
     - name: NCCL_CHECK_BENCHMARK
       value: {{ $check.benchmark | quote }}
     - name: NCCL_CHECK_MIN_BYTES

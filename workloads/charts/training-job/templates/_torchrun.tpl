@@ -50,10 +50,11 @@ a stale rendezvous; stable for the Job's life, so upgrades and pod restarts keep
 {{/* torchrun's own flags (a JSON list): the trainer and the in-image NCCL check share them. */}}
 {{- define "training-job.torchrunFlags" -}}
 {{- $j := .Values.job -}}
-{{- $nodes := $j.nodes -}}
+{{- $pods := include "training-job.pods" . | fromJson -}}
+{{- /* torchrun's words: each pod of the job is one of its nodes. */ -}}
 {{- toJson (list
-  (printf "--nnodes=%d:%d" (int $nodes.min) (int $nodes.max))
-  (printf "--nproc-per-node=%d" (int $j.procsPerNode))
+  (printf "--nnodes=%d:%d" (int $pods.min) (int $pods.max))
+  (printf "--nproc-per-node=%d" (int $pods.procsPerPod))
   (printf "--max-restarts=%d" (int $j.maxRestarts))
   (printf "--rdzv-backend=%s" $j.rdzvBackend)
   (printf "--rdzv-endpoint=%s" (include "training-job.rdzvEndpoint" .))
@@ -62,8 +63,6 @@ a stale rendezvous; stable for the Job's life, so upgrades and pod restarts keep
 {{- end -}}
 
 {{- define "training-job.torchrunArgs" -}}
-{{- $j := .Values.job -}}
-{{- $nodes := $j.nodes -}}
 {{- $args := include "training-job.torchrunFlags" . | fromJsonArray -}}
 {{- $c := .Values.command -}}
 {{- if $c.script -}}

@@ -4,7 +4,7 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 */}}
 {{- define "training-job.validate" -}}
 {{- $v := .Values -}}
-{{- $nodes := $v.job.nodes -}}
+{{- $pods := include "training-job.pods" . | fromJson -}}
 
 {{- /* The release name becomes the headless Service name, which must be a DNS-1035 label. */ -}}
 {{- if not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" .Release.Name) -}}
@@ -27,12 +27,12 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 {{- $_ := set $sidecarNames .name true -}}
 {{- end -}}
 
-{{- if gt (int $nodes.min) (int $nodes.max) -}}
-{{- fail (printf "job.nodes.min (%d) must not exceed job.nodes.max (%d)" (int $nodes.min) (int $nodes.max)) -}}
+{{- if gt (int $pods.min) (int $pods.max) -}}
+{{- fail (printf "job.pods.min (%d) must not exceed job.pods.max (%d)" (int $pods.min) (int $pods.max)) -}}
 {{- end -}}
-{{- if not (kindIs "invalid" $nodes.replicas) -}}
-{{- if or (lt (int $nodes.replicas) (int $nodes.min)) (gt (int $nodes.replicas) (int $nodes.max)) -}}
-{{- fail (printf "job.nodes.replicas (%d) must lie between job.nodes.min (%d) and job.nodes.max (%d)" (int $nodes.replicas) (int $nodes.min) (int $nodes.max)) -}}
+{{- if not (kindIs "invalid" $pods.replicas) -}}
+{{- if or (lt (int $pods.replicas) (int $pods.min)) (gt (int $pods.replicas) (int $pods.max)) -}}
+{{- fail (printf "job.pods.replicas (%d) must lie between job.pods.min (%d) and job.pods.max (%d)" (int $pods.replicas) (int $pods.min) (int $pods.max)) -}}
 {{- end -}}
 {{- end -}}
 
@@ -48,26 +48,26 @@ line that names the field. Included once, from job.yaml; renders nothing when th
 {{- end -}}
 
 {{- /* A3 machines have 8 GPUs, and the device-injection annotation hands all 8 to the RxDM. */ -}}
-{{- if and (ne $gpuNet "none") (ne (int $v.resources.gpusPerNode) 8) -}}
-{{- fail (printf "gpuNetworking.mode %s needs resources.gpusPerNode 8 (got %d): one pod per A3 node, all 8 GPUs" $gpuNet (int $v.resources.gpusPerNode)) -}}
+{{- if and (ne $gpuNet "none") (ne (int $pods.gpusPerPod) 8) -}}
+{{- fail (printf "gpuNetworking.mode %s needs resources.gpusPerPod 8 (got %d): one pod per A3 node, all 8 GPUs" $gpuNet (int $pods.gpusPerPod)) -}}
 {{- end -}}
 
 {{- if $check -}}
 {{- if eq $gpuNet "none" -}}
 {{- fail "ncclCheck.enabled needs gpuNetworking.mode tcpx or tcpxo: the check runs that mode's NCCL plugin image over its wiring" -}}
 {{- end -}}
-{{- if or (ne (int $nodes.min) (int $nodes.max)) (lt (int $nodes.max) 2) -}}
-{{- fail (printf "ncclCheck.enabled needs job.nodes.min = job.nodes.max >= 2 (got %d:%d): mpirun starts on a fixed set of nodes" (int $nodes.min) (int $nodes.max)) -}}
+{{- if or (ne (int $pods.min) (int $pods.max)) (lt (int $pods.max) 2) -}}
+{{- fail (printf "ncclCheck.enabled needs job.pods.min = job.pods.max >= 2 (got %d:%d): mpirun starts on a fixed set of pods" (int $pods.min) (int $pods.max)) -}}
 {{- end -}}
 {{- end -}}
 
-{{- $gpus := int $v.resources.gpusPerNode -}}
-{{- if and (gt $gpus 0) (ne $gpus (int $v.job.procsPerNode)) -}}
-{{- fail (printf "job.procsPerNode (%d) must equal resources.gpusPerNode (%d): torchrun starts one process per GPU" (int $v.job.procsPerNode) $gpus) -}}
+{{- $gpus := int $pods.gpusPerPod -}}
+{{- if and (gt $gpus 0) (ne $gpus (int $pods.procsPerPod)) -}}
+{{- fail (printf "job.procsPerPod (%d) must equal resources.gpusPerPod (%d): torchrun starts one process per GPU" (int $pods.procsPerPod) $gpus) -}}
 {{- end -}}
 
-{{- if and (include "training-job.usesBuiltInTrainer" .) (gt (int $nodes.max) 1) (not $v.storage.pvc) -}}
-{{- fail "storage.pvc is required when job.nodes.max > 1: all nodes must share the run directory for checkpoints" -}}
+{{- if and (include "training-job.usesBuiltInTrainer" .) (gt (int $pods.max) 1) (not $v.storage.pvc) -}}
+{{- fail "storage.pvc is required when job.pods.max > 1: all pods must share the run directory for checkpoints" -}}
 {{- end -}}
 
 {{- if and $v.tensorboard.enabled (not $v.storage.pvc) -}}

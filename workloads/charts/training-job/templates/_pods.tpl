@@ -1,0 +1,58 @@
+{{/*
+The job's size per pod and in pods, read in one place. A pod is one pod of the job (torchrun calls it a
+node: --nnodes, --nproc-per-node); a node is a Kubernetes node, one machine. The keys were once named
+after torchrun (job.nodes.*, job.procsPerNode, resources.gpusPerNode): those still work, each new key
+else its old one else the default, and the same quantity under both names fails the render.
+Returns JSON: {"min", "max", "replicas" (absent: max), "procsPerPod", "gpusPerPod"}.
+*/}}
+{{- define "training-job.pods" -}}
+{{- $v := .Values -}}
+{{- $new := $v.job.pods | default (dict) -}}
+{{- $old := $v.job.nodes | default (dict) -}}
+{{- $out := dict -}}
+{{- range $key, $default := dict "min" 1 "max" 1 "replicas" 0 -}}
+{{- $given := index $new $key -}}
+{{- $was := index $old $key -}}
+{{- if and (not (kindIs "invalid" $given)) (not (kindIs "invalid" $was)) -}}
+{{- fail (printf "job.pods.%s and job.nodes.%s are both set: job.nodes.%s is the old name of job.pods.%s, remove it" $key $key $key $key) -}}
+{{- end -}}
+{{- $value := $default -}}
+{{- if not (kindIs "invalid" $was) }}{{ $value = $was }}{{ end -}}
+{{- if not (kindIs "invalid" $given) }}{{ $value = $given }}{{ end -}}
+{{- /* replicas stays unset (the Job runs max pods) unless given */ -}}
+{{- if or (ne $key "replicas") (not (and (kindIs "invalid" $given) (kindIs "invalid" $was))) -}}
+{{- $_ := set $out $key (int $value) -}}
+{{- end -}}
+{{- end -}}
+{{- range $renamed := list
+  (dict "section" "job" "new" "procsPerPod" "old" "procsPerNode" "default" 1)
+  (dict "section" "resources" "new" "gpusPerPod" "old" "gpusPerNode" "default" 0) -}}
+{{- $values := index $v $renamed.section -}}
+{{- $given := index $values $renamed.new -}}
+{{- $was := index $values $renamed.old -}}
+{{- if and (not (kindIs "invalid" $given)) (not (kindIs "invalid" $was)) -}}
+{{- fail (printf "%s.%s and %s.%s are both set: %s.%s is the old name of %s.%s, remove it" $renamed.section $renamed.new $renamed.section $renamed.old $renamed.section $renamed.old $renamed.section $renamed.new) -}}
+{{- end -}}
+{{- $value := $renamed.default -}}
+{{- if not (kindIs "invalid" $was) }}{{ $value = $was }}{{ end -}}
+{{- if not (kindIs "invalid" $given) }}{{ $value = $given }}{{ end -}}
+{{- $_ := set $out $renamed.new (int $value) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* One line per old key the values use, naming its new key (NOTES.txt prints them). */}}
+{{- define "training-job.renamedKeys" -}}
+{{- $v := .Values -}}
+{{- range $key := list "min" "max" "replicas" -}}
+{{- if not (kindIs "invalid" (index ($v.job.nodes | default (dict)) $key)) }}
+DEPRECATED: job.nodes.{{ $key }} is now job.pods.{{ $key }} (the same pods of the job); rename it.
+{{- end -}}
+{{- end -}}
+{{- if not (kindIs "invalid" $v.job.procsPerNode) }}
+DEPRECATED: job.procsPerNode is now job.procsPerPod (the same processes per pod); rename it.
+{{- end -}}
+{{- if not (kindIs "invalid" $v.resources.gpusPerNode) }}
+DEPRECATED: resources.gpusPerNode is now resources.gpusPerPod (the same GPUs per pod); rename it.
+{{- end -}}
+{{- end -}}
