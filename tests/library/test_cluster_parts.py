@@ -37,12 +37,14 @@ from trainstack.infra.aws.network import Network, NetworkArgs
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucket as S3SnapshotBucket
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucketArgs as S3SnapshotBucketArgs
 from trainstack.infra.aws.stack import release_namespaces
+from trainstack.infra.core.versions import KUEUE_CHART
 from trainstack.infra.gcp import preflight as gcp_preflight
 from trainstack.infra.gcp.cluster import GkeCluster, GkeClusterArgs
 from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.infra.gcp.control_plane_firewall import ControlPlaneFirewall, ControlPlaneFirewallArgs
 from trainstack.infra.gcp.filestore_storage import FilestoreStorage, FilestoreStorageArgs
 from trainstack.infra.gcp.handles import ClusterRef, NetworkRef
-from trainstack.infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs
+from trainstack.infra.gcp.node_pools import GpuNodePool, GpuNodePoolArgs, NodePoolArgs, SystemNodePool
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucket as GcsSnapshotBucket
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucketArgs as GcsSnapshotBucketArgs
 from trainstack.provider import NAME
@@ -92,11 +94,17 @@ def direct_gke_cluster() -> None:
                                  gpu_pools=())
     google = gcp.Provider("part-gcp", project=PROJECT, region="us-central1", default_labels=dict(config.labels))
     checks = gcp_preflight.gate(config, google, parent=google)
-    GkeCluster("part", GkeClusterArgs(
+    gated = pulumi.ResourceOptions(providers={"gcp": google}, depends_on=checks.ready)
+    cluster = GkeCluster("part", GkeClusterArgs(
         config=config, network=NetworkRef(network_name="research-vpc", subnetwork_name="research-nodes",
                                           pods_range_name="pods", services_range_name="services"),
-        services=(), control_plane_version=checks.control_plane_version, multi_networking=False),
-        opts=pulumi.ResourceOptions(providers={"gcp": google}, depends_on=checks.ready))
+        services=(), control_plane_version=checks.control_plane_version, multi_networking=False), opts=gated)
+    # What the GKE stack adds to its cluster for the platform: the system pool and the control-plane rule.
+    SystemNodePool("part-system", NodePoolArgs(cluster=cluster, service_account_email=NODES_ACCOUNT,
+                                               labels=config.labels), config.system_pool, opts=gated)
+    ControlPlaneFirewall("part-control-plane-calls", ControlPlaneFirewallArgs(
+        network_name="research-vpc", master_cidr=config.network.master_cidr,
+        charts=[KUEUE_CHART.chart, "training-job"], node_service_account=NODES_ACCOUNT), opts=gated)
 
 
 A100_POOL = {"machineType": "a2-highgpu-1g", "capacity": "ON_DEMAND", "max": 4}
@@ -175,7 +183,8 @@ def direct_gcs_bucket() -> None:
 NETWORK = {"network": "research-vpc", "subnetwork": "research-nodes", "podsRangeName": "pods",
            "servicesRangeName": "services"}
 CASES = {
-    "GkeCluster": ("gcp", {"project": PROJECT, "region": "us-central1", "clusterName": "research", **NETWORK},
+    "GkeCluster": ("gcp", {"project": PROJECT, "region": "us-central1", "clusterName": "research", **NETWORK,
+                           "nodeServiceAccountEmail": NODES_ACCOUNT},
                    direct_gke_cluster),
     "GkeGpuNodePool": ("gcp", {"project": PROJECT, **CLUSTER, "serviceAccountEmail": NODES_ACCOUNT,
                                "poolName": "a100", "pool": A100_POOL}, direct_gpu_pool),
@@ -248,7 +257,7 @@ def test_gke_parts_compose_into_the_training_platform():
     def program() -> None:
         cluster = components.GkeCluster("research", components.GkeClusterArgs(
             project=PROJECT, cluster_name="research", network="research-vpc", subnetwork="research-nodes",
-            pods_range_name="pods", services_range_name="services"))
+            pods_range_name="pods", services_range_name="services", node_service_account_email=NODES_ACCOUNT))
         pool = components.GkeGpuNodePool("a100", components.GkeGpuNodePoolArgs(
             project=PROJECT, cluster_name=cluster.cluster_name, location=cluster.location,
             node_zone=cluster.node_zone, service_account_email=NODES_ACCOUNT, pool_name="a100",
@@ -272,7 +281,14 @@ def test_gke_parts_compose_into_the_training_platform():
     result, stopped = run(program)
     assert not stopped, stopped
     gke = result.one("gcp:container/cluster:Cluster")
-    node_pool = result.one("gcp:container/nodePool:NodePool")
+    node_pool = result.one("gcp:container/nodePool:NodePool", "a100")
+    # The platform's Kubernetes provider (Kueue's release with it) waits for the cluster part's untainted system
+    # pool and its control-plane rule, through the kubeconfig.
+    system_pool = result.one("gcp:container/nodePool:NodePool", "research-system")
+    assert "taints" not in system_pool.inputs["nodeConfig"] and system_pool.inputs["initialNodeCount"] >= 1
+    rule = result.one("gcp:compute/firewall:Firewall")
+    kubernetes = result.one("pulumi:providers:kubernetes", "platform-k8s")
+    assert {system_pool.urn, rule.urn} <= set(kubernetes.dependencies)
     assert node_pool.inputs["cluster"] == "research" and node_pool.inputs["nodeLocations"] == ["us-central1-a"]
     assert gke.urn in node_pool.dependencies  # the pool waits for the cluster through its name
     assert node_pool.inputs["nodeConfig"]["serviceAccount"] == NODES_ACCOUNT

@@ -236,3 +236,37 @@ def test_yaml_parts_example_constructs_each_part_with_its_wired_inputs_as_output
     assert volume["spec"]["claimRef"]["name"] == claim["metadata"]["name"]
     assert volume["spec"]["capacity"]["storage"] == claim["spec"]["resources"]["requests"]["storage"]
     assert built["t4"].one("gcp:container/nodePool:NodePool").inputs["cluster"] == "research"
+
+
+def test_yaml_parts_example_gives_kueue_an_untainted_node_and_the_control_plane_its_ports():
+    """What the parts build together, not each on its own: Kueue (the platform's) needs a node without the GPU
+    taint that is up before it installs, and the private control plane must reach its webhook and visibility
+    API (the ports control_plane_firewall lists for every chart the platform installs) on that node."""
+    from trainstack.infra.gcp.control_plane_firewall import control_plane_ports
+
+    program = yaml.safe_load((EXAMPLES / "yaml-gke-parts" / "Pulumi.yaml").read_text())
+    built = {name: construct_with_outputs(resource["type"], resource["properties"], PARTS_OUTPUTS)[0]
+             for name, resource in program["resources"].items()}
+    platform = program["resources"]["platform"]
+    # The platform waits for what it names in dependsOn and for each resource whose outputs it takes.
+    waits_for = {reference.strip("${}") for reference in platform.get("options", {}).get("dependsOn", [])}
+    waits_for |= set(re.findall(r"\$\{(\w+)\.", yaml.safe_dump(platform["properties"])))
+
+    untainted = [(name, pool) for name, result in built.items() if name in waits_for
+                 for pool in result.by_type("gcp:container/nodePool:NodePool")
+                 if not pool.inputs["nodeConfig"].get("taints") and pool.inputs.get("initialNodeCount", 0) >= 1]
+    assert untainted, "no node pool without a taint, up from the start, that the platform waits for"
+    system_accounts = {pool.inputs["nodeConfig"]["serviceAccount"] for _, pool in untainted}
+
+    charts = [release.inputs["chart"] for release in built["platform"].by_type("kubernetes:helm.sh/v3:Release")]
+    needed = set(control_plane_ports(charts))
+    assert {9443, 8082} <= needed  # Kueue's webhook and visibility APIService (kubernetes-sigs/kueue v0.19.2)
+    master_cidr = built["cluster"].one("gcp:container/cluster:Cluster").inputs["privateClusterConfig"][
+        "masterIpv4CidrBlock"]
+    opened = {int(port) for name, result in built.items() if name in waits_for
+              for rule in result.by_type("gcp:compute/firewall:Firewall")
+              if rule.inputs["direction"] == "INGRESS" and master_cidr in rule.inputs["sourceRanges"]
+              and rule.inputs["network"] == PARTS_CONFIG["network"]
+              and system_accounts <= set(rule.inputs.get("targetServiceAccounts", []))
+              for allow in rule.inputs["allows"] if allow["protocol"] == "tcp" for port in allow["ports"]}
+    assert needed <= opened, f"the control plane cannot reach ports {sorted(needed - opened)} on the system nodes"

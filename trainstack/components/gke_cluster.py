@@ -1,9 +1,13 @@
 """GkeCluster, hosted: the stacks' GKE cluster (trainstack.infra.gcp.cluster) on a VPC you give by name.
 
-Private nodes, Workload Identity, Dataplane V2, the Filestore CSI driver, no default node pool: add
-GkeGpuNodePool parts (and a CPU pool of your own) on its outputs. The settings go through the GKE stack's
-parser and its preflight (APIs enabled, zone, the release channel's version) before anything is created.
-The project's Compute Engine and Kubernetes Engine APIs must be enabled already (the preflight says so).
+Private nodes, Workload Identity, Dataplane V2, the Filestore CSI driver. As in the GKE stack, GKE's default
+pool is replaced by the stack's system pool (untainted CPU nodes, at least one always up: kube-system and
+Kueue run there, the GPU pools' taint keeps them off GPU nodes), and the private control plane is let
+through to the ports the training platform's charts serve webhooks and aggregated APIs on (Kueue's 9443
+and 8082); both run as, and target, the nodes' service account. Add GkeGpuNodePool parts on its outputs.
+The settings go through the GKE stack's parser and its preflight (APIs enabled, zone, the release
+channel's version) before anything is created. The project's Compute Engine and Kubernetes Engine APIs
+must be enabled already (the preflight says so).
 """
 
 import dataclasses
@@ -13,16 +17,23 @@ import pulumi
 import pulumi_gcp as gcp
 
 from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.gcp import GkeSystemNodes
 from trainstack.components.part_config import parsed_as_inputs, raw_config
+from trainstack.infra.core.versions import KUEUE_CHART
 from trainstack.infra.gcp import preflight
 from trainstack.infra.gcp.cluster import GkeCluster as InfraGkeCluster
 from trainstack.infra.gcp.cluster import GkeClusterArgs as InfraGkeClusterArgs
 from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.infra.gcp.control_plane_firewall import ControlPlaneFirewall, ControlPlaneFirewallArgs
 from trainstack.infra.gcp.handles import NetworkRef
+from trainstack.infra.gcp.node_pools import NodePoolArgs, SystemNodePool
 
 PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
 # Only the cluster's settings are the caller's: the stack parser's job and filestore stay off.
 NO_JOB = {"enabled": False}
+# What TrainingPlatform may install on this cluster, by control_plane_firewall's table keys: the rule opens
+# the ports of all of them, since the cluster cannot know whether the platform's job queues (Kueue).
+PLATFORM_CHARTS = (KUEUE_CHART.chart, "training-job")
 
 
 @dataclass(kw_only=True)
@@ -35,6 +46,8 @@ class GkeClusterArgs:
     """The VPC's name or self link."""
     subnetwork: pulumi.Input[str]
     """The nodes' subnet (name or self link), with secondary ranges for pods and services."""
+    node_service_account_email: pulumi.Input[str]
+    """The Google service account the system pool's nodes run as (never the default Compute Engine account); the control-plane firewall rule targets it, so give the GPU pools the same one."""
     pods_range_name: str
     """The subnet's secondary range for pods."""
     services_range_name: str
@@ -57,12 +70,14 @@ class GkeClusterArgs:
     """CIDR blocks that may reach the cluster's endpoint (default: any, still authenticated by IAM)."""
     multi_networking: bool | None = None
     """GKE multi-networking, which GPUDirect (A3) pools need for their extra VPCs (default false)."""
+    system_nodes: GkeSystemNodes | None = None
+    """The untainted CPU pool for kube-system and Kueue (default e2-standard-4, 1 to 3 nodes)."""
     labels: dict[str, str] | None = None
-    """Extra labels on the cluster (plus app and pulumi-stack)."""
+    """Extra labels on the cluster and its system pool's VMs (plus app and pulumi-stack)."""
 
 
 class GkeCluster(pulumi.ComponentResource):
-    """A private GKE cluster without node pools (Workload Identity, Dataplane V2, Filestore CSI driver, a maintenance exclusion that keeps node upgrades away from running jobs)."""
+    """A private GKE cluster with its system node pool and the control-plane firewall rule for Kueue (Workload Identity, Dataplane V2, Filestore CSI driver, a maintenance exclusion that keeps node upgrades away from running jobs)."""
 
     cluster_name: pulumi.Output[str]
     """The cluster's name, once it exists: GkeGpuNodePool's clusterName."""
@@ -74,6 +89,10 @@ class GkeCluster(pulumi.ComponentResource):
     """The control plane's IP address."""
     kubeconfig: pulumi.Output[str]
     """The cluster's kubeconfig (secret; tokens from gke-gcloud-auth-plugin): the kubeconfig of the in-cluster parts."""
+    system_pool_name: pulumi.Output[str]
+    """The system node pool's name (system)."""
+    control_plane_ports: pulumi.Output[list[int]]
+    """The node ports the control plane may call (Kueue's webhook and visibility API): depend on the cluster before installing the platform."""
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GkeClusterArgs, args)
@@ -81,7 +100,7 @@ class GkeCluster(pulumi.ComponentResource):
             {"gcp:project": args.project, "gcp:region": args.region},
             zone=args.zone, regional=args.regional, clusterName=args.cluster_name, releaseChannel=args.release_channel,
             kubernetesVersion=args.kubernetes_version, apiAuthorizedNetworks=args.api_authorized_networks,
-            labels=args.labels, job=NO_JOB, sharedFilesystem=NO_JOB,
+            systemNodes=args.system_nodes, labels=args.labels, job=NO_JOB, sharedFilesystem=NO_JOB,
             network={"masterCidr": args.master_cidr} if args.master_cidr is not None else None)
         config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {"network.masterCidr": "masterCidr"})
         # The parser's default GPU pool is not this part's: no pools to check, multi-networking as asked.
@@ -99,10 +118,27 @@ class GkeCluster(pulumi.ComponentResource):
             control_plane_version=checks.control_plane_version,
             multi_networking=bool(args.multi_networking),
         ), opts=pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=checks.ready))
+        # The GKE stack's own system pool and control-plane rule (trainstack/infra/gcp/stack.py): without the
+        # pool nothing untainted runs kube-system or Kueue; without the rule Kueue's webhook times out.
+        in_cluster = pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=checks.ready)
+        system_pool = SystemNodePool(f"{name}-system", NodePoolArgs(
+            cluster=cluster, service_account_email=args.node_service_account_email, labels=config.labels),
+            config.system_pool, opts=in_cluster)
+        firewall = ControlPlaneFirewall(f"{name}-control-plane-calls", ControlPlaneFirewallArgs(
+            network_name=args.network, master_cidr=config.network.master_cidr, charts=PLATFORM_CHARTS,
+            node_service_account=args.node_service_account_email), opts=in_cluster)
         self.cluster_name = cluster.cluster_name
         self.location = pulumi.Output.from_input(cluster.location)
         self.node_zone = cluster.node_zone
         self.endpoint = cluster.cluster.endpoint
-        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
+        # Whatever installs with this kubeconfig (TrainingPlatform, in any language) waits for the system pool and
+        # the rule, as the stack's platform does (depends_on there).
+        ready = [system_pool.pool.id, *([firewall.rule.id] if firewall.rule is not None else [])]
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(cluster.kubeconfig_json, *ready).apply(lambda values: values[0]))
+        self.system_pool_name = system_pool.pool.name
+        self.control_plane_ports = pulumi.Output.from_input(firewall.ports)
         self.register_outputs({"clusterName": self.cluster_name, "location": self.location, "nodeZone": self.node_zone,
-                               "endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
+                               "endpoint": self.endpoint, "kubeconfig": self.kubeconfig,
+                               "systemPoolName": self.system_pool_name,
+                               "controlPlanePorts": self.control_plane_ports})
