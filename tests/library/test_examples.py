@@ -182,11 +182,9 @@ def construct_with_outputs(token: str, properties: dict, outputs: dict) -> tuple
     Configure with acceptOutputs=True, pulumi 3.272): literals cross the wire as a Struct, and each value
     wired from another resource's output arrives as an Output in its place (ProviderServicer._select_value
     returns an input that already contains outputs as it is)."""
-    from pulumi.provider.experimental.component import ComponentProvider
-
     from tests.gcp import stack_runs as gcp_runs
     from trainstack.components import HOSTED
-    from trainstack.provider import NAME
+    from trainstack.provider import NAME, TrainstackProvider
 
     marker = "output-of:"
     constructed: list = []
@@ -203,7 +201,7 @@ def construct_with_outputs(token: str, properties: dict, outputs: dict) -> tuple
     def program() -> None:
         wired = resolved(properties, {**PARTS_CONFIG, **{key: marker + key for key in outputs}})
         inputs = as_outputs(over_the_wire(wired))
-        constructed.append(ComponentProvider(HOSTED, NAME).construct("part", token, inputs, None))
+        constructed.append(TrainstackProvider(HOSTED, NAME).construct("part", token, inputs, None))
         for key, value in constructed[-1].state.items():
             pulumi.export(key, value)
 

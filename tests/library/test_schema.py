@@ -88,14 +88,25 @@ def test_every_component_type_and_property_has_a_description():
     assert not missing, f"add a docstring under each of: {missing}"
 
 
-def test_the_package_folder_is_what_the_python_host_runs():
+def test_the_package_folder_is_what_the_python_host_runs(monkeypatch):
     # pulumi-language-python's RunPlugin runs `python <plugin folder>` when the folder has a __main__.py; the
     # repository root's __main__.py is the Pulumi program, so the package lives in provider/.
     folder = REPO / "provider"
     manifest = yaml.safe_load((folder / "PulumiPlugin.yaml").read_text())
     assert manifest == {"runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}}
     assert "from trainstack.provider import main" in (folder / "__main__.py").read_text()
-    assert "component_provider_host(HOSTED, name=NAME" in (REPO / "trainstack" / "provider.py").read_text()
+    # It serves the hosted components through TrainstackProvider (bad inputs as property errors), not the SDK's own.
+    import pulumi.provider
+
+    from trainstack import provider
+
+    served = []
+    monkeypatch.setattr(pulumi.provider, "main", lambda hosted, args: served.append((hosted, args)))
+    monkeypatch.setattr("sys.argv", ["provider", "127.0.0.1:1"])
+    provider.main()
+    ((hosted, args),) = served
+    assert type(hosted) is provider.TrainstackProvider and args == ["127.0.0.1:1"]
+    assert json.loads(hosted.schema) == committed()
     assert (folder / "requirements.txt").read_text().splitlines()[-1] == "-r ../requirements.txt"
     assert not (REPO / "PulumiPlugin.yaml").exists()
 
