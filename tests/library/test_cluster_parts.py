@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 import pytest
 from pulumi.errors import InputPropertyError
 
+from tests import pulumi_harness
 from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.golden import snapshot
@@ -60,7 +61,9 @@ OIDC_ARN = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws
 OIDC_ISSUER = "oidc.eks.us-west-2.amazonaws.com/id/ABC"
 
 
-def run(program, cloud: str = "gcp") -> tuple[ProgramResult, list[BaseException]]:
+def run(program, cloud: str = "gcp", calls=None) -> tuple[ProgramResult, list[BaseException]]:
+    """Run `program` under the cloud's mocks (invokes answered by `calls`, default the stack tests' answers);
+    (what it registered, what it raised while it ran). An error raised later, in an apply, propagates."""
     runs = {"gcp": gcp_runs, "aws": aws_runs}[cloud]
     stopped: list[BaseException] = []
 
@@ -74,7 +77,7 @@ def run(program, cloud: str = "gcp") -> tuple[ProgramResult, list[BaseException]
     os.chdir(REPO)
     try:
         result = run_program(guarded, config={}, stack=STACK, project="trainstack", outputs=runs.provider_outputs,
-                             calls=runs.provider_calls)
+                             calls=calls or runs.provider_calls)
     finally:
         os.chdir(cwd)
     return result, stopped
@@ -313,6 +316,66 @@ def test_gke_parts_compose_into_the_training_platform():
     assert result.exports["gpus"] == 1
 
 
+def answering(**answers):
+    """The GCP stack tests' invoke answers, except those given (token: args -> answer)."""
+    return lambda token, args: answers[token](args) if token in answers else gcp_runs.provider_calls(token, args)
+
+
+def existing_cluster(version: str, multi_networking: bool = True):
+    """container getCluster's answer for a cluster that exists (the pool's cluster name has resolved)."""
+    return lambda args: {"name": args["name"], "location": args["location"], "project": args.get("project"),
+                         "masterVersion": version, "enableMultiNetworking": multi_networking}
+
+
+A3_CLUSTER = existing_cluster("1.33.2-gke.1000000")
+
+
+def refused(monkeypatch, program, calls) -> tuple[str, set[str]]:
+    """Run `program` where a preflight answer stops it: (the one error line, the resource types registered)."""
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    with pytest.raises(pulumi.RunError) as raised:
+        run(program, calls=calls)
+    return str(raised.value), {r.type for r in monitors[0].recorded}
+
+
+A3_POOL = {**CASES["GkeGpuNodePool"][1], "poolName": "h100", "pool": {"machineType": "a3-highgpu-8g"},
+           "gpuNetworkNames": [f"tcpx-{i}" for i in range(4)], "gpuSubnetworkNames": [f"tcpx-{i}" for i in range(4)]}
+
+
+@pytest.mark.parametrize(("inputs", "answers", "line"), [
+    (CASES["GkeGpuNodePool"][1],
+     {gcp_runs.GET_MACHINE_TYPES: lambda args: {"machineTypes": [], "zone": args["zone"], "filter": args["filter"],
+                                                 "id": "x"}},
+     "pool.machineType: a2-highgpu-1g is not offered in us-central1-a for this project. Fix: set the input nodeZone "
+     "to <a zone that offers it>"),
+    (A3_POOL, {gcp_runs.GET_CLUSTER: existing_cluster("1.28.15-gke.1000000")},
+     "clusterName: GKE 1.28.15-gke.1000000 of cluster research is older than GPUDirect-TCPX needs "
+     "(1.28.15-gke.3163000 or newer). Fix: "),
+    (A3_POOL, {gcp_runs.GET_CLUSTER: existing_cluster("1.33.2-gke.1000000", multi_networking=False)},
+     "clusterName: cluster research has multi-networking off, and a3-highgpu-8g attaches 4 GPU networks"),
+])
+def test_a_pool_the_zone_or_cluster_cannot_take_stops_before_the_node_pool(monkeypatch, inputs, answers, line):
+    # The stack's preflight of a GPU pool, asked of the zone and the cluster the part is given.
+    message, registered = refused(monkeypatch, construct("GkeGpuNodePool", inputs), answering(**answers))
+    assert message.startswith(line) and "\n" not in message and "pulumi config" not in message, message
+    assert "gcp:container/nodePool:NodePool" not in registered, registered
+
+
+def test_a_gpu_direct_pool_on_a_new_enough_multi_networking_cluster_is_built():
+    result, stopped = run(construct("GkeGpuNodePool", A3_POOL), calls=answering(**{gcp_runs.GET_CLUSTER: A3_CLUSTER}))
+    assert not stopped, stopped
+    asked = {token for token, _ in result.invokes}
+    assert {gcp_runs.GET_MACHINE_TYPES, gcp_runs.GET_CLUSTER} <= asked
+    assert result.one("gcp:container/nodePool:NodePool").inputs["nodeConfig"]["machineType"] == "a3-highgpu-8g"
+
+
 def test_a_gpu_direct_pool_attaches_the_networks_of_gpu_direct_networks():
     def program() -> None:
         networks = components.GpuDirectNetworks("nets", components.GpuDirectNetworksArgs(
@@ -323,7 +386,7 @@ def test_a_gpu_direct_pool_attaches_the_networks_of_gpu_direct_networks():
             pool=components.GkeGpuPool(machine_type="a3-highgpu-8g", capacity="ON_DEMAND"),
             gpu_network_names=networks.network_names, gpu_subnetwork_names=networks.subnetwork_names))
 
-    result, stopped = run(program)
+    result, stopped = run(program, calls=answering(**{gcp_runs.GET_CLUSTER: A3_CLUSTER}))
     assert not stopped, stopped
     attached = result.one("gcp:container/nodePool:NodePool").inputs["networkConfig"]["additionalNodeNetworkConfigs"]
     vpcs = [r for r in result.by_type("gcp:compute/network:Network")]

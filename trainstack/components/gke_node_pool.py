@@ -2,7 +2,8 @@
 cluster given by its outputs (GkeCluster's clusterName, location, nodeZone).
 
 Its outputs are what the training platform needs of it (TrainingPlatform's gpu: node selector,
-tolerations, GPUs per node). GPUDirect (A3) pools attach GpuDirectNetworks' VPCs as extra NICs.
+tolerations, GPUs per node). GPUDirect (A3) pools attach GpuDirectNetworks' VPCs as extra NICs. The stack's
+checks of a pool run before the node pool is created (gke_pool_preflight.py).
 """
 
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ import pulumi_gcp as gcp
 
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.gcp import GkeGpuPool
+from trainstack.components.gke_pool_preflight import pool_checks
 from trainstack.components.gpu_direct import per_network
 from trainstack.components.part_config import parsed_as_inputs, raw_config
 from trainstack.components.stack_config import InputError
@@ -79,11 +81,15 @@ class GkeGpuNodePool(pulumi.ComponentResource):
 
         google = gcp.Provider(f"{name}-gcp", project=config.project, default_labels=dict(config.labels),
                               opts=pulumi.ResourceOptions(parent=self))
+        # The stack's checks of this pool (machine type in the zone; GPUDirect's cluster version), before the pool.
+        ready = pool_checks(pool, config.project, args.cluster_name, args.location, args.node_zone,
+                            {f"gpuPools.{pool.name}": "pool", "the input zone": "the input nodeZone"},
+                            pulumi.InvokeOutputOptions(parent=self, provider=google))
         node_pool = InfraGpuNodePool(name, InfraGpuNodePoolArgs(
             cluster=ClusterRef(cluster_name=args.cluster_name, location=args.location, node_zone=args.node_zone),
             service_account_email=args.service_account_email, labels=config.labels, config=pool,
             gpu_networks=gpu_networks,
-        ), opts=pulumi.ResourceOptions(parent=self, providers={"gcp": google}))
+        ), opts=pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=ready))
         placement = node_pool.placement
         self.pool_name = node_pool.pool.name
         self.node_selector = pulumi.Output.from_input(dict(placement.node_selector))

@@ -49,10 +49,26 @@ def parsed_as_inputs(parse: Callable[[dict[str, str], str], T], raw: dict[str, s
     try:
         return parse(raw, pulumi.get_stack())
     except ConfigError as error:
-        message = as_input_terms(str(error), provider_keys)
-        for path, name in sorted(renames.items(), key=lambda item: -len(item[0])):
-            message = re.sub(rf"(?<![\w.]){re.escape(path)}(?![\w])", name, message)
-        raise InputError(message) from None
+        raise InputError(part_terms(str(error), provider_keys, renames)) from None
+
+
+def part_terms(message: str, provider_keys: Mapping[str, str], renames: Mapping[str, str]) -> str:
+    """A stack's error `message` (config keys, `pulumi config set`) in the part's input terms (see parsed_as_inputs)."""
+    message = as_input_terms(message, provider_keys)
+    for path, name in sorted(renames.items(), key=lambda item: -len(item[0])):
+        message = re.sub(rf"(?<![\w.]){re.escape(path)}(?![\w])", name, message)
+    return message
+
+
+def checked_as_inputs(check: Callable[..., T], provider_keys: Mapping[str, str],
+                      renames: Mapping[str, str]) -> Callable[..., T]:
+    """`check` (a stack preflight check, raising a one-line pulumi.RunError) raising in the part's terms instead."""
+    def checked(*args: Any) -> T:
+        try:
+            return check(*args)
+        except pulumi.RunError as error:
+            raise InputError(part_terms(str(error), provider_keys, renames)) from None
+    return checked
 
 
 # A part without a cluster still goes through the AWS stack's parser for its region and tags; the parser
