@@ -330,7 +330,7 @@ def existing_cluster(version: str, multi_networking: bool = True):
 A3_CLUSTER = existing_cluster("1.33.2-gke.1000000")
 
 
-def refused(monkeypatch, program, calls) -> tuple[str, set[str]]:
+def refused(monkeypatch, program, calls, cloud: str = "gcp") -> tuple[str, set[str]]:
     """Run `program` where a preflight answer stops it: (the one error line, the resource types registered)."""
     monitors = []
 
@@ -341,8 +341,32 @@ def refused(monkeypatch, program, calls) -> tuple[str, set[str]]:
 
     monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
     with pytest.raises(pulumi.RunError) as raised:
-        run(program, calls=calls)
+        run(program, cloud, calls=calls)
     return str(raised.value), {r.type for r in monitors[0].recorded}
+
+
+@pytest.mark.parametrize(("component", "token", "answer", "line"), [
+    ("GkeCluster", gcp_runs.GET_ZONES, {"names": ["us-central1-b"]},
+     "zone: us-central1-a is not an available zone of us-central1 for this project (available: us-central1-b). "
+     "Fix: set the input zone to <one of those>"),
+    ("GkeCluster", gcp_runs.GET_ENGINE_VERSIONS, {"releaseChannelLatestVersion": {"RAPID": "1.34.5-gke.1000000"}},
+     "kubernetesVersion: GKE's REGULAR channel offers no 1.34.x in us-central1-a (it offers none there). Fix: set "
+     "the input kubernetesVersion to <a minor of the REGULAR channel>, or set the input releaseChannel to"),
+    ("GkeCluster", gcp_runs.GET_PROJECT_SERVICE, {},
+     "project: compute.googleapis.com and container.googleapis.com are not enabled in ml-research-123"),
+    ("EksCluster", aws_runs.GET_CLUSTER_VERSIONS, {"id": "us-west-2", "clusterVersions": []},
+     "kubernetesVersion: EKS offers no Kubernetes"),
+])
+def test_a_cluster_preflight_refusal_names_the_parts_inputs(monkeypatch, component, token, answer, line):
+    # The stack's preflight speaks to a stack file (trainstack:zone, `pulumi config set`); a part's caller has inputs.
+    cloud = CASES[component][0]
+    runs = {"gcp": gcp_runs, "aws": aws_runs}[cloud]
+    message, registered = refused(monkeypatch, construct(component, CASES[component][1]),
+                                  lambda called, args: answer if called == token else runs.provider_calls(called, args),
+                                  cloud)
+    assert message.startswith(line) and "\n" not in message, message
+    assert "trainstack:" not in message and "pulumi config" not in message and f"{cloud}:" not in message, message
+    assert all(t.startswith(("trainstack:", "pulumi:providers:")) for t in registered), registered
 
 
 A3_POOL = {**CASES["GkeGpuNodePool"][1], "poolName": "h100", "pool": {"machineType": "a3-highgpu-8g"},

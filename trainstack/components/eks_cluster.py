@@ -13,7 +13,7 @@ import pulumi_aws as aws
 
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.aws import EksGpuNodes, EksSystemNodes
-from trainstack.components.part_config import parsed_as_inputs, raw_config
+from trainstack.components.part_config import checked_as_inputs, parsed_as_inputs, raw_config
 from trainstack.infra.aws import preflight
 from trainstack.infra.aws.cluster import EksCluster as InfraEksCluster
 from trainstack.infra.aws.cluster import EksClusterArgs as InfraEksClusterArgs
@@ -22,6 +22,8 @@ from trainstack.infra.aws.config import parse_aws_config
 from trainstack.infra.aws.stack import release_namespaces
 
 PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
+# The stack file's keys -> this part's inputs.
+RENAMES = {f"existingNetwork.{key}": key for key in ("vpcId", "privateSubnetIds", "publicSubnetIds")}
 
 
 @dataclass(kw_only=True)
@@ -91,8 +93,7 @@ class EksCluster(pulumi.ComponentResource):
             apiEndpoint=args.api_endpoint, apiPublicAccessCidrs=args.api_public_access_cidrs,
             controlPlaneLogs=args.control_plane_logs, clusterAutoscaler=args.cluster_autoscaler, tags=args.tags,
             job={"enabled": False}, existingNetwork=known_network(args))
-        config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, {
-            f"existingNetwork.{key}": key for key in ("vpcId", "privateSubnetIds", "publicSubnetIds")})
+        config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, RENAMES)
         # The subnets are given: their zones are not the parser's defaults (the preflight checks no zones).
         config = dataclasses.replace(config, network=dataclasses.replace(config.network, availability_zones=()))
         super().__init__("trainstack:index:EksCluster", name, None, opts)
@@ -100,8 +101,9 @@ class EksCluster(pulumi.ComponentResource):
         tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **config.tags}
         provider = aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
                                 opts=pulumi.ResourceOptions(parent=self))
-        child = pulumi.ResourceOptions(parent=self, providers={"aws": provider},
-                                       depends_on=preflight.gate(config, provider, parent=self))
+        checks = preflight.gate(config, provider, parent=self,
+                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES))
+        child = pulumi.ResourceOptions(parent=self, providers={"aws": provider}, depends_on=checks)
         cluster = InfraEksCluster(name, InfraEksClusterArgs(
             cluster_name=config.cluster_name,
             kubernetes_version=config.kubernetes_version,

@@ -18,7 +18,7 @@ import pulumi_gcp as gcp
 
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.gcp import GkeSystemNodes
-from trainstack.components.part_config import parsed_as_inputs, raw_config
+from trainstack.components.part_config import checked_as_inputs, parsed_as_inputs, raw_config
 from trainstack.infra.core.versions import KUEUE_CHART
 from trainstack.infra.gcp import preflight
 from trainstack.infra.gcp.cluster import GkeCluster as InfraGkeCluster
@@ -29,6 +29,7 @@ from trainstack.infra.gcp.handles import NetworkRef
 from trainstack.infra.gcp.node_pools import NodePoolArgs, SystemNodePool
 
 PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
+RENAMES = {"network.masterCidr": "masterCidr"}  # the stack file's key -> this part's input
 # Only the cluster's settings are the caller's: the stack parser's job and filestore stay off.
 NO_JOB = {"enabled": False}
 # What TrainingPlatform may install on this cluster, by control_plane_firewall's table keys: the rule opens
@@ -102,14 +103,15 @@ class GkeCluster(pulumi.ComponentResource):
             kubernetesVersion=args.kubernetes_version, apiAuthorizedNetworks=args.api_authorized_networks,
             systemNodes=args.system_nodes, labels=args.labels, job=NO_JOB, sharedFilesystem=NO_JOB,
             network={"masterCidr": args.master_cidr} if args.master_cidr is not None else None)
-        config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {"network.masterCidr": "masterCidr"})
+        config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, RENAMES)
         # The parser's default GPU pool is not this part's: no pools to check, multi-networking as asked.
         config = dataclasses.replace(config, gpu_pools=())
         super().__init__("trainstack:index:GkeCluster", name, None, opts)
 
         google = gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
                               default_labels=dict(config.labels), opts=pulumi.ResourceOptions(parent=self))
-        checks = preflight.gate(config, google, parent=self)
+        checks = preflight.gate(config, google, parent=self,
+                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES))
         cluster = InfraGkeCluster(name, InfraGkeClusterArgs(
             config=config,
             network=NetworkRef(network_name=args.network, subnetwork_name=args.subnetwork,
