@@ -233,6 +233,11 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
     ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "gpuNetworkNames": ["a"], "gpuSubnetworkNames": ["b"]},
      "gpuNetworkNames: a2-highgpu-1g has no GPUDirect NICs"),
     ("FilestoreShare", {**CASES["FilestoreShare"][1], "capacityGb": 100}, "capacityGb: a BASIC_SSD Filestore share"),
+    ("FilestoreShare", {**CASES["FilestoreShare"][1], "tier": "ENTERPRISE"},
+     "location: ENTERPRISE needs a region, got 'us-central1-a'. Fix: set location to the cluster's region (e.g. "
+     "us-central1)"),
+    ("FilestoreShare", {**CASES["FilestoreShare"][1], "location": "us-central1"},
+     "location: BASIC_SSD needs a zone, got 'us-central1'"),
     ("EksCluster", {key: value for key, value in CASES["EksCluster"][1].items() if key != "apiPublicAccessCidrs"},
      "apiPublicAccessCidrs: not set"),
     ("EksCluster", {**CASES["EksCluster"][1], "gpuNodes": {"capacityType": "CHEAP"}}, "gpuNodes.capacityType"),
@@ -390,6 +395,18 @@ def test_a_pool_the_zone_or_cluster_cannot_take_stops_before_the_node_pool(monke
     message, registered = refused(monkeypatch, construct("GkeGpuNodePool", inputs), answering(**answers))
     assert message.startswith(line) and "\n" not in message and "pulumi config" not in message, message
     assert "gcp:container/nodePool:NodePool" not in registered, registered
+
+
+def test_a_filestore_location_from_an_output_that_the_tier_cannot_take_stops_before_the_instance(monkeypatch):
+    # A zone (GkeCluster's nodeZone) wired into an ENTERPRISE share: Filestore would refuse it only at create time.
+    def program() -> None:
+        components.FilestoreShare("share", components.FilestoreShareArgs(
+            project=PROJECT, location=pulumi.Output.from_input("us-central1-a"), network="research-vpc",
+            kubeconfig=KUBECONFIG, cluster_name="research", tier="ENTERPRISE"))
+
+    message, registered = refused(monkeypatch, program, gcp_runs.provider_calls)
+    assert message.startswith("location: ENTERPRISE needs a region, got 'us-central1-a'"), message
+    assert "gcp:filestore/instance:Instance" not in registered, registered
 
 
 def test_a_gpu_direct_pool_on_a_new_enough_multi_networking_cluster_is_built():

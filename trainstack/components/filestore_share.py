@@ -5,6 +5,7 @@ The volume is reserved for the training platform's claim of the job named here (
 <jobNamespace>): hand volumeName and size to TrainingPlatform's sharedStorage.
 """
 
+import re
 from dataclasses import dataclass
 
 import pulumi
@@ -13,6 +14,7 @@ import pulumi_gcp as gcp
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider
 from trainstack.components.part_config import parsed_as_inputs, raw_config
+from trainstack.components.stack_config import InputError
 from trainstack.infra.gcp.config import parse_gcp_config
 from trainstack.infra.gcp.filestore_storage import SHARE_NAME
 from trainstack.infra.gcp.filestore_storage import FilestoreStorage as InfraFilestoreStorage
@@ -21,6 +23,9 @@ from trainstack.infra.gcp.handles import ClusterRef, NetworkRef
 from trainstack.infra.kubernetes.platform import shared_claim_name
 
 PROVIDER_KEYS = {"project": "gcp:project"}
+REGIONAL_TIERS = ("REGIONAL", "ENTERPRISE")  # the instance's location is a region; every other tier's a zone
+ZONE = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")  # us-central1-a
+REGION = re.compile(r"[a-z]+-[a-z]+\d+")  # us-central1
 
 
 @dataclass(kw_only=True)
@@ -74,6 +79,11 @@ class FilestoreShare(pulumi.ComponentResource):
         config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {
             "sharedFilesystem.tier": "tier", "sharedFilesystem.capacityGb": "capacityGb", "job.name": "jobName",
             "job.namespace": "jobNamespace", "protectSharedFilesystem": "protect"})
+        tier = config.filestore.tier
+        # A plain location is checked now, before anything is registered; an output once it resolves, before the
+        # instance (Filestore refuses the mismatch only at create time).
+        location = checked_location(tier, args.location) if isinstance(args.location, str) else \
+            pulumi.Output.from_input(args.location).apply(lambda given: checked_location(tier, given))
         super().__init__("trainstack:index:FilestoreShare", name, None, opts)
 
         google = gcp.Provider(f"{name}-gcp", project=config.project, default_labels=dict(config.labels),
@@ -82,7 +92,7 @@ class FilestoreShare(pulumi.ComponentResource):
         claim = shared_claim_name(config.job)
         storage = InfraFilestoreStorage(name, InfraFilestoreStorageArgs(
             project=config.project, config=config.filestore,
-            cluster=ClusterRef(cluster_name=args.cluster_name or "", location=args.location, node_zone=args.location,
+            cluster=ClusterRef(cluster_name=args.cluster_name or "", location=location, node_zone=location,
                                provider=provider),
             network=NetworkRef(network_name=args.network, subnetwork_name=""),
             claim_namespace=config.job.namespace, claim_name=claim, protect=config.protect_shared_filesystem,
@@ -96,3 +106,16 @@ class FilestoreShare(pulumi.ComponentResource):
         self.register_outputs({"instanceName": self.instance_name, "ipAddress": self.ip_address,
                                "shareName": self.share_name, "volumeName": self.volume_name, "size": self.size,
                                "claimName": self.claim_name})
+
+
+def checked_location(tier: str, location: str) -> str:
+    """`location` if it is what `tier` needs: a region for REGIONAL and ENTERPRISE, a zone for the others (the
+    rule by which the stack's FilestoreStorage picks the node zone or the cluster's location)."""
+    if tier in REGIONAL_TIERS and not REGION.fullmatch(location):
+        raise InputError(f"location: {tier} needs a region, got {location!r}. Fix: set location to the cluster's "
+                         f"region (e.g. {location.rpartition('-')[0] if ZONE.fullmatch(location) else 'us-central1'}), "
+                         "or choose a zonal tier (BASIC_HDD, BASIC_SSD, ZONAL)")
+    if tier not in REGIONAL_TIERS and not ZONE.fullmatch(location):
+        raise InputError(f"location: {tier} needs a zone, got {location!r}. Fix: set location to the nodes' zone "
+                         "(GkeCluster's nodeZone), or choose REGIONAL or ENTERPRISE")
+    return location
