@@ -190,7 +190,7 @@ CASES = {
     "GkeCluster": ("gcp", {"project": PROJECT, "region": "us-central1", "clusterName": "research", **NETWORK,
                            "nodeServiceAccountEmail": NODES_ACCOUNT},
                    direct_gke_cluster),
-    "GkeGpuNodePool": ("gcp", {"project": PROJECT, **CLUSTER, "serviceAccountEmail": NODES_ACCOUNT,
+    "GkeGpuNodePool": ("gcp", {"project": PROJECT, **CLUSTER, "nodeServiceAccountEmail": NODES_ACCOUNT,
                                "poolName": "a100", "pool": A100_POOL}, direct_gpu_pool),
     "FilestoreShare": ("gcp", {"project": PROJECT, "location": "us-central1-a", "network": "research-vpc",
                                "kubeconfig": KUBECONFIG, "clusterName": "research", "tier": "BASIC_SSD",
@@ -271,7 +271,7 @@ def test_gke_parts_compose_into_the_training_platform():
             pods_range_name="pods", services_range_name="services", node_service_account_email=NODES_ACCOUNT))
         pool = components.GkeGpuNodePool("a100", components.GkeGpuNodePoolArgs(
             project=PROJECT, cluster_name=cluster.cluster_name, location=cluster.location,
-            node_zone=cluster.node_zone, service_account_email=NODES_ACCOUNT, pool_name="a100",
+            node_zone=cluster.node_zone, node_service_account_email=NODES_ACCOUNT, pool_name="a100",
             pool=components.GkeGpuPool(machine_type="a2-highgpu-1g", max=2)))
         share = components.FilestoreShare("share", components.FilestoreShareArgs(
             project=PROJECT, location=cluster.node_zone, network="research-vpc", kubeconfig=cluster.kubeconfig,
@@ -423,7 +423,7 @@ def test_a_gpu_direct_pool_attaches_the_networks_of_gpu_direct_networks():
             project=PROJECT, region="us-central1", machine_type="a3-highgpu-8g", name_prefix="research-tcpx"))
         components.GkeGpuNodePool("h100", components.GkeGpuNodePoolArgs(
             project=PROJECT, cluster_name="research", location="us-central1-a", node_zone="us-central1-a",
-            service_account_email=NODES_ACCOUNT, pool_name="h100",
+            node_service_account_email=NODES_ACCOUNT, pool_name="h100",
             pool=components.GkeGpuPool(machine_type="a3-highgpu-8g", capacity="ON_DEMAND"),
             gpu_network_names=networks.network_names, gpu_subnetwork_names=networks.subnetwork_names))
 

@@ -131,3 +131,19 @@ def test_cluster_name_takes_an_output_wherever_a_kubeconfig_does():
         inputs = resource["inputProperties"]
         if "kubeconfig" in inputs:
             assert not inputs["clusterName"].get("plain"), token
+
+
+def test_the_parts_call_each_quantity_what_the_platform_calls_it():
+    # One word per quantity: what a pool or cluster part reports for TrainingPlatform's gpu is named as gpu names
+    # it (gpusPerNode is a machine's GPU count, accelerator its GPU type; EksCluster prefixes gpu, having two
+    # groups), or as the part's own input (a pool's max); the nodes' service account has one name in every part.
+    resources = committed()["resources"]
+    gpu = set(committed()["types"]["trainstack:index:GpuNodes"]["properties"])
+    pool = set(resources["trainstack:index:GkeGpuNodePool"]["properties"]) - {"poolName"}
+    assert pool - gpu == {"max"} and "max" in committed()["types"]["trainstack:index:GkeGpuPool"]["properties"]
+    eks = {name.removeprefix("gpu")[0].lower() + name.removeprefix("gpu")[1:] if name.startswith("gpu") and
+           name != "gpusPerNode" else name for name in resources["trainstack:index:EksCluster"]["properties"]}
+    assert eks & gpu == gpu - {"podResources"}
+    accounts = {name for resource in resources.values() for name in resource["inputProperties"]
+                if name.endswith("ServiceAccountEmail") or name == "serviceAccountEmail"}
+    assert accounts == {"nodeServiceAccountEmail"}

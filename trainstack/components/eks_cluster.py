@@ -81,7 +81,7 @@ class EksCluster(pulumi.ComponentResource):
     """Tolerations for the GPU nodes' taint (what TrainingPlatform's plain gpu.tolerations must say)."""
     gpus_per_node: pulumi.Output[int]
     """GPUs on each GPU node (TrainingPlatform's plain gpu.gpusPerNode)."""
-    gpu_instance_type: pulumi.Output[str]
+    gpu_accelerator: pulumi.Output[str]
     """The GPU group's first instance type (TrainingPlatform's plain gpu.accelerator)."""
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -135,11 +135,11 @@ class EksCluster(pulumi.ComponentResource):
         self.gpu_node_selector = pulumi.Output.from_input(dict(placement.node_selector))
         self.gpu_tolerations = pulumi.Output.from_input([dict(t) for t in placement.tolerations])
         self.gpus_per_node = pulumi.Output.from_input(placement.gpus_per_node)
-        self.gpu_instance_type = pulumi.Output.from_input(placement.accelerator)
+        self.gpu_accelerator = pulumi.Output.from_input(placement.accelerator)
         self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,
                                "oidcProviderArn": self.oidc_provider_arn, "oidcIssuer": self.oidc_issuer,
                                "gpuNodeSelector": self.gpu_node_selector, "gpuTolerations": self.gpu_tolerations,
-                               "gpusPerNode": self.gpus_per_node, "gpuInstanceType": self.gpu_instance_type})
+                               "gpusPerNode": self.gpus_per_node, "gpuAccelerator": self.gpu_accelerator})
 
 
 def known_network(args: EksClusterArgs) -> dict | None:

@@ -66,7 +66,7 @@ class FilestoreShare(pulumi.ComponentResource):
     volume_name: pulumi.Output[str]
     """The PersistentVolume: TrainingPlatform's sharedStorage.volumeName (with storageClassName "")."""
     size: pulumi.Output[str]
-    """The volume's capacity, e.g. 1024Gi (TrainingPlatform's plain sharedStorage.size: this or less)."""
+    """The volume's capacity, capacityGb as a Kubernetes quantity, e.g. 1024Gi (TrainingPlatform's plain sharedStorage.size: this or less)."""
     claim_name: pulumi.Output[str]
     """The claim the volume is reserved for (the platform's)."""
 

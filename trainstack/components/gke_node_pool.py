@@ -38,8 +38,8 @@ class GkeGpuNodePoolArgs:
     """The cluster's location (GkeCluster's location)."""
     node_zone: pulumi.Input[str]
     """The zone of the pool's nodes (GkeCluster's nodeZone)."""
-    service_account_email: pulumi.Input[str]
-    """The Google service account the nodes run as (logging, monitoring, pulling images); never the default Compute Engine account."""
+    node_service_account_email: pulumi.Input[str]
+    """The Google service account the nodes run as (logging, monitoring, pulling images), GkeCluster's nodeServiceAccountEmail; never the default Compute Engine account."""
     pool_name: str
     """The node pool's name (lowercase letters, digits and -), also its trainstack/node-pool label."""
     pool: GkeGpuPool | None = None
@@ -65,8 +65,8 @@ class GkeGpuNodePool(pulumi.ComponentResource):
     """GPUs on each node (TrainingPlatform's plain gpu.gpusPerNode)."""
     accelerator: pulumi.Output[str]
     """The GPU type, e.g. nvidia-tesla-t4 (TrainingPlatform's plain gpu.accelerator)."""
-    max_nodes: pulumi.Output[int]
-    """The pool's most nodes (the autoscaler's bound)."""
+    max: pulumi.Output[int]
+    """The pool's most nodes (pool.max: the autoscaler's bound)."""
 
     def __init__(self, name: str, args: GkeGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GkeGpuNodePoolArgs, args)
@@ -87,7 +87,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
                             pulumi.InvokeOutputOptions(parent=self, provider=google))
         node_pool = InfraGpuNodePool(name, InfraGpuNodePoolArgs(
             cluster=ClusterRef(cluster_name=args.cluster_name, location=args.location, node_zone=args.node_zone),
-            service_account_email=args.service_account_email, labels=config.labels, config=pool,
+            service_account_email=args.node_service_account_email, labels=config.labels, config=pool,
             gpu_networks=gpu_networks,
         ), opts=pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=ready))
         placement = node_pool.placement
@@ -96,10 +96,10 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         self.tolerations = pulumi.Output.from_input([dict(t) for t in placement.tolerations])
         self.gpus_per_node = pulumi.Output.from_input(placement.gpus_per_node)
         self.accelerator = pulumi.Output.from_input(placement.accelerator)
-        self.max_nodes = pulumi.Output.from_input(pool.max_nodes)
+        self.max = pulumi.Output.from_input(pool.max_nodes)
         self.register_outputs({"poolName": self.pool_name, "nodeSelector": self.node_selector,
                                "tolerations": self.tolerations, "gpusPerNode": self.gpus_per_node,
-                               "accelerator": self.accelerator, "maxNodes": self.max_nodes})
+                               "accelerator": self.accelerator, "max": self.max})
 
 
 def gpu_network_pairs(component: str, pool: GpuPoolConfig, args: GkeGpuNodePoolArgs) -> list[tuple[pulumi.Input[str], pulumi.Input[str]]]:
