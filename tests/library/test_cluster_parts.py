@@ -409,6 +409,22 @@ def test_a_filestore_location_from_an_output_that_the_tier_cannot_take_stops_bef
     assert "gcp:filestore/instance:Instance" not in registered, registered
 
 
+def test_gpu_networks_from_an_output_are_counted_before_the_node_pool(monkeypatch):
+    # GpuDirectNetworks' outputs arrive as whole lists: a short one would fail inside an apply, a long one be cut.
+    def program() -> None:
+        components.GkeGpuNodePool("h100", components.GkeGpuNodePoolArgs(
+            project=PROJECT, cluster_name="research", location="us-central1-a", node_zone="us-central1-a",
+            node_service_account_email=NODES_ACCOUNT, pool_name="h100",
+            pool=components.GkeGpuPool(machine_type="a3-highgpu-8g", capacity="ON_DEMAND"),
+            gpu_network_names=pulumi.Output.from_input([f"tcpx-{i}" for i in range(5)]),
+            gpu_subnetwork_names=pulumi.Output.from_input([f"tcpx-{i}" for i in range(4)])))
+
+    message, registered = refused(monkeypatch, program, answering(**{gcp_runs.GET_CLUSTER: A3_CLUSTER}))
+    assert message == ("GkeGpuNodePool 'h100': gpuNetworkNames: a3-highgpu-8g attaches 4 GPU networks, got 5. Fix: "
+                       "list all 4, in NIC order"), message
+    assert "gcp:container/nodePool:NodePool" not in registered, registered
+
+
 def test_a_gpu_direct_pool_on_a_new_enough_multi_networking_cluster_is_built():
     result, stopped = run(construct("GkeGpuNodePool", A3_POOL), calls=answering(**{gcp_runs.GET_CLUSTER: A3_CLUSTER}))
     assert not stopped, stopped

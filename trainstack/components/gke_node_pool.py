@@ -112,13 +112,21 @@ def gpu_network_pairs(component: str, pool: GpuPoolConfig, args: GkeGpuNodePoolA
                              f"remove {' and '.join(named)}, or choose an A3 machine type")
         return []
     count = pool.gpu_direct.networks
+
+    def counted(key: str, names: list) -> list:
+        if len(names) != count:
+            raise InputError(f"{component}: {key}: {pool.machine_type} attaches {count} GPU networks, got "
+                             f"{len(names)}. Fix: list all {count}, in NIC order")
+        return names
+
+    lists = {}
     for key, value in given.items():
         if value is None:
             raise InputError(f"{component}: {key}: not set, and {pool.machine_type} attaches {count} GPU networks "
                              f"(GPUDirect-{pool.gpu_direct.mode.upper()}). Fix: pass GpuDirectNetworks' outputs, or "
                              "set pool.gpuDirect to none")
-        if isinstance(value, list) and len(value) != count:
-            raise InputError(f"{component}: {key}: {pool.machine_type} attaches {count} GPU networks, got "
-                             f"{len(value)}. Fix: list all {count}, in NIC order")
-    return list(zip(per_network(args.gpu_network_names, count), per_network(args.gpu_subnetwork_names, count),
+        # A literal list is counted now; an output once it resolves, before the node pool reads its entries.
+        lists[key] = counted(key, value) if isinstance(value, list) else \
+            pulumi.Output.from_input(value).apply(lambda names, key=key: counted(key, names))
+    return list(zip(per_network(lists["gpuNetworkNames"], count), per_network(lists["gpuSubnetworkNames"], count),
                     strict=True))
