@@ -14,6 +14,7 @@ InputError from a part's checks, an InvalidArgsError from an infra component's) 
 import re
 from typing import Any
 
+from pulumi import Output
 from pulumi.errors import InputPropertiesError, InputPropertyError
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.server import ComponentInitError
@@ -28,6 +29,8 @@ VERSION = "0.1.0"
 # ": " (a tag key such as `tags.aws:owner` keeps its own colon).
 _COMPONENT_PREFIX = re.compile(r"[A-Z]\w* '[^']*': ")
 _PATH_AND_REASON = re.compile(r"([A-Za-z][\w.\[\]/:-]*?): (.+)", re.S)
+WHOLE_OUTPUT = ("takes a plain object, not an output or a secret as a whole. Fix: write the object out (a secret "
+                "or another resource's output may go in its fields that take outputs)")
 
 
 def as_property_error(message: str) -> InputPropertyError | InputPropertiesError:
@@ -41,6 +44,23 @@ def as_property_error(message: str) -> InputPropertyError | InputPropertiesError
 
 class TrainstackProvider(ComponentProvider):
     """ComponentProvider whose components' input errors become property errors (see the module's docstring)."""
+
+    def map_input_properties(self, inputs: Any, properties: Any, mapping: Any, component_name: str,
+                             property_path: str) -> Any:
+        """The SDK's mapping, refusing an object input (a schema type) that arrives as a whole Output: a secret
+        (fn::secret, a secret config object) or another resource's output. The SDK maps it as {} (pulumi
+        3.272, ComponentProvider.map_input_properties: `input_val if isinstance(input_val, dict) else {}`),
+        so the component would silently build its defaults instead of what the caller wrote."""
+        if isinstance(inputs, Output):
+            raise InputPropertyError(property_path, WHOLE_OUTPUT)
+        for schema_name, prop in properties.items():
+            value = inputs.get(schema_name) if isinstance(inputs, dict) else None
+            if isinstance(value, Output) and prop.ref:
+                type_def = self.get_type_definition(prop)
+                if type_def is not None and not type_def.enum:
+                    path = f"{property_path}.{schema_name}" if property_path else schema_name
+                    raise InputPropertyError(path, WHOLE_OUTPUT)
+        return super().map_input_properties(inputs, properties, mapping, component_name, property_path)
 
     def construct(self, name: str, resource_type: str, inputs: Any, options: Any = None) -> Any:
         try:

@@ -425,6 +425,20 @@ def test_gpu_networks_from_an_output_are_counted_before_the_node_pool(monkeypatc
     assert "gcp:container/nodePool:NodePool" not in registered, registered
 
 
+@pytest.mark.parametrize("whole", [pulumi.Output.secret, pulumi.Output.from_input], ids=["secret", "output"])
+def test_an_object_input_given_as_a_whole_output_is_refused_not_defaulted(whole):
+    # A secret pool (fn::secret in YAML) reached Construct as an Output, which the SDK maps as {}: the part built
+    # the default spot T4 pool instead of the A100 pool written.
+    def program() -> None:
+        inputs = {**over_the_wire(CASES["GkeGpuNodePool"][1]), "pool": whole(A100_POOL)}
+        TrainstackProvider(HOSTED, NAME).construct("part", "trainstack:index:GkeGpuNodePool", inputs, None)
+
+    result, stopped = run(program)
+    assert len(stopped) == 1 and isinstance(stopped[0], InputPropertyError), stopped
+    assert reported(stopped[0]).startswith("pool: takes a plain object, not an output or a secret")
+    assert result.registrations == []
+
+
 def test_a_gpu_direct_pool_on_a_new_enough_multi_networking_cluster_is_built():
     result, stopped = run(construct("GkeGpuNodePool", A3_POOL), calls=answering(**{gcp_runs.GET_CLUSTER: A3_CLUSTER}))
     assert not stopped, stopped
