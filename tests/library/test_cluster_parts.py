@@ -61,6 +61,19 @@ OIDC_ARN = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws
 OIDC_ISSUER = "oidc.eks.us-west-2.amazonaws.com/id/ABC"
 
 
+EKS_GET_CLUSTER = "aws:eks/getCluster:getCluster"
+
+
+def existing_eks_cluster(version: str):
+    """eks getCluster's answer for a cluster that exists (EfsStorage's cluster name has resolved)."""
+    return lambda args: {"id": args["name"], "name": args["name"], "version": version}
+
+
+def aws_calls(token: str, args: dict) -> dict:
+    """The AWS stack tests' invoke answers, and the parts' cluster on the stack's Kubernetes version."""
+    return existing_eks_cluster("1.35")(args) if token == EKS_GET_CLUSTER else aws_runs.provider_calls(token, args)
+
+
 def run(program, cloud: str = "gcp", calls=None) -> tuple[ProgramResult, list[BaseException]]:
     """Run `program` under the cloud's mocks (invokes answered by `calls`, default the stack tests' answers);
     (what it registered, what it raised while it ran). An error raised later, in an apply, propagates."""
@@ -77,7 +90,7 @@ def run(program, cloud: str = "gcp", calls=None) -> tuple[ProgramResult, list[Ba
     os.chdir(REPO)
     try:
         result = run_program(guarded, config={}, stack=STACK, project="trainstack", outputs=runs.provider_outputs,
-                             calls=calls or runs.provider_calls)
+                             calls=calls or {"gcp": gcp_runs.provider_calls, "aws": aws_calls}[cloud])
     finally:
         os.chdir(cwd)
     return result, stopped
@@ -437,6 +450,21 @@ def test_an_object_input_given_as_a_whole_output_is_refused_not_defaulted(whole)
     assert len(stopped) == 1 and isinstance(stopped[0], InputPropertyError), stopped
     assert reported(stopped[0]).startswith("pool: takes a plain object, not an output or a secret")
     assert result.registrations == []
+
+
+def test_efs_on_a_cluster_whose_kubernetes_lacks_the_pinned_add_on_stops_before_the_file_system(monkeypatch):
+    # A cluster the user brings may run a Kubernetes for which EKS offers only older builds of the add-on.
+    def calls(token: str, args: dict) -> dict:
+        if token == EKS_GET_CLUSTER:
+            return existing_eks_cluster("1.29")(args)
+        if token == aws_runs.GET_ADDON_VERSION:
+            return {**aws_runs.provider_calls(token, args), "version": "v2.0.7-eksbuild.1"}
+        return aws_runs.provider_calls(token, args)
+
+    message, registered = refused(monkeypatch, construct("EfsStorage", CASES["EfsStorage"][1]), calls, "aws")
+    assert message.startswith("clusterName: cluster research runs Kubernetes 1.29, for which EKS offers the "
+                              "aws-efs-csi-driver add-on up to v2.0.7-eksbuild.1, not the pinned"), message
+    assert not registered & {aws_runs.FILE_SYSTEM, aws_runs.MOUNT_TARGET, aws_runs.ADDON}, registered
 
 
 def test_a_gpu_direct_pool_on_a_new_enough_multi_networking_cluster_is_built():

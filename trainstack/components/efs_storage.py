@@ -3,7 +3,9 @@ given by its outputs (EksCluster's clusterName, oidcProviderArn, oidcIssuer, kub
 
 EFS with one mount target per zone of the given subnets, the EFS CSI driver add-on with its IRSA role,
 an access point and a PersistentVolume reserved for the training platform's claim of the job named here:
-hand volumeName and size to TrainingPlatform's sharedStorage.
+hand volumeName and size to TrainingPlatform's sharedStorage. Before anything of it is created, EKS is asked
+whether it offers the pinned add-on build for the cluster's Kubernetes version (the AWS stack asks it of its
+own version; a cluster you bring may run another).
 """
 
 from dataclasses import dataclass
@@ -14,11 +16,14 @@ import pulumi_aws as aws
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import cluster_provider
 from trainstack.components.part_config import NO_CLUSTER, parsed_as_inputs, raw_config
+from trainstack.components.stack_config import InputError
 from trainstack.infra.aws.config import parse_aws_config
 from trainstack.infra.aws.efs_storage import EfsStorage as InfraEfsStorage
 from trainstack.infra.aws.efs_storage import EfsStorageArgs as InfraEfsStorageArgs
 from trainstack.infra.aws.handles import EksClusterRef
 from trainstack.infra.aws.network import Network, NetworkArgs
+from trainstack.infra.aws.preflight import EFS_CSI_ADDON, addon_version_key
+from trainstack.infra.core import versions
 from trainstack.infra.kubernetes.platform import shared_claim_name
 
 PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
@@ -84,7 +89,14 @@ class EfsStorage(pulumi.ComponentResource):
         tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **config.tags}
         provider = aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
                                 opts=pulumi.ResourceOptions(parent=self))
-        child = pulumi.ResourceOptions(parent=self, providers={"aws": provider})
+        invoke = pulumi.InvokeOutputOptions(parent=self, provider=provider)
+        # The cluster's version (it exists once its name resolves), then the add-on builds EKS offers for it.
+        ready = aws.eks.get_cluster_output(name=args.cluster_name, opts=invoke).apply(
+            lambda cluster: aws.eks.get_addon_version_output(
+                addon_name=EFS_CSI_ADDON, kubernetes_version=cluster.version, most_recent=True, opts=invoke).apply(
+                lambda offered: checked_addon_for(cluster.name, cluster.version, offered.version or ""))).apply(
+            lambda _: [])
+        child = pulumi.ResourceOptions(parent=self, providers={"aws": provider}, depends_on=ready)
         # The given VPC as the stack's Network sees an existing one: its CIDR and one subnet per zone, looked up.
         network = Network(f"{name}-network", NetworkArgs(
             region=config.region, availability_zones=(), tags=tags,
@@ -103,3 +115,14 @@ class EfsStorage(pulumi.ComponentResource):
         self.claim_name = pulumi.Output.from_input(claim)
         self.register_outputs({"fileSystemId": self.file_system_id, "accessPointId": self.access_point_id,
                                "volumeName": self.volume_name, "size": self.size, "claimName": self.claim_name})
+
+
+def checked_addon_for(cluster_name: str, kubernetes_version: str, newest: str) -> bool:
+    """The pinned EFS CSI add-on build is one EKS offers for the cluster's Kubernetes version."""
+    pinned = versions.EFS_CSI_ADDON_VERSION
+    if not newest or addon_version_key(pinned) > addon_version_key(newest):
+        raise InputError(f"clusterName: cluster {cluster_name} runs Kubernetes {kubernetes_version}, for which EKS offers "
+                         f"the {EFS_CSI_ADDON} add-on up to {newest or 'no version'}, not the pinned {pinned}. Fix: "
+                         f"use a cluster on Kubernetes {versions.EKS_KUBERNETES_VERSION} (EksCluster's "
+                         "kubernetesVersion), or a trainstack release that pins an offered build")
+    return True
