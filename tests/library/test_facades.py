@@ -2,8 +2,8 @@
 
 Construct is what a program in any language reaches through `pulumi package add`: the engine hands the
 provider camelCase inputs, the SDK maps them to a dict of Python names (pulumi/pulumi#18526) and calls
-the component. These tests call ComponentProvider.construct itself, so what is checked is that path:
-the component receives its Args class (nested Args included), and the GcpStack/AwsStack façades build
+the component. These tests call the hosted provider's construct (TrainstackProvider, a ComponentProvider),
+so what is checked is that path: the component receives its Args class (nested Args included), and the GcpStack/AwsStack façades build
 exactly the graph this repository's `__main__.py` builds from the same settings in a stack file.
 """
 
@@ -14,7 +14,6 @@ from typing import Any
 
 import pulumi
 import pytest
-from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case
 
 from tests.aws import stack_runs as aws_runs
@@ -39,7 +38,7 @@ from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.infra.aws import config as aws_config
 from trainstack.infra.config import job as job_config
 from trainstack.infra.gcp import config as gcp_config
-from trainstack.provider import NAME
+from trainstack.provider import NAME, TrainstackProvider
 
 PROVIDER_KEYS = {"gcp:project": "project", "gcp:region": "region", "aws:region": "region", "aws:profile": "profile"}
 
@@ -63,7 +62,7 @@ def construct(token: str, inputs: dict[str, Any], *, stack: str, outputs, calls)
     constructed: list = []
 
     def program() -> None:
-        provider = ComponentProvider(HOSTED, NAME)
+        provider = TrainstackProvider(HOSTED, NAME)
         # As a program in another language reaches it: the inputs cross the wire (numbers as doubles) first.
         constructed.append(provider.construct("trainstack", token, over_the_wire(inputs), None))
         for key, value in constructed[-1].state.items():
