@@ -235,3 +235,36 @@ def test_both_pods_and_nodes_is_refused_in_one_line(cluster, cli, outputs_file):
     code, _, err = cli("submit", "exp", "--outputs", outputs_file("aws"), "--pods", "1:2", "--nodes", "1:2")
     assert code == 2 and err.strip().splitlines() == [err.strip()] and "both --pods and --nodes" in err
     assert _installs(cluster) == []
+
+
+def exported_before_the_pod_rename(exports):
+    """The outputs of a stack last deployed before the pod/node rename: its shared values, and each pool's,
+    carry the GPU count per pod under the old chart name resources.gpusPerNode."""
+    submission = exports["jobSubmission"]
+    for values, gpus in [(submission["values"], submission["gpusPerNode"]),
+                         *((pool["values"], pool["gpusPerNode"]) for pool in submission["pools"].values())]:
+        values.setdefault("resources", {})["gpusPerNode"] = gpus
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_outputs_of_a_stack_deployed_before_the_pod_rename_still_submit(stack, cluster, cli, outputs_file,
+                                                                        stack_exports):
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file(stack, exported_before_the_pod_rename),
+                       "--pods", "1:2", "--", "--max-steps", "50")
+    assert (code, err) == (0, ""), err
+    [install] = _installs(cluster)
+    values = json.loads(install["stdin"])
+    gpus = stack_exports(stack)["jobSubmission"]["gpusPerNode"]
+    assert "gpusPerNode" not in values["resources"] and values["resources"]["gpusPerPod"] == gpus
+    [trainer_container] = [c for c in one(render(values, release="exp"), "Job")["spec"]["template"]["spec"]["containers"]
+                           if c["name"] == "trainer"]
+    assert trainer_container["resources"]["limits"]["nvidia.com/gpu"] == gpus
+
+
+def test_the_stack_exports_no_gpu_count_per_pod(stack_exports):
+    # The CLI sets it for each job; shared, it would meet the CLI's own under another name after a rename
+    # (an older CLI's chart knows only resources.gpusPerNode and refuses any other key under resources).
+    for stack in STACKS:
+        submission = stack_exports(stack)["jobSubmission"]
+        for values in [submission["values"], *(pool["values"] for pool in submission["pools"].values())]:
+            assert not {"gpusPerPod", "gpusPerNode"} & set(values.get("resources", {})), stack

@@ -190,4 +190,23 @@ def test_hosted_stacks_take_exactly_the_stack_files_keys():
     assert schema_names(AwsStackArgs) == set(aws_config.TOP_LEVEL_KEYS) - {"cloud"} | {"region", "profile"}
     assert schema_names(GkeGpuPool) == set(gcp_config.GPU_POOL_KEYS)
     assert schema_names(EksGpuNodes) == set(aws_config.GPU_NODE_KEYS)
-    assert schema_names(Job) == set(job_config.JOB_KEYS)
+    assert schema_names(Job) == set(job_config.JOB_KEYS) | set(job_config.RENAMED_KEYS)  # the old ones deprecated
+
+
+def test_the_job_input_takes_the_keys_from_before_the_pod_rename_with_one_warning_each(monkeypatch):
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    base = {"kubeconfig": "apiVersion: v1\nkind: Config\n", "gpu": {"gpusPerNode": 4}, "bucket": {"uri": "s3://b"},
+            "imageRef": "registry.example.com/trainstack@sha256:" + "ab" * 32,
+            "sharedStorage": {"storageClassName": "efs", "size": "1Ti"}}
+    job = {"enabled": True, "podsMin": 1, "podsMax": 2, "gpusPerPod": 4, "procsPerPod": 4}
+    old_names = {new: old for old, new in job_config.RENAMED_KEYS.items()}
+    runs = {}
+    for label, given in (("new", job), ("old", {old_names.get(key, key): value for key, value in job.items()})):
+        warnings.clear()
+        runs[label], _ = construct("trainstack:index:TrainingPlatform", {**base, "job": given}, stack="byo",
+                                   outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
+        runs[f"{label} warnings"] = [w for w in warnings if "deprecated" in w]
+    assert [(r.urn, r.inputs) for r in runs["old"].registrations] == \
+        [(r.urn, r.inputs) for r in runs["new"].registrations]
+    assert runs["new warnings"] == [] and len(runs["old warnings"]) == len(job_config.RENAMED_KEYS)

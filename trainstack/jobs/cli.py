@@ -29,14 +29,15 @@ def _pods(text: str, flag: str = "--pods") -> tuple[int, int]:
         raise UsageError(f"{flag} {text!r}: expected N or MIN:MAX", "give --pods 2 or --pods 1:4") from None
 
 
-def _pods_flag(args: argparse.Namespace) -> tuple[int, int] | None:
-    """--pods, or the older --nodes (the same pods of the job; it meant torchrun's nodes) with one warning."""
+def _pods_flag(args: argparse.Namespace) -> tuple[tuple[int, int] | None, str]:
+    """--pods, or the older --nodes (the same pods of the job; it meant torchrun's nodes) with one warning;
+    and the flag the user typed, for the errors about it."""
     if args.nodes is None:
-        return _pods(args.pods) if args.pods else None
+        return (_pods(args.pods) if args.pods else None), "--pods"
     if args.pods is not None:
         raise UsageError("both --pods and --nodes given (--pods replaces --nodes)", "drop --nodes")
     print("trainstack submit: warning: --nodes is deprecated: use --pods (the same pods of the job)", file=sys.stderr)
-    return _pods(args.nodes, "--nodes")
+    return _pods(args.nodes, "--nodes"), "--nodes"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -166,19 +167,19 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
                          "drop --sweep, or submit the trainer")
     if custom:
         _check_custom_target(args.module, args.script)
-    pods = _pods_flag(args)
+    pods, pods_flag = _pods_flag(args)
     image = submission.check_image(args.image)
     points = sweep.expand(args.name, args.sweep, [] if custom else rest)
     planned = []
     for point in points:
         target = (submission.Target(module=args.module, script=args.script, args=tuple(rest)) if custom
                   else submission.Target(trainer_flags=(*rest, *point.flags)))
-        job = submission.check(outputs, point.name, pods, target)
+        job = submission.check(outputs, point.name, pods, target, pods_flag=pods_flag)
         values = submission.chart_values(outputs, job, target, image=image,
                                          sweep=args.name if args.sweep else None, tensorboard=args.tensorboard)
         # The chart's own schema and checks, offline: what it refuses is bad input, not a cluster error.
         render.check_renders(values, release=point.name, namespace=outputs.namespace)
-        partial = submission.check_queue(outputs, job, values)
+        partial = submission.check_queue(outputs, job, values, pods_flag=pods_flag)
         if partial:
             print(f"trainstack submit: warning: {point.name}: {partial}", file=sys.stderr)
         planned.append((point.name, values))
