@@ -81,7 +81,8 @@ class GkeGpuPool:
     disk_size_gb: int | None = None
     """Boot disk size in GB (default 100)."""
     disk_type: str | None = None
-    """pd-ssd, pd-balanced, pd-standard or hyperdisk-balanced (default pd-ssd)."""
+    """pd-ssd, pd-balanced, pd-standard or hyperdisk-balanced (default pd-ssd; hyperdisk-balanced, and only
+    Hyperdisk, on A4 and A3 Ultra)."""
     min: int | None = None
     """Nodes at least (default 0: no job, no GPU nodes)."""
     max: int | None = None
