@@ -270,6 +270,11 @@ A4_BAD_CONFIGS = [
      "a4-highgpu-8g boots only from Hyperdisk, not pd-ssd"),
     ("a persistent disk on A3 Ultra", {"machineType": "a3-ultragpu-8g", "diskType": "pd-balanced"},
      f"{POOL}.diskType", "a3-ultragpu-8g boots only from Hyperdisk, not pd-balanced"),
+    ("topologyAware on a pool without GPUDirect", {"machineType": "g2-standard-48", "topologyAware": True},
+     f"{POOL}.topologyAware", "true needs a GPUDirect pool"),
+    ("topologyAware on an A3 High pool with GPUDirect off",
+     {"machineType": "a3-highgpu-8g", "gpuDirect": "none", "topologyAware": True},
+     f"{POOL}.topologyAware", "true needs a GPUDirect pool"),
 ]
 
 

@@ -100,7 +100,8 @@ class GkeGpuPool:
     driver_version: str | None = None
     """The GKE-managed NVIDIA driver: DEFAULT or LATEST."""
     topology_aware: bool | None = None
-    """Kueue places a multi-node job's pods by GKE's gce-topology node labels (default: on GPUDirect pools)."""
+    """Kueue places a multi-node job's pods by GKE's gce-topology node labels (default: on GPUDirect-RDMA
+    pools, A4 and A3 Ultra; opt-in on A3 High and Mega; refused without GPUDirect)."""
 
 
 @dataclass(kw_only=True)

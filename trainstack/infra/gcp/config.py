@@ -282,6 +282,13 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
     if hyperdisk_only and disk_type.startswith("pd-"):
         raise ConfigError(f"{key}.diskType", f"{machine_type} boots only from Hyperdisk, not {disk_type}",
                           set_hint(f"{key}.diskType", "hyperdisk-balanced"))
+    # On by default only on the RDMA machines, where upstream's GKE blueprints use GKE's topology labels;
+    # opt-in elsewhere, so an existing queue keeps admitting as before (docs/a4.md).
+    topology_aware = pool.get("topologyAware", as_bool, gpu_direct is not None and gpu_direct.rdma)
+    if topology_aware and gpu_direct is None:
+        raise ConfigError(f"{key}.topologyAware", f"true needs a GPUDirect pool: GKE gives {machine_type} nodes "
+                          "without GPUDirect no gce-topology labels, so Kueue would admit nothing",
+                          set_hint(f"{key}.topologyAware", "false"))
     return GpuPoolConfig(
         name=name,
         machine_type=machine_type,
@@ -298,7 +305,7 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
         local_ssd_count=pool.get("localSsdCount", as_int, default_ssds, minimum=0, maximum=32),
         gpu_direct=gpu_direct,
         driver_version=pool.get("driverVersion", as_choice, "DEFAULT", choices=DRIVER_VERSIONS),
-        topology_aware=pool.get("topologyAware", as_bool, gpu_direct is not None),
+        topology_aware=topology_aware,
     )
 
 
