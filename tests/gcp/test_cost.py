@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pulumi
 import pytest
 
 from tests.gcp.stack_runs import JOB_ENABLED, PROJECT, REPO, config_with, run_main
@@ -39,6 +40,16 @@ def test_a4_is_priced_by_its_b200s_with_the_host_part_named_as_excluded():
     assert hourly["gpuNode"]["spotUsdPerNode"] is None  # the B200 row has no spot price
     assert "a4 host part (a4-highgpu-8g vCPU and memory: no price in trainstack/infra/cost/prices.yaml)" in hourly["notIncluded"]
     assert "a4 local SSDs (32 per node: no price in trainstack/infra/cost/prices.yaml)" in hourly["notIncluded"]
+
+
+def test_the_a4_budget_check_says_in_the_preview_what_the_estimate_leaves_out(monkeypatch):
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    run_main(stack_config_with(REPO / "Pulumi.gcp-a4.yaml", {"gcp:project": PROJECT}), stack="gcp-a4", preview=True)
+    [budget] = [w for w in warnings if w.startswith("trainstack:maxHourlyUsd: ")]
+    assert "2 x a4-highgpu-8g + 8 x nvidia-b200 ON_DEMAND" in budget
+    assert "leaves out a4 host part (a4-highgpu-8g vCPU and memory: no price" in budget
+    assert budget.endswith("the real price is higher")
 
 
 def test_a3_ultra_is_priced_by_host_and_h200s():
