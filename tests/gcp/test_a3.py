@@ -172,6 +172,21 @@ def test_kueue_queue_is_a3_queue_with_the_pools_quota_after_its_release(up):
     assert release.inputs["name"] == KUEUE_RELEASE
 
 
+def test_topology_aware_placement_is_opt_in_on_a3(up):
+    # Off by default: the existing queue and flavor stay as they were before Kueue TAS (docs/a4.md).
+    flavor = up.one("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor").inputs
+    assert flavor["metadata"]["name"] == "training-nodes" and "topologyName" not in flavor["spec"]
+    assert up.by_type("kubernetes:kueue.x-k8s.io/v1beta2:Topology") == []
+    assert "admissionChecksStrategy" not in up.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue").inputs["spec"]
+    opted_in = run(a3_config({"trainstack:gpuPools": {"a3": {"topologyAware": True}}}))
+    topology = opted_in.one("kubernetes:kueue.x-k8s.io/v1beta2:Topology").inputs["metadata"]["name"]
+    flavor = opted_in.one("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor").inputs
+    queue = opted_in.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue").inputs["spec"]
+    # A new flavor name: Pulumi creates the topology flavor and moves the queue to it (kueue.py).
+    assert flavor["metadata"]["name"] == flavor["spec"]["topologyName"] == topology != "training-nodes"
+    assert queue["resourceGroups"][0]["flavors"][0]["name"] == topology
+
+
 def test_filestore_is_zonal_1tib_in_the_a3_zone(up):
     instance = up.one("gcp:filestore/instance:Instance").inputs
     assert (instance["tier"], instance["fileShares"]["capacityGb"], instance["location"]) == (

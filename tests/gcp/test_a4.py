@@ -266,6 +266,15 @@ A4_BAD_CONFIGS = [
     ("a GPU count other than the machine's", {"acceleratorCount": 4}, f"{POOL}.acceleratorCount",
      "a4-highgpu-8g comes with 8 x nvidia-b200, not 4"),
     ("topologyAware that is not a boolean", {"topologyAware": "sometimes"}, f"{POOL}.topologyAware", ""),
+    ("a persistent disk on a Hyperdisk-only machine", {"diskType": "pd-ssd"}, f"{POOL}.diskType",
+     "a4-highgpu-8g boots only from Hyperdisk, not pd-ssd"),
+    ("a persistent disk on A3 Ultra", {"machineType": "a3-ultragpu-8g", "diskType": "pd-balanced"},
+     f"{POOL}.diskType", "a3-ultragpu-8g boots only from Hyperdisk, not pd-balanced"),
+    ("topologyAware on a pool without GPUDirect", {"machineType": "g2-standard-48", "topologyAware": True},
+     f"{POOL}.topologyAware", "true needs a GPUDirect pool"),
+    ("topologyAware on an A3 High pool with GPUDirect off",
+     {"machineType": "a3-highgpu-8g", "gpuDirect": "none", "topologyAware": True},
+     f"{POOL}.topologyAware", "true needs a GPUDirect pool"),
 ]
 
 
@@ -281,6 +290,18 @@ def test_a_one_node_job_may_leave_the_rdma_network_out():
                             "trainstack:job": {"enabled": True, "podsMin": 1, "podsMax": 1}}))
     assert "networkConfig" not in result.one(NODE_POOL, "trainstack-gpu-a4").inputs
     assert result.by_type(PARAM_SET) == []
+
+
+@pytest.mark.parametrize("machine_type", ["a4-highgpu-8g", "a3-ultragpu-8g"])
+def test_hyperdisk_only_machines_boot_from_hyperdisk_by_default(machine_type):
+    # cluster-toolkit v1.95.0 a4high-vm.yaml and a3ultra-vm.yaml: disk_type hyperdisk-balanced.
+    raw = stack_runs.stack_file_config(STACK_FILE)
+    pools = {"a4": {k: v for k, v in raw["trainstack:gpuPools"]["a4"].items() if k != "diskType"}}
+    pools["a4"]["machineType"] = machine_type
+    config = parse_gcp_config(as_cli_config({**raw, "trainstack:gpuPools": pools, "gcp:project": PROJECT}),
+                              stack="gcp-a4")
+    (pool,) = config.gpu_pools
+    assert (pool.disk_type, pool.topology_aware) == ("hyperdisk-balanced", True)
 
 
 def test_stack_file_parses_to_the_a4_shape():

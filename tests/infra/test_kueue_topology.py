@@ -115,9 +115,45 @@ def test_each_further_pool_gets_its_own_topology_under_its_flavors_name():
     more = PoolQueue(queue_name="training-h200", flavor_name="h200-nodes", gpu_quota=8,
                      node_labels={"trainstack.dev/pool": "h200"}, topology=AUTOSCALED)
     result = _run(more_queues=[more])
-    assert [t.inputs["metadata"]["name"] for t in result.by_type(TOPOLOGY)] == ["h200-nodes"]
+    [topology] = [t.inputs["metadata"]["name"] for t in result.by_type(TOPOLOGY)]
+    assert topology.startswith("h200-nodes-")
     flavors = {f.inputs["metadata"]["name"]: f.inputs["spec"] for f in result.by_type(RESOURCE_FLAVOR)}
-    assert "topologyName" not in flavors["training-nodes"] and flavors["h200-nodes"]["topologyName"] == "h200-nodes"
+    assert "topologyName" not in flavors["training-nodes"] and flavors[topology]["topologyName"] == topology
+
+
+def _flavor_and_queue(result: ProgramResult) -> tuple[str, str]:
+    flavor = result.one(RESOURCE_FLAVOR).inputs["metadata"]["name"]
+    [group] = result.one(CLUSTER_QUEUE).inputs["spec"]["resourceGroups"]
+    return flavor, group["flavors"][0]["name"]
+
+
+def test_switching_the_topology_on_or_off_gives_the_flavor_a_new_name_and_the_queue_follows():
+    # Kueue refuses to change a topology flavor's topologyName, nodeLabels or tolerations in place
+    # (resourceflavor_types.go CEL rules): a new name makes Pulumi create a new flavor instead.
+    plain_flavor, plain_queue = _flavor_and_queue(_run())
+    tas_flavor, tas_queue = _flavor_and_queue(_run(topology=AUTOSCALED))
+    assert plain_flavor == plain_queue == "training-nodes"
+    assert tas_queue == tas_flavor != plain_flavor and tas_flavor.startswith("training-nodes-")
+    names = {r.inputs["metadata"]["name"] for r in _run(topology=AUTOSCALED).registrations
+             if r.type in (TOPOLOGY, PROVISIONING, ADMISSION_CHECK)}
+    assert names == {tas_flavor}
+
+
+@pytest.mark.parametrize("change", [
+    {"node_labels": {**GPU_NODE_LABELS, "cloud.google.com/gke-ephemeral-storage-local-ssd": "true"}},
+    {"tolerations": []},
+    {"topology": NodeTopology(levels=GKE_LEVELS[1:], provisioning_class=AUTOSCALED.provisioning_class)},
+])
+def test_a_topology_flavor_gets_a_new_name_when_what_kueue_keeps_immutable_changes(change):
+    before, _ = _flavor_and_queue(_run(topology=AUTOSCALED))
+    after, queue = _flavor_and_queue(_run(**{"topology": AUTOSCALED, **change}))
+    assert after == queue != before
+
+
+def test_an_unchanged_pool_keeps_its_flavors_name():
+    assert _flavor_and_queue(_run(topology=AUTOSCALED)) == _flavor_and_queue(_run(topology=AUTOSCALED))
+    # Without a topology every flavor field can be updated in place: the name never moves.
+    assert _flavor_and_queue(_run(node_labels={"trainstack.dev/pool": "other"}))[0] == "training-nodes"
 
 
 @pytest.mark.parametrize(("topology", "node_labels", "message"), [

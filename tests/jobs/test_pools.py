@@ -13,7 +13,7 @@ import kubernetes_validate
 import pytest
 
 from tests.gcp import stack_runs as gcp_runs
-from tests.gcp import test_a3
+from tests.gcp import test_a3, test_a4
 from tests.workloads.chart import KUBERNETES_VERSION, one, render
 from trainstack.infra.gcp.node_pools import POOL_LABEL
 
@@ -168,3 +168,15 @@ def test_list_counts_a_job_on_another_pool_with_that_pools_nodes(cluster, cli, o
     assert (lines["on-t4"][1], lines["on-t4"][2]) == ("running", "4")
     # The stack prices the job's pool only: the T4 job costs 2 nodes at that price, the L4 job is unknown.
     assert lines["on-l4"][-1] == "?" and lines["on-t4"][-1].startswith("$")
+
+
+def test_a_job_sent_to_another_topology_pool_prefers_its_tightest_domain(two_pools):
+    # Kueue's topology flavor on a further RDMA pool: without the value, a multi-node job there would get
+    # Kueue's implied TAS, which places pods anywhere in the topology.
+    result = test_a4.run(test_a4.a4_config({"trainstack:gpuPools": {"a3u": {"machineType": "a3-ultragpu-8g", "max": 2}},
+                                            "trainstack:jobPool": "a4"}))
+    pools = json.loads(json.dumps(result.exports))["jobSubmission"]["pools"]
+    for name in ("a4", "a3u"):
+        assert pools[name]["values"]["kueue"]["preferredTopology"] == "kubernetes.io/hostname", name
+    # Pools without a Kueue topology get none.
+    assert all("preferredTopology" not in pool["values"]["kueue"] for pool in two_pools[1]["jobSubmission"]["pools"].values())

@@ -81,7 +81,7 @@ class GkeGpuPool:
     disk_size_gb: int | None = None
     """Boot disk size in GB (default 100)."""
     disk_type: str | None = None
-    """pd-ssd, pd-balanced, pd-standard or hyperdisk-balanced (default pd-ssd)."""
+    """pd-ssd, pd-balanced, pd-standard or hyperdisk-balanced (default pd-ssd; A4, A3 Ultra: hyperdisk only)."""
     min: int | None = None
     """Nodes at least (default 0: no job, no GPU nodes)."""
     max: int | None = None
@@ -99,7 +99,7 @@ class GkeGpuPool:
     driver_version: str | None = None
     """The GKE-managed NVIDIA driver: DEFAULT or LATEST."""
     topology_aware: bool | None = None
-    """Kueue places a multi-node job's pods by GKE's gce-topology node labels (default: on GPUDirect pools)."""
+    """Kueue places multi-node jobs by GKE's gce-topology labels (default on A4, A3 Ultra; needs GPUDirect)."""
 
 
 @dataclass(kw_only=True)

@@ -7,6 +7,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import pulumi
+
 from trainstack.infra.config.errors import NAMESPACE, ConfigError
 from trainstack.infra.config.reader import as_number, top
 from trainstack.infra.cost.estimate import CostEstimate
@@ -44,6 +46,10 @@ def check_budget(estimate: CostEstimate, budget: Budget, job_enabled: bool) -> N
                               f"at its max, over the ${budget.max_hourly_usd:.2f}/h limit",
                               f"{_raise_hint(key, at_max)}, or lower the GPU pool's max"
                               + ("" if gpu.spot else " or use spot capacity"))
+        if gpu.not_included:
+            # The limit passed against a node price with parts left out (e.g. the A4 host): say so in the preview.
+            pulumi.log.warn(f"{key}: checked against {estimate.hourly_breakdown(gpu.nodes_max)}, which leaves out "
+                            f"{'; '.join(gpu.not_included)}: the real price is higher")
     if budget.max_run_usd is not None and job_enabled:
         key = f"{NAMESPACE}:maxRunUsd"
         run = estimate.run

@@ -95,6 +95,10 @@ CAPACITY_TYPES = ("SPOT", "ON_DEMAND", "RESERVATION", "FLEX_START")
 GPU_DIRECT_MODES = ("auto", "tcpx", "tcpxo", "rdma", "none")
 RELEASE_CHANNELS = ("REGULAR", "STABLE", "RAPID")
 DISK_TYPES = ("pd-ssd", "pd-balanced", "pd-standard", "hyperdisk-balanced")
+# Machine series that boot only from Hyperdisk: cluster-toolkit v1.95.0 sets disk_type hyperdisk-balanced
+# in every A4 and A3 Ultra VM blueprint (examples/machine-learning/a4-highgpu-8g/a4high-vm.yaml,
+# a3-ultragpu-8g/a3ultra-vm.yaml).
+HYPERDISK_ONLY_SERIES = ("a4-", "a3-ultragpu-")
 DRIVER_VERSIONS = ("DEFAULT", "LATEST")
 # The CUDA training image (about 10 GB unpacked) and the node's own images fit with room to spare.
 MIN_GPU_DISK_GB = 50
@@ -272,6 +276,19 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
         raise ConfigError(f"{key}.placement", f"COMPACT is not offered with FLEX_START on {machine_type}",
                           set_hint(f"{key}.placement", "ANY"))
     default_ssds = gpu_direct.local_ssd_count if gpu_direct else 0
+    hyperdisk_only = machine_type.startswith(HYPERDISK_ONLY_SERIES)
+    disk_type = pool.get("diskType", as_choice, "hyperdisk-balanced" if hyperdisk_only else "pd-ssd",
+                         choices=DISK_TYPES)
+    if hyperdisk_only and disk_type.startswith("pd-"):
+        raise ConfigError(f"{key}.diskType", f"{machine_type} boots only from Hyperdisk, not {disk_type}",
+                          set_hint(f"{key}.diskType", "hyperdisk-balanced"))
+    # On by default only on the RDMA machines, where upstream's GKE blueprints use GKE's topology labels;
+    # opt-in elsewhere, so an existing queue keeps admitting as before (docs/a4.md).
+    topology_aware = pool.get("topologyAware", as_bool, gpu_direct is not None and gpu_direct.rdma)
+    if topology_aware and gpu_direct is None:
+        raise ConfigError(f"{key}.topologyAware", f"true needs a GPUDirect pool: GKE gives {machine_type} nodes "
+                          "without GPUDirect no gce-topology labels, so Kueue would admit nothing",
+                          set_hint(f"{key}.topologyAware", "false"))
     return GpuPoolConfig(
         name=name,
         machine_type=machine_type,
@@ -279,7 +296,7 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
         gpus_per_node=count,
         attach_accelerator=fixed is None,
         disk_size_gb=disk,
-        disk_type=pool.get("diskType", as_choice, "pd-ssd", choices=DISK_TYPES),
+        disk_type=disk_type,
         min_nodes=min_nodes,
         max_nodes=max_nodes,
         capacity=capacity,
@@ -288,7 +305,7 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
         local_ssd_count=pool.get("localSsdCount", as_int, default_ssds, minimum=0, maximum=32),
         gpu_direct=gpu_direct,
         driver_version=pool.get("driverVersion", as_choice, "DEFAULT", choices=DRIVER_VERSIONS),
-        topology_aware=pool.get("topologyAware", as_bool, gpu_direct is not None),
+        topology_aware=topology_aware,
     )
 
 

@@ -9,6 +9,7 @@ no autoscaler sees one until Kueue admits it and unsuspends the Job).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -187,6 +188,27 @@ def flavor_spec(args: KueueArgs, topology_name: pulumi.Input[str] | None = None)
     return spec
 
 
+def flavor_object_name(args: KueueArgs) -> str:
+    """The ResourceFlavor's (and its Topology's) object name.
+
+    Once a flavor has topologyName, Kueue refuses any change to its topologyName, nodeLabels or
+    tolerations, and a Topology's levels never change (kueue v0.19.2 apis/kueue/v1beta2
+    resourceflavor_types.go and topology_types.go, x-kubernetes-validations). A topology flavor is
+    therefore named after those fields: a change gives a new name, which Pulumi's Kubernetes provider
+    treats as a replacement (pulumi-kubernetes provider/pkg/provider/force_new.go: .metadata.name is
+    force-new), created before the old one is deleted; the ClusterQueue is updated to the new flavor
+    in between, and Kueue's resource-in-use finalizer lets the old one go once no ClusterQueue names it
+    (kueue v0.19.2 pkg/controller/core/resourceflavor_controller.go). A flavor without a topology keeps
+    its plain name: every field of it can be updated in place, and existing stacks see no change.
+    """
+    if args.topology is None:
+        return args.flavor_name
+    immutable = {"nodeLabels": dict(args.node_labels), "tolerations": [dict(t) for t in args.tolerations],
+                 "levels": list(args.topology.levels)}
+    digest = hashlib.sha256(json.dumps(immutable, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{args.flavor_name}-{digest}"
+
+
 def cluster_queue_spec(args: KueueArgs, flavor_name: pulumi.Input[str],
                        admission_check: pulumi.Input[str] | None = None) -> dict[str, Any]:
     quotas = {"cpu": args.cpu_quota, "memory": args.memory_quota, GPU_RESOURCE: args.gpu_quota,
@@ -246,20 +268,22 @@ class Kueue(pulumi.ComponentResource):
         for prefix, queue in [(name, args), *((f"{name}-{q.queue_name}", queue_args(args, q))
                                               for q in args.more_queues)]:
             topology_name, admission_check = None, None
+            object_name = flavor_object_name(queue)
             if queue.topology is not None:
-                # Named after the flavor: one Topology, and at most one admission check, per GPU pool.
+                # Named after the flavor: one Topology, and at most one admission check, per GPU pool,
+                # all replaced together when the flavor is.
                 topology = k8s.apiextensions.CustomResource(
                     f"{prefix}-topology", api_version=KUEUE_API_VERSION, kind="Topology",
-                    metadata={"name": queue.flavor_name}, spec=topology_spec(queue.topology), opts=after_release)
+                    metadata={"name": object_name}, spec=topology_spec(queue.topology), opts=after_release)
                 topology_name = topology.metadata.apply(lambda m: m["name"])
                 if queue.topology.provisioning_class is not None:
                     config = k8s.apiextensions.CustomResource(
                         f"{prefix}-provisioning", api_version=KUEUE_API_VERSION, kind="ProvisioningRequestConfig",
-                        metadata={"name": queue.flavor_name}, spec=provisioning_config_spec(queue.topology),
+                        metadata={"name": object_name}, spec=provisioning_config_spec(queue.topology),
                         opts=after_release)
                     check = k8s.apiextensions.CustomResource(
                         f"{prefix}-admission-check", api_version=KUEUE_API_VERSION, kind="AdmissionCheck",
-                        metadata={"name": queue.flavor_name},
+                        metadata={"name": object_name},
                         spec={"controllerName": PROVISIONING_CONTROLLER,
                               "parameters": {"apiGroup": KUEUE_API_VERSION.split("/")[0],
                                              "kind": "ProvisioningRequestConfig",
@@ -270,7 +294,7 @@ class Kueue(pulumi.ComponentResource):
                 f"{prefix}-flavor",
                 api_version=KUEUE_API_VERSION,
                 kind="ResourceFlavor",
-                metadata={"name": queue.flavor_name},
+                metadata={"name": object_name},
                 spec=flavor_spec(queue, topology_name),
                 opts=after_release,
             )

@@ -312,9 +312,11 @@ class TrainingPlatform(pulumi.ComponentResource):
         pools = {args.gpu_pool_name: pool_entry(args.gpu, job_args.queue_name, values)}
         shared = {key: value for key, value in args.job_values.items() if key not in POOL_VALUE_KEYS}
         for pool_name, pool in sorted(args.other_gpu_pools.items()):
-            pool_values = deep_merge(deep_merge(deep_merge(deep_merge(
-                cache_values, {"resources": {**pool.pod_resources, "gpusPerPod": pool.gpus_per_node}}), shared),
-                args.other_pool_values.get(pool_name, {})), owner_values(owner))
+            # The pool's own preferred topology, as the job's pool gets it: without it a multi-node job there
+            # would get Kueue's implied, unconstrained TAS placement.
+            pool_values = deep_merge(deep_merge(deep_merge(deep_merge(deep_merge(
+                cache_values, {"resources": {**pool.pod_resources, "gpusPerPod": pool.gpus_per_node}}),
+                topology_values(job, pool)), shared), args.other_pool_values.get(pool_name, {})), owner_values(owner))
             queue = kueue.local_queue_names[f"{job.queue_name}-{pool_name}"] if job.queue else None
             pools[pool_name] = pool_entry(pool, queue, values_on(pool, queue, pool_values))
         # What `trainstack submit` needs to run more jobs like this one (trainstack/infra/kubernetes/job_submission.py).
