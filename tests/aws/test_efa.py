@@ -112,6 +112,23 @@ def test_an_on_demand_reservation_is_targeted_without_a_market_type():
     assert "instanceMarketOptions" not in template and "instanceType" not in template
 
 
+@pytest.mark.parametrize("capacity", [{"capacityReservationId": RESERVATION},
+                                      {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": RESERVATION}],
+                         ids=["on-demand reservation", "capacity block"])
+def test_a_reservation_launches_without_a_new_placement_group(capacity):
+    # Reserved capacity is not inside a new, empty placement group: a launch constrained to one fails.
+    result = run_p5(p5_config({GPU: capacity}))
+    assert "placement" not in _gpu_template(result).inputs
+    assert result.by_type(PLACEMENT_GROUP) == []
+
+
+@pytest.mark.parametrize("capacity", [{}, {"capacityReservationId": RESERVATION}], ids=["no reservation", "reservation"])
+def test_a_named_placement_group_is_used_and_none_is_created(capacity):
+    result = run_p5(p5_config({GPU: {**capacity, "placementGroup": "p5-reserved"}}))
+    assert _gpu_template(result).inputs["placement"] == {"groupName": "p5-reserved"}
+    assert result.by_type(PLACEMENT_GROUP) == []
+
+
 def test_the_efa_device_plugin_runs_on_the_gpu_nodes_at_its_pinned_version(up):
     release = next(r for r in up.by_type(RELEASE) if r.name == "trainstack-efa-device-plugin")
     assert (release.inputs["chart"], release.inputs["version"]) == ("aws-efa-k8s-device-plugin", "v0.5.30")
@@ -162,6 +179,13 @@ BAD_CONFIGS = [
     ("zone outside the stack's zones", {GPU: {"zone": "us-west-2c"}}, f"{GPU}.zone",
      "'us-west-2c' is not one of trainstack:availabilityZones"),
     ("EFA keys without efa", {GPU: {"efa": False}}, f"{GPU}.zone", "set, but gpuNodes.efa is not true"),
+    # A reservation is applied only in the EFA launch template: elsewhere it would be silently ignored.
+    ("reservation without efa", {GPU: {"efa": False, "zone": None, "capacityReservationId": RESERVATION}},
+     f"{GPU}.capacityReservationId", "set, but gpuNodes.efa is not true (it applies to EFA groups only)"),
+    ("placement group without efa", {GPU: {"efa": False, "zone": None, "placementGroup": "p5-reserved"}},
+     f"{GPU}.placementGroup", "set, but gpuNodes.efa is not true (it applies to EFA groups only)"),
+    ("placement group name", {GPU: {"placementGroup": "p5 \u00e9"}}, f"{GPU}.placementGroup",
+     "is not a placement group name"),
     ("EFA on an existing network", {"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a"]}},
      f"{GPU}.efa", "not supported with trainstack:existingNetwork yet"),
 ]
@@ -185,6 +209,14 @@ def test_a_capacity_block_is_refused_for_a_group_without_efa():
     from tests.aws.stack_runs import config_with, run_main_expecting_error
     stop = run_main_expecting_error(config_with({GPU: {"capacityType": "CAPACITY_BLOCK"}}))
     assert_one_config_error_line(*stop, f"{GPU}.capacityType", "(Capacity Blocks are for gpuNodes.efa groups)")
+
+
+def test_a_reservation_is_refused_for_a_group_without_efa():
+    # The review's reproduction: the aws stack's spot-pool types, on demand, into a reservation.
+    from tests.aws.stack_runs import config_with, run_main_expecting_error
+    stop = run_main_expecting_error(config_with({GPU: {"instanceTypes": ["g5.xlarge"], "capacityType": "ON_DEMAND",
+                                                       "capacityReservationId": RESERVATION}}))
+    assert_one_config_error_line(*stop, f"{GPU}.capacityReservationId", "it applies to EFA groups only")
 
 
 def _answering(token: str, answer):
