@@ -332,3 +332,29 @@ def test_the_golden_file_holds_no_secret_values():
     text = GOLDEN.read_text()
     assert "ecr-token-that-must-stay-secret" not in text
     assert '"kubeconfig": "[secret]"' in text
+
+
+def test_the_efa_nodes_user_data_lifts_the_containers_memlock_limit_and_keeps_nofile(up):
+    import base64
+    import email
+
+    import yaml
+
+    message = email.message_from_bytes(base64.b64decode(_gpu_template(up).inputs["userData"]))
+    assert message.is_multipart() and message.get_content_type() == "multipart/mixed"
+    (part,) = message.get_payload()
+    assert part.get_content_type() == "application/node.eks.aws"
+    config = yaml.safe_load(part.get_payload())
+    assert (config["apiVersion"], config["kind"]) == ("node.eks.aws/v1alpha1", "NodeConfig")
+    assert "cluster" not in config["spec"]  # EKS's own NodeConfig part names the cluster
+    limits = {r["type"]: (r["soft"], r["hard"]) for r in config["spec"]["containerd"]["baseRuntimeSpec"]["process"]["rlimits"]}
+    assert limits["RLIMIT_NOFILE"] == (65536, 1048576)  # the AMI's default, which the list replaces
+    soft, hard = limits["RLIMIT_MEMLOCK"]
+    assert soft == hard >= 2**40
+    # nodeadm merges through float64: the value must come back as the same integer, inside uint64.
+    assert int(float(hard)) == hard < 2**64
+
+
+def test_only_the_efa_group_carries_user_data():
+    from tests.aws.stack_runs import run_main
+    assert all("userData" not in t.inputs for t in run_main().by_type(LAUNCH_TEMPLATE))

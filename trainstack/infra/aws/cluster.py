@@ -35,6 +35,7 @@ from trainstack.infra.aws.config import (
 )
 from trainstack.infra.aws.efa import EFA_POD_RESOURCES, EFA_RESOURCE, efa_network_interfaces
 from trainstack.infra.aws.efa_networking import EfaNetworking, EfaNetworkingArgs
+from trainstack.infra.aws.efa_node_config import efa_node_user_data
 from trainstack.infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
 from trainstack.infra.core import versions
 from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement
@@ -338,6 +339,8 @@ class EksCluster(pulumi.ComponentResource):
         args: dict = {
             "network_interfaces": efa_network_interfaces(
                 gpu.efa.instance.efa_interfaces, [efa.cluster_security_group_id, efa.efa_security_group_id]),
+            # The containers' locked-memory limit, which EFA's buffer registration needs (efa_node_config.py).
+            "user_data": efa_node_user_data(),
         }
         placement_group = gpu.efa.placement_group or efa.placement_group_name
         if placement_group is not None:
