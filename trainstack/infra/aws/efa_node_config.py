@@ -14,8 +14,8 @@ nodeadm/test/e2e/cases/containerd-base-runtime-spec), so the rlimits here repeat
 
 The memlock value is not RLIM_INFINITY (18446744073709551615): nodeadm merges the spec through Go's
 encoding/json into map[string]interface{} (base_runtime_spec.go, util/merge.go), which makes every number a
-float64, and that value comes back as 18446744073709551616, which no longer fits the uint64 of the OCI
-spec's rlimit. 2**53 bytes survives the float64 round trip exactly and is far above any instance's memory.
+float64, and that value comes back as 18446744073709552000 (the float64 nearest it, 2**64 written the
+way encoding/json writes floats), which no longer fits the uint64 of the OCI spec's rlimit. 2**53 bytes survives the float64 round trip exactly and is far above any instance's memory.
 
 For a managed node group with an AMI type, EKS merges a launch template's MIME multipart user data with
 its own NodeConfig (cluster name, endpoint, CA), so this part names no cluster (EKS user guide
