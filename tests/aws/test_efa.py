@@ -358,3 +358,69 @@ def test_the_efa_nodes_user_data_lifts_the_containers_memlock_limit_and_keeps_no
 def test_only_the_efa_group_carries_user_data():
     from tests.aws.stack_runs import run_main
     assert all("userData" not in t.inputs for t in run_main().by_type(LAUNCH_TEMPLATE))
+
+
+def _capacity_block_answering(**changes):
+    from tests.aws.stack_runs import GET_CAPACITY_BLOCK_RESERVATION, capacity_block_answer
+    return _answering(GET_CAPACITY_BLOCK_RESERVATION, lambda args: capacity_block_answer(args["id"], **changes))
+
+
+def _odcr_reading(**changes):
+    from tests.aws.stack_runs import CAPACITY_RESERVATION, provider_outputs
+
+    def outputs(type_: str, name: str, inputs: dict) -> dict:
+        answer = provider_outputs(type_, name, inputs)
+        return {**answer, **changes} if type_ == CAPACITY_RESERVATION else answer
+    return outputs
+
+
+BLOCK = {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": RESERVATION}
+ODCR = {"capacityReservationId": RESERVATION}
+KEY = f"{GPU}.capacityReservationId: {RESERVATION}"
+
+
+@pytest.mark.parametrize(("capacity", "calls", "outputs", "line"), [
+    (BLOCK, _capacity_block_answering(instanceType="p5en.48xlarge"), None,
+     f"{KEY} reserves p5en.48xlarge, but the group launches p5.48xlarge"),
+    (BLOCK, _capacity_block_answering(availabilityZone="us-west-2b"), None,
+     f"{KEY} is in us-west-2b, but the group is in us-west-2a"),
+    (BLOCK, _capacity_block_answering(state="expired"), None, f"{KEY} is expired: nothing launches into it"),
+    (BLOCK, _capacity_block_answering(reservationType="default"), None,
+     f"{KEY} is a default reservation, not a Capacity Block"),
+    (ODCR, None, _odcr_reading(instanceType="p5en.48xlarge"),
+     f"{KEY} reserves p5en.48xlarge, but the group launches p5.48xlarge"),
+    (ODCR, None, _odcr_reading(availabilityZone="us-west-2c"), f"{KEY} is in us-west-2c, but the group is in us-west-2a"),
+], ids=["block type", "block zone", "block expired", "block is an ODCR", "ODCR type", "ODCR zone"])
+def test_preflight_refuses_a_reservation_that_does_not_fit_the_group(capacity, calls, outputs, line, monkeypatch):
+    from tests.aws.stack_runs import provider_calls, provider_outputs
+    from tests.aws.stack_runs import run_main as run_aws_main
+
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_aws_main(p5_config({GPU: capacity}), stack="aws-p5", preview=True, calls=calls or provider_calls,
+                     outputs=outputs or provider_outputs)
+
+    assert line in str(raised.value) and "\n" not in str(raised.value) and ". Fix: " in str(raised.value)
+    # Nothing but components, providers and the reservation's read.
+    created = {r.type for r in monitors[0].recorded if not r.read}
+    assert created and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in created), created
+
+
+@pytest.mark.parametrize("capacity", [BLOCK, ODCR], ids=["capacity block", "on-demand reservation"])
+def test_preflight_passes_a_reservation_for_the_groups_type_and_zone(capacity):
+    from tests.aws.stack_runs import CAPACITY_RESERVATION, GET_CAPACITY_BLOCK_RESERVATION
+
+    result = run_p5(p5_config({GPU: capacity}), preview=True)
+    asked = [args["id"] for token, args in result.invokes if token == GET_CAPACITY_BLOCK_RESERVATION]
+    read = [r for r in result.registrations if r.type == CAPACITY_RESERVATION]
+    if capacity is BLOCK:
+        assert asked == [RESERVATION] and read == []
+    else:
+        assert asked == [] and [r.read for r in read] == [True]
