@@ -1,16 +1,83 @@
 """The component provider that `pulumi package add` runs (provider/PulumiPlugin.yaml, provider/__main__.py).
 
-component_provider_host infers the schema from the components' annotations and serves Construct; the engine's
-address arrives in argv.
+The SDK's ComponentProvider infers the schema from the components' annotations and serves Construct; the
+engine's address arrives in argv. Ours differs in one thing: a bad input reaches the user as one line.
+ComponentProvider.construct wraps whatever a component raises in ComponentInitError, and
+ProviderServicer.Construct turns that into an error carrying the Python traceback; only an
+InputPropertyError (or InputPropertiesError) becomes a plain invalid-properties status, which the engine
+prints as `<property path>: <reason>` (pulumi 3.272: pulumi/provider/experimental/component.py,
+ComponentProvider.construct; pulumi/provider/server.py, ProviderServicer.Construct; the engine's rendering
+in sdk/go/common/util/errors InputPropertiesError). So a component's own refusal of its inputs (an
+InputError from a part's checks, an InvalidArgsError from an infra component's) is re-raised as that.
 """
+
+import re
+from typing import Any
+
+from pulumi import Output
+from pulumi.errors import InputPropertiesError, InputPropertyError
+from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.server import ComponentInitError
+
+from trainstack.components.stack_config import InputError
+from trainstack.infra.core.validation import InvalidArgsError
 
 NAME = "trainstack"
 VERSION = "0.1.0"
 
+# `[<Component> '<name>': ]<property path>: <reason>`, as InputErrors are written: the path runs to the first
+# ": " (a tag key such as `tags.aws:owner` keeps its own colon).
+_COMPONENT_PREFIX = re.compile(r"[A-Z]\w* '[^']*': ")
+_PATH_AND_REASON = re.compile(r"([A-Za-z][\w.\[\]/:-]*?): (.+)", re.S)
+WHOLE_OUTPUT = ("takes a plain object, not an output or a secret as a whole. Fix: write the object out (a secret "
+                "or another resource's output may go in its fields that take outputs)")
+
+
+def as_property_error(message: str) -> InputPropertyError | InputPropertiesError:
+    """An InputError's one line as the property error the provider server reports without a traceback."""
+    message = _COMPONENT_PREFIX.sub("", message.strip(), count=1)
+    found = _PATH_AND_REASON.fullmatch(message)
+    if found is None:
+        return InputPropertiesError(message)
+    return InputPropertyError(found.group(1), found.group(2))
+
+
+class TrainstackProvider(ComponentProvider):
+    """ComponentProvider whose components' input errors become property errors (see the module's docstring)."""
+
+    def map_input_properties(self, inputs: Any, properties: Any, mapping: Any, component_name: str,
+                             property_path: str) -> Any:
+        """The SDK's mapping, refusing an object input (a schema type) that arrives as a whole Output: a secret
+        (fn::secret, a secret config object) or another resource's output. The SDK maps it as {} (pulumi
+        3.272, ComponentProvider.map_input_properties: `input_val if isinstance(input_val, dict) else {}`),
+        so the component would silently build its defaults instead of what the caller wrote."""
+        if isinstance(inputs, Output):
+            raise InputPropertyError(property_path, WHOLE_OUTPUT)
+        for schema_name, prop in properties.items():
+            value = inputs.get(schema_name) if isinstance(inputs, dict) else None
+            if isinstance(value, Output) and prop.ref:
+                type_def = self.get_type_definition(prop)
+                if type_def is not None and not type_def.enum:
+                    path = f"{property_path}.{schema_name}" if property_path else schema_name
+                    raise InputPropertyError(path, WHOLE_OUTPUT)
+        return super().map_input_properties(inputs, properties, mapping, component_name, property_path)
+
+    def construct(self, name: str, resource_type: str, inputs: Any, options: Any = None) -> Any:
+        try:
+            return super().construct(name, resource_type, inputs, options)
+        except ComponentInitError as error:
+            if isinstance(error.inner, (InputError, InvalidArgsError)):
+                raise as_property_error(str(error.inner)) from None
+            raise
+
 
 def main() -> None:
-    from pulumi.provider.experimental import component_provider_host
+    import sys
+
+    from pulumi.provider import main as serve
 
     from trainstack.components import HOSTED
 
-    component_provider_host(HOSTED, name=NAME, version=VERSION)
+    # component_provider_host, with our provider in place of ComponentProvider (pulumi 3.272,
+    # pulumi/provider/experimental/host.py): the plugin's argv is its folder, then the engine's address.
+    serve(TrainstackProvider(HOSTED, NAME, version=VERSION), sys.argv[1:])

@@ -56,6 +56,13 @@ BAD_CONFIGS = [
      "podsMin (3) is greater than podsMax (2)"),
     ("job key under its old and its new name", {JOB: {"nodesMax": 2}}, (), f"{JOB}.nodesMax",
      "both nodesMax and podsMax are set (podsMax replaces nodesMax)"),
+    # An error on a key written under its old name names that key and says to rename it: the plain hint
+    # would set the new key beside the old one, which the next run refuses as both set.
+    ("job old keys, nodesMin greater than nodesMax", {JOB: {"nodesMin": 3, "nodesMax": 2}}, (JOB,), f"{JOB}.nodesMin",
+     "nodesMin (3) is greater than nodesMax (2). Fix: rename nodesMin to podsMin: pulumi config rm --path "
+     f"'{JOB}.nodesMin' && pulumi config set --path '{JOB}.podsMin' 2"),
+    ("job old key, more GPUs per pod than the instance has", {JOB: {"gpusPerNode": 2}}, (JOB,), f"{JOB}.gpusPerNode",
+     "2 GPUs per pod, but the GPU instance type has 1. Fix: rename gpusPerNode to gpusPerPod"),
     ("job larger than the GPU group", {JOB: {"podsMax": 3}}, (), f"{JOB}.podsMax",
      "3 pods need 3 GPU nodes (1 per g4dn.xlarge), but trainstack:gpuNodes.max is 2"),
     ("instance type without a GPU", {GPU: {"instanceTypes": ["m5.large"]}}, (), f"{GPU}.instanceTypes",

@@ -325,7 +325,9 @@ def test_jobs_submitted_to_the_stack_run_in_efa_mode_too(up):
     # `trainstack submit` renders every job from the stack's shared values (jobSubmission.values).
     values = up.exports["jobSubmission"]["values"]
     assert values["gpuNetworking"]["mode"] == "efa" and values["gpuNetworking"]["efa"]["interfaces"] == 32
-    assert values["resources"]["gpusPerPod"] == 8 and values["resources"]["requests"]["cpu"] == "160"
+    assert values["resources"]["requests"]["cpu"] == "160"
+    # GPUs per pod are the CLI's, per job (job_submission.PER_JOB_RESOURCE_KEYS), from the pool's figure.
+    assert "gpusPerPod" not in values["resources"] and up.exports["jobSubmission"]["gpusPerNode"] == 8
 
 
 def test_the_golden_file_holds_no_secret_values():

@@ -229,6 +229,17 @@ def test_nccl_check_command_runs_the_in_image_check_and_fails_below_the_bar(up):
     assert tests_values["ncclCheck"]["runner"] == "nccl-tests" and "image" not in tests_values
 
 
+@pytest.mark.parametrize("output", ["ncclCheckCommand", "ncclTestsCommand"])
+def test_the_nccl_check_names_the_job_owner_so_destroy_deletes_it(up, output):
+    # An interrupted command (Ctrl-C in its wait, a laptop asleep) leaves the check's 2-pod Job on the
+    # claim and in the queue; owned like every job, pulumi destroy deletes it before them.
+    _, values = _helm_install_values(up.exports[output])
+    owner = up.exports["jobSubmission"]["values"]["owner"]
+    assert values["owner"] == owner
+    [job] = [o for o in render(values, release="nccl-check") if o["kind"] == "Job"]
+    assert job["metadata"]["ownerReferences"] == [{**owner, "blockOwnerDeletion": True}]
+
+
 def test_a3_mega_gets_tcpxo_with_eight_networks():
     result = run(a3_config({"trainstack:gpuPools": {"a3": {"machineType": "a3-megagpu-8g"}}}))
     pool = result.one(NODE_POOL, "trainstack-gpu-a3").inputs

@@ -49,6 +49,20 @@ def test_submit_refuses_before_the_cluster(argv, says, cluster, cli, outputs_fil
     assert cluster.calls == []
 
 
+@pytest.mark.parametrize(("pods", "says"), [
+    ("3:1", "trainstack submit: --nodes: podsMin (3) is greater than podsMax (1). Fix: give --pods MIN:MAX with "
+            "MIN <= MAX (--pods replaces --nodes)"),
+    ("1:3", "trainstack submit: --nodes: 3 pods need 3 GPU nodes (g4dn.xlarge), but the stack's GPU pool has at "
+            "most 2"),
+])
+def test_an_error_on_the_old_nodes_flag_names_that_flag(pods, says, cluster, cli, outputs_file):
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("aws"), "--nodes", pods)
+    assert code == 2 and out == ""
+    warning, error = err.splitlines()
+    assert "--nodes is deprecated" in warning and error.startswith(says), error
+    assert cluster.calls == []
+
+
 @pytest.mark.parametrize("name", ["Exp", "1exp", "exp_1", "a" * 51])
 def test_submit_refuses_a_bad_name(name, cluster, cli, outputs_file):
     code, _, err = cli("submit", name, "--outputs", outputs_file("aws"))

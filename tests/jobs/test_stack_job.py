@@ -12,7 +12,7 @@ from tests.gcp import stack_runs as gcp_runs
 from tests.gcp import test_a3
 from tests.workloads.chart import one, render, trainer
 from trainstack.infra.config.train_args import train_keys
-from trainstack.infra.kubernetes.job_submission import PER_JOB_KEYS
+from trainstack.infra.kubernetes.job_submission import PER_JOB_KEYS, PER_JOB_RESOURCE_KEYS
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RUNS = {
@@ -31,7 +31,10 @@ def test_the_stacks_job_has_the_values_a_cli_job_gets(stack):
     [release] = [r for r in result.by_type(RELEASE) if r.inputs.get("name") == job_name]
     values = json.loads(json.dumps(release.inputs["values"]))
     shared = {key: value for key, value in values.items() if key not in PER_JOB_KEYS}
+    shared["resources"] = {key: value for key, value in shared["resources"].items() if key not in PER_JOB_RESOURCE_KEYS}
     assert shared == submission["values"]
+    # What the CLI sets for each job instead: one process per GPU of the pool's node.
+    assert values["resources"]["gpusPerPod"] == submission["gpusPerNode"]
     assert values["serviceAccount"] == {"create": False, "name": submission["serviceAccount"], "annotations": {}}
 
 

@@ -182,6 +182,45 @@ def test_outputs_naming_another_job_owner_are_refused_before_install(cluster, cl
     assert cluster.verbs() == ["helm list", "kubectl get"]
 
 
+def _without_owner(exports):
+    """Outputs saved before the job owner existed: no `owner` in the job's values or any pool's."""
+    submission = exports["jobSubmission"]
+    for values in [submission["values"], *(pool["values"] for pool in submission.get("pools", {}).values())]:
+        values.pop("owner", None)
+
+
+def test_outputs_from_before_the_owner_are_refused_on_a_cluster_that_has_it(cluster, cli, outputs_file):
+    # Saved before the first pulumi up that made the owner: the job would go out with no ownerReference,
+    # and pulumi destroy would wait on it (the claim's pvc-protection, the ClusterQueue's finalizer).
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("gcp", _without_owner))
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert "from before the job owner existed" in err and "save the outputs again" in err
+    assert cluster.verbs() == ["helm list", "kubectl get"]
+
+
+def test_outputs_and_a_cluster_from_before_the_owner_submit_an_unowned_job(cluster, cli, outputs_file):
+    cluster.set_state({"configmaps": {}})
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("gcp", _without_owner))
+    assert code == 0, err
+    assert cluster.verbs() == ["helm list", "kubectl get", "helm install"]
+    [install] = _installs(cluster)
+    assert "owner" not in json.loads(install["stdin"])
+
+
+def test_a_submitter_who_cannot_update_the_owners_finalizers_is_told_the_permission(cluster, cli, outputs_file):
+    # Where the API server runs OwnerReferencesPermissionEnforcement (OpenShift does), a blocking
+    # ownerReference needs update on the owner's finalizers; the aggregated edit role lacks it.
+    cluster.set_state({"install_error": 'Error: INSTALLATION FAILED: jobs.batch "exp" is forbidden: cannot set '
+                       "blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , "
+                       "<nil>"})
+    code, out, err = cli("submit", "exp", "--outputs", outputs_file("aws"))
+    assert (code, out) == (1, "")
+    helm_line, fix = err.splitlines()
+    assert "is forbidden" in helm_line
+    assert fix == ("trainstack submit: fix: your identity needs update on configmaps/finalizers (trainstack-jobs) "
+                   "in namespace default to name the job owner; see docs/jobs.md, pulumi destroy")
+
+
 def test_the_old_nodes_flag_submits_the_same_job_with_one_deprecation_line(cluster, cli, outputs_file):
     code, _, err = cli("submit", "exp-new", "--outputs", outputs_file("aws"), "--pods", "1:2")
     assert (code, err) == (0, ""), err
@@ -196,3 +235,36 @@ def test_both_pods_and_nodes_is_refused_in_one_line(cluster, cli, outputs_file):
     code, _, err = cli("submit", "exp", "--outputs", outputs_file("aws"), "--pods", "1:2", "--nodes", "1:2")
     assert code == 2 and err.strip().splitlines() == [err.strip()] and "both --pods and --nodes" in err
     assert _installs(cluster) == []
+
+
+def exported_before_the_pod_rename(exports):
+    """The outputs of a stack last deployed before the pod/node rename: its shared values, and each pool's,
+    carry the GPU count per pod under the old chart name resources.gpusPerNode."""
+    submission = exports["jobSubmission"]
+    for values, gpus in [(submission["values"], submission["gpusPerNode"]),
+                         *((pool["values"], pool["gpusPerNode"]) for pool in submission["pools"].values())]:
+        values.setdefault("resources", {})["gpusPerNode"] = gpus
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_outputs_of_a_stack_deployed_before_the_pod_rename_still_submit(stack, cluster, cli, outputs_file,
+                                                                        stack_exports):
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file(stack, exported_before_the_pod_rename),
+                       "--pods", "1:2", "--", "--max-steps", "50")
+    assert (code, err) == (0, ""), err
+    [install] = _installs(cluster)
+    values = json.loads(install["stdin"])
+    gpus = stack_exports(stack)["jobSubmission"]["gpusPerNode"]
+    assert "gpusPerNode" not in values["resources"] and values["resources"]["gpusPerPod"] == gpus
+    [trainer_container] = [c for c in one(render(values, release="exp"), "Job")["spec"]["template"]["spec"]["containers"]
+                           if c["name"] == "trainer"]
+    assert trainer_container["resources"]["limits"]["nvidia.com/gpu"] == gpus
+
+
+def test_the_stack_exports_no_gpu_count_per_pod(stack_exports):
+    # The CLI sets it for each job; shared, it would meet the CLI's own under another name after a rename
+    # (an older CLI's chart knows only resources.gpusPerNode and refuses any other key under resources).
+    for stack in STACKS:
+        submission = stack_exports(stack)["jobSubmission"]
+        for values in [submission["values"], *(pool["values"] for pool in submission["pools"].values())]:
+            assert not {"gpusPerPod", "gpusPerNode"} & set(values.get("resources", {})), stack

@@ -7,10 +7,11 @@ import runpy
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import yaml
 
 from tests.aws import stack_runs as aws_runs
-from tests.library.wire import resolved
+from tests.library.wire import over_the_wire, resolved
 from tests.pulumi_harness import run_program
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,7 +20,7 @@ SCHEMA = json.loads((REPO / "schema.json").read_text())
 
 
 def test_each_example_has_its_project_file_and_readme():
-    for example in ("python-existing-vpc", "yaml-gke"):
+    for example in ("python-existing-vpc", "yaml-gke", "yaml-gke-parts"):
         assert (EXAMPLES / example / "Pulumi.yaml").is_file() and (EXAMPLES / example / "README.md").is_file()
 
 
@@ -145,3 +146,125 @@ def test_yaml_example_and_docs_snippet_construct_as_sent_over_the_wire():
                           outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
     values = result.one("kubernetes:helm.sh/v3:Release", "train").inputs["values"]
     assert values["train"]["maxSteps"] == 1000 and type(values["train"]["maxSteps"]) is int
+
+
+PARTS_CONFIG = {"gcpProject": "ml-research-123", "network": "research-vpc", "subnetwork": "research-nodes",
+                "nodeServiceAccount": "nodes@ml-research-123.iam.gserviceaccount.com",
+                "jobServiceAccount": "training@ml-research-123.iam.gserviceaccount.com",
+                "bucketUri": "gs://research-data", "imageRef": "us-docker.pkg.dev/p/r/trainstack:1"}
+# What the parts' outputs resolve to, for constructing the ones that take them.
+PARTS_OUTPUTS = {"cluster.clusterName": "research", "cluster.location": "us-central1-a",
+                 "cluster.nodeZone": "us-central1-a", "cluster.kubeconfig": "apiVersion: v1\nkind: Config\n",
+                 "share.volumeName": "default-train-shared"}
+
+
+def test_yaml_parts_example_composes_the_gke_parts_as_the_schema_says():
+    example = EXAMPLES / "yaml-gke-parts"
+    program = yaml.safe_load((example / "Pulumi.yaml").read_text())
+    assert program["runtime"] == "yaml"
+    assert (example / program["packages"]["trainstack"] / "PulumiPlugin.yaml").is_file()
+    assert [r["type"] for r in program["resources"].values()] == [
+        "trainstack:index:GkeCluster", "trainstack:index:GkeGpuNodePool", "trainstack:index:FilestoreShare",
+        "trainstack:index:TrainingPlatform"]
+    assert yaml_example_errors(program) == []
+    # Every ${resource.output} it wires is an output that resource has, and every ${name} a config key.
+    references = re.findall(r"\$\{([^}]+)\}", (example / "Pulumi.yaml").read_text())
+    for reference in references:
+        resource, _, attribute = reference.partition(".")
+        if attribute:
+            assert attribute in SCHEMA["resources"][program["resources"][resource]["type"]]["properties"], reference
+        else:
+            assert reference in program["config"] or reference in program["resources"], reference
+
+
+def construct_with_outputs(token: str, properties: dict, outputs: dict) -> tuple:
+    """Construct `token` as the engine reaches a provider that accepts outputs (provider/server.py answers
+    Configure with acceptOutputs=True, pulumi 3.272): literals cross the wire as a Struct, and each value
+    wired from another resource's output arrives as an Output in its place (ProviderServicer._select_value
+    returns an input that already contains outputs as it is)."""
+    from tests.gcp import stack_runs as gcp_runs
+    from trainstack.components import HOSTED
+    from trainstack.provider import NAME, TrainstackProvider
+
+    marker = "output-of:"
+    constructed: list = []
+
+    def as_outputs(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: as_outputs(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [as_outputs(item) for item in value]
+        if isinstance(value, str) and value.startswith(marker):
+            return pulumi.Output.from_input(outputs[value.removeprefix(marker)])
+        return value
+
+    def program() -> None:
+        wired = resolved(properties, {**PARTS_CONFIG, **{key: marker + key for key in outputs}})
+        inputs = as_outputs(over_the_wire(wired))
+        constructed.append(TrainstackProvider(HOSTED, NAME).construct("part", token, inputs, None))
+        for key, value in constructed[-1].state.items():
+            pulumi.export(key, value)
+
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        result = run_program(program, config={}, stack="parts", project="trainstack",
+                             outputs=gcp_runs.provider_outputs, calls=gcp_runs.provider_calls)
+    finally:
+        os.chdir(cwd)
+    return result, constructed
+
+
+def test_yaml_parts_example_constructs_each_part_with_its_wired_inputs_as_outputs():
+    program = yaml.safe_load((EXAMPLES / "yaml-gke-parts" / "Pulumi.yaml").read_text())
+    built = {}
+    for name, resource in program["resources"].items():
+        result, constructed = construct_with_outputs(resource["type"], resource["properties"], PARTS_OUTPUTS)
+        assert constructed and constructed[0].urn, name
+        built[name] = result
+    # The pool's outputs are the values written out for the platform's gpu.
+    gpu = program["resources"]["platform"]["properties"]["gpu"]
+    assert built["t4"].exports["nodeSelector"] == gpu["nodeSelector"]
+    assert built["t4"].exports["tolerations"] == gpu["tolerations"]
+    assert built["t4"].exports["gpusPerNode"] == gpu["gpusPerNode"]
+    # The share's volume is the one the platform's claim names, reserved for that claim.
+    volume = built["share"].one("kubernetes:core/v1:PersistentVolume").inputs
+    claim = built["platform"].one("kubernetes:core/v1:PersistentVolumeClaim").inputs
+    assert volume["metadata"]["name"] == PARTS_OUTPUTS["share.volumeName"] == claim["spec"]["volumeName"]
+    assert volume["spec"]["claimRef"]["name"] == claim["metadata"]["name"]
+    assert volume["spec"]["capacity"]["storage"] == claim["spec"]["resources"]["requests"]["storage"]
+    assert built["t4"].one("gcp:container/nodePool:NodePool").inputs["cluster"] == "research"
+
+
+def test_yaml_parts_example_gives_kueue_an_untainted_node_and_the_control_plane_its_ports():
+    """What the parts build together, not each on its own: Kueue (the platform's) needs a node without the GPU
+    taint that is up before it installs, and the private control plane must reach its webhook and visibility
+    API (the ports control_plane_firewall lists for every chart the platform installs) on that node."""
+    from trainstack.infra.gcp.control_plane_firewall import control_plane_ports
+
+    program = yaml.safe_load((EXAMPLES / "yaml-gke-parts" / "Pulumi.yaml").read_text())
+    built = {name: construct_with_outputs(resource["type"], resource["properties"], PARTS_OUTPUTS)[0]
+             for name, resource in program["resources"].items()}
+    platform = program["resources"]["platform"]
+    # The platform waits for what it names in dependsOn and for each resource whose outputs it takes.
+    waits_for = {reference.strip("${}") for reference in platform.get("options", {}).get("dependsOn", [])}
+    waits_for |= set(re.findall(r"\$\{(\w+)\.", yaml.safe_dump(platform["properties"])))
+
+    untainted = [(name, pool) for name, result in built.items() if name in waits_for
+                 for pool in result.by_type("gcp:container/nodePool:NodePool")
+                 if not pool.inputs["nodeConfig"].get("taints") and pool.inputs.get("initialNodeCount", 0) >= 1]
+    assert untainted, "no node pool without a taint, up from the start, that the platform waits for"
+    system_accounts = {pool.inputs["nodeConfig"]["serviceAccount"] for _, pool in untainted}
+
+    charts = [release.inputs["chart"] for release in built["platform"].by_type("kubernetes:helm.sh/v3:Release")]
+    needed = set(control_plane_ports(charts))
+    assert {9443, 8082} <= needed  # Kueue's webhook and visibility APIService (kubernetes-sigs/kueue v0.19.2)
+    master_cidr = built["cluster"].one("gcp:container/cluster:Cluster").inputs["privateClusterConfig"][
+        "masterIpv4CidrBlock"]
+    opened = {int(port) for name, result in built.items() if name in waits_for
+              for rule in result.by_type("gcp:compute/firewall:Firewall")
+              if rule.inputs["direction"] == "INGRESS" and master_cidr in rule.inputs["sourceRanges"]
+              and rule.inputs["network"] == PARTS_CONFIG["network"]
+              and system_accounts <= set(rule.inputs.get("targetServiceAccounts", []))
+              for allow in rule.inputs["allows"] if allow["protocol"] == "tcp" for port in allow["ports"]}
+    assert needed <= opened, f"the control plane cannot reach ports {sorted(needed - opened)} on the system nodes"

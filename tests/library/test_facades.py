@@ -2,8 +2,8 @@
 
 Construct is what a program in any language reaches through `pulumi package add`: the engine hands the
 provider camelCase inputs, the SDK maps them to a dict of Python names (pulumi/pulumi#18526) and calls
-the component. These tests call ComponentProvider.construct itself, so what is checked is that path:
-the component receives its Args class (nested Args included), and the GcpStack/AwsStack façades build
+the component. These tests call the hosted provider's construct (TrainstackProvider, a ComponentProvider),
+so what is checked is that path: the component receives its Args class (nested Args included), and the GcpStack/AwsStack façades build
 exactly the graph this repository's `__main__.py` builds from the same settings in a stack file.
 """
 
@@ -14,7 +14,6 @@ from typing import Any
 
 import pulumi
 import pytest
-from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.experimental.util import camel_case
 
 from tests.aws import stack_runs as aws_runs
@@ -39,7 +38,7 @@ from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.infra.aws import config as aws_config
 from trainstack.infra.config import job as job_config
 from trainstack.infra.gcp import config as gcp_config
-from trainstack.provider import NAME
+from trainstack.provider import NAME, TrainstackProvider
 
 PROVIDER_KEYS = {"gcp:project": "project", "gcp:region": "region", "aws:region": "region", "aws:profile": "profile"}
 
@@ -63,7 +62,7 @@ def construct(token: str, inputs: dict[str, Any], *, stack: str, outputs, calls)
     constructed: list = []
 
     def program() -> None:
-        provider = ComponentProvider(HOSTED, NAME)
+        provider = TrainstackProvider(HOSTED, NAME)
         # As a program in another language reaches it: the inputs cross the wire (numbers as doubles) first.
         constructed.append(provider.construct("trainstack", token, over_the_wire(inputs), None))
         for key, value in constructed[-1].state.items():
@@ -191,4 +190,23 @@ def test_hosted_stacks_take_exactly_the_stack_files_keys():
     assert schema_names(AwsStackArgs) == set(aws_config.TOP_LEVEL_KEYS) - {"cloud"} | {"region", "profile"}
     assert schema_names(GkeGpuPool) == set(gcp_config.GPU_POOL_KEYS)
     assert schema_names(EksGpuNodes) == set(aws_config.GPU_NODE_KEYS)
-    assert schema_names(Job) == set(job_config.JOB_KEYS)
+    assert schema_names(Job) == set(job_config.JOB_KEYS) | set(job_config.RENAMED_KEYS)  # the old ones deprecated
+
+
+def test_the_job_input_takes_the_keys_from_before_the_pod_rename_with_one_warning_each(monkeypatch):
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    base = {"kubeconfig": "apiVersion: v1\nkind: Config\n", "gpu": {"gpusPerNode": 4}, "bucket": {"uri": "s3://b"},
+            "imageRef": "registry.example.com/trainstack@sha256:" + "ab" * 32,
+            "sharedStorage": {"storageClassName": "efs", "size": "1Ti"}}
+    job = {"enabled": True, "podsMin": 1, "podsMax": 2, "gpusPerPod": 4, "procsPerPod": 4}
+    old_names = {new: old for old, new in job_config.RENAMED_KEYS.items()}
+    runs = {}
+    for label, given in (("new", job), ("old", {old_names.get(key, key): value for key, value in job.items()})):
+        warnings.clear()
+        runs[label], _ = construct("trainstack:index:TrainingPlatform", {**base, "job": given}, stack="byo",
+                                   outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
+        runs[f"{label} warnings"] = [w for w in warnings if "deprecated" in w]
+    assert [(r.urn, r.inputs) for r in runs["old"].registrations] == \
+        [(r.urn, r.inputs) for r in runs["new"].registrations]
+    assert runs["new warnings"] == [] and len(runs["old warnings"]) == len(job_config.RENAMED_KEYS)

@@ -11,21 +11,23 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import pytest
-from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.experimental.util import camel_case
 
 from tests.golden import snapshot
+from tests.library.engine_report import reported
 from tests.library.test_facades import without_facade
 from tests.library.wire import over_the_wire
 from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack.components import HOSTED
+from trainstack.components.training_job import RENAMED_INPUTS
 from trainstack.infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
 from trainstack.infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
 from trainstack.infra.gcp.machine_types import GPU_DIRECT
 from trainstack.infra.kubernetes.kueue import Kueue, KueueArgs
 from trainstack.infra.kubernetes.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from trainstack.infra.kubernetes.training_job import SecretEnv, TrainingJob, TrainingJobArgs
-from trainstack.provider import NAME
+from trainstack.provider import NAME, TrainstackProvider
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\n"
 TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -53,7 +55,7 @@ def run(program) -> tuple[ProgramResult, list[BaseException]]:
 
 def construct(component: str, inputs: dict):
     """Construct as a program in another language reaches it: the inputs cross the wire first."""
-    return lambda: ComponentProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}",
+    return lambda: TrainstackProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}",
                                                              over_the_wire(inputs), None)
 
 
@@ -147,9 +149,10 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
 ])
 def test_bad_input_stops_before_anything_is_registered(component, inputs, problem):
     result, stopped = run(construct(component, inputs))
-    assert len(stopped) == 1 and problem in str(stopped[0]), stopped
+    # One line as the engine prints it, no traceback (tests/library/test_provider_errors.py).
+    assert len(stopped) == 1 and problem in reported(stopped[0]) and "\n" not in reported(stopped[0]), stopped
     # In the caller's terms: property paths, never a stack file's keys or a `pulumi config` command.
-    assert "pulumi config" not in str(stopped[0]) and "trainstack:" not in str(stopped[0])
+    assert "pulumi config" not in reported(stopped[0]) and "trainstack:" not in reported(stopped[0])
     assert result.registrations == []
 
 
@@ -190,8 +193,33 @@ def test_an_output_where_the_schema_says_plain_is_refused_by_its_property_path()
     def program() -> None:
         inputs = {"kubeconfig": KUBECONFIG, "imageRef": IMAGE, "gpusPerPod": 1,
                   "train": {"maxSteps": pulumi.Output.secret(10)}}
-        ComponentProvider(HOSTED, NAME).construct("part", "trainstack:index:TrainingJob", inputs, None)
+        TrainstackProvider(HOSTED, NAME).construct("part", "trainstack:index:TrainingJob", inputs, None)
 
     result, stopped = run(program)
-    assert len(stopped) == 1 and str(stopped[0]).startswith("train.maxSteps takes a plain value, not an output")
+    assert len(stopped) == 1 and reported(stopped[0]).startswith("train.maxSteps: takes a plain value, not an output")
+    assert result.registrations == []
+
+
+def test_training_job_takes_its_inputs_from_before_the_pod_rename_with_one_warning_each(monkeypatch):
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    new_inputs = {"kubeconfig": KUBECONFIG, "clusterName": "research", "imageRef": IMAGE, "podsMin": 1, "podsMax": 2,
+                  "podsReplicas": 2, "gpusPerPod": 4, "procsPerPod": 4, "pvcName": "shared"}
+    old_names = {camel_case(new): camel_case(old) for old, new in RENAMED_INPUTS.items()}
+    old_inputs = {old_names.get(key, key): value for key, value in new_inputs.items()}
+    assert set(old_names.values()) <= set(old_inputs)
+    new, stopped = run(construct("TrainingJob", new_inputs))
+    assert not stopped and not warnings, (stopped, warnings)
+    old, stopped = run(construct("TrainingJob", old_inputs))
+    assert not stopped, stopped
+    assert [(r.urn, r.inputs) for r in old.registrations] == [(r.urn, r.inputs) for r in new.registrations]
+    assert sorted(warnings) == sorted(f"TrainingJob 'part': the input {old} is deprecated: rename it to {new} (same "
+                                      "meaning: per pod of the job)" for new, old in old_names.items())
+
+
+def test_training_job_refuses_an_input_under_both_names():
+    inputs = {"kubeconfig": KUBECONFIG, "imageRef": IMAGE, "podsMax": 2, "nodesMax": 2}
+    result, stopped = run(construct("TrainingJob", inputs))
+    assert len(stopped) == 1 and str(stopped[0]) == ("TrainingJob 'part': both nodesMax and podsMax are set (podsMax "
+                                                     "replaces nodesMax). Fix: remove the input nodesMax")
     assert result.registrations == []

@@ -7,12 +7,23 @@ fails here, and the committed diff of schema.json is what review sees of the cha
 import json
 from pathlib import Path
 
+import pytest
 import tomllib
 import yaml
 from pulumi.provider.experimental.component import ComponentProvider
 
 from trainstack import schema
-from trainstack.components import HOSTED, Job
+from trainstack.components import (
+    HOSTED,
+    EfsStorageArgs,
+    EksClusterArgs,
+    FilestoreShareArgs,
+    GcsSnapshotBucketArgs,
+    GkeClusterArgs,
+    GkeGpuNodePoolArgs,
+    Job,
+    S3SnapshotBucketArgs,
+)
 from trainstack.provider import NAME, VERSION
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,6 +48,16 @@ def test_a_changed_args_field_changes_the_schema(monkeypatch):
     monkeypatch.setitem(Job.__annotations__, "priority_class", str)
     after = schema.rendered()
     assert after != before and "priorityClass" in json.loads(after)["types"]["trainstack:index:Job"]["properties"]
+
+
+@pytest.mark.parametrize("args_type", [GkeClusterArgs, GkeGpuNodePoolArgs, FilestoreShareArgs, GcsSnapshotBucketArgs,
+                                       EksClusterArgs, EfsStorageArgs, S3SnapshotBucketArgs])
+def test_a_changed_part_args_field_fails_the_check(args_type, monkeypatch):
+    token = f"trainstack:index:{args_type.__name__.removesuffix('Args')}"
+    assert "nodeCount" not in committed()["resources"][token]["inputProperties"]
+    monkeypatch.setitem(args_type.__annotations__, "node_count", int)
+    assert "nodeCount" in json.loads(schema.rendered())["resources"][token]["inputProperties"]
+    assert schema.main(["--check"]) == 1
 
 
 def test_check_mode_fails_on_a_stale_file(tmp_path, monkeypatch):
@@ -67,14 +88,25 @@ def test_every_component_type_and_property_has_a_description():
     assert not missing, f"add a docstring under each of: {missing}"
 
 
-def test_the_package_folder_is_what_the_python_host_runs():
+def test_the_package_folder_is_what_the_python_host_runs(monkeypatch):
     # pulumi-language-python's RunPlugin runs `python <plugin folder>` when the folder has a __main__.py; the
     # repository root's __main__.py is the Pulumi program, so the package lives in provider/.
     folder = REPO / "provider"
     manifest = yaml.safe_load((folder / "PulumiPlugin.yaml").read_text())
     assert manifest == {"runtime": {"name": "python", "options": {"toolchain": "pip", "virtualenv": "venv"}}}
     assert "from trainstack.provider import main" in (folder / "__main__.py").read_text()
-    assert "component_provider_host(HOSTED, name=NAME" in (REPO / "trainstack" / "provider.py").read_text()
+    # It serves the hosted components through TrainstackProvider (bad inputs as property errors), not the SDK's own.
+    import pulumi.provider
+
+    from trainstack import provider
+
+    served = []
+    monkeypatch.setattr(pulumi.provider, "main", lambda hosted, args: served.append((hosted, args)))
+    monkeypatch.setattr("sys.argv", ["provider", "127.0.0.1:1"])
+    provider.main()
+    ((hosted, args),) = served
+    assert type(hosted) is provider.TrainstackProvider and args == ["127.0.0.1:1"]
+    assert json.loads(hosted.schema) == committed()
     assert (folder / "requirements.txt").read_text().splitlines()[-1] == "-r ../requirements.txt"
     assert not (REPO / "PulumiPlugin.yaml").exists()
 
@@ -99,3 +131,19 @@ def test_cluster_name_takes_an_output_wherever_a_kubeconfig_does():
         inputs = resource["inputProperties"]
         if "kubeconfig" in inputs:
             assert not inputs["clusterName"].get("plain"), token
+
+
+def test_the_parts_call_each_quantity_what_the_platform_calls_it():
+    # One word per quantity: what a pool or cluster part reports for TrainingPlatform's gpu is named as gpu names
+    # it (gpusPerNode is a machine's GPU count, accelerator its GPU type; EksCluster prefixes gpu, having two
+    # groups), or as the part's own input (a pool's max); the nodes' service account has one name in every part.
+    resources = committed()["resources"]
+    gpu = set(committed()["types"]["trainstack:index:GpuNodes"]["properties"])
+    pool = set(resources["trainstack:index:GkeGpuNodePool"]["properties"]) - {"poolName"}
+    assert pool - gpu == {"max"} and "max" in committed()["types"]["trainstack:index:GkeGpuPool"]["properties"]
+    eks = {name.removeprefix("gpu")[0].lower() + name.removeprefix("gpu")[1:] if name.startswith("gpu") and
+           name != "gpusPerNode" else name for name in resources["trainstack:index:EksCluster"]["properties"]}
+    assert eks & gpu == gpu - {"podResources"}
+    accounts = {name for resource in resources.values() for name in resource["inputProperties"]
+                if name.endswith("ServiceAccountEmail") or name == "serviceAccountEmail"}
+    assert accounts == {"nodeServiceAccountEmail"}

@@ -1,6 +1,6 @@
 """The keys renamed when "pod" and "node" got one meaning each (job.nodes.* -> job.pods.*,
 job.procsPerNode -> job.procsPerPod, resources.gpusPerNode -> resources.gpusPerPod) still work: the
-same manifests, one deprecation line per old key in NOTES.txt, and both names at once fail in one line."""
+same manifests, one deprecation line per old key in NOTES.txt; both names at once are one value when equal, else\none line naming both values and how to keep the user's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import helm_python as helm
 import pytest
 
-from .chart import VALUE_SETS, deep_merge, load_values, render, render_templates
+from .chart import VALUE_SETS, deep_merge, load_profile, load_values, render, render_templates
 
 OLD_NAMES = {("job", "pods"): ("job", "nodes"), ("job", "procsPerPod"): ("job", "procsPerNode"),
              ("resources", "gpusPerPod"): ("resources", "gpusPerNode")}
@@ -60,13 +60,43 @@ def test_replicas_under_its_old_name_scales_the_job_the_same():
     assert render(old) == render(values)
 
 
-@pytest.mark.parametrize(("both", "expected"), [
-    ({"job": {"nodes": {"max": 4}}}, "job.pods.max and job.nodes.max are both set"),
-    ({"job": {"procsPerNode": 8}}, "job.procsPerPod and job.procsPerNode are both set"),
-    ({"resources": {"gpusPerNode": 8}}, "resources.gpusPerPod and resources.gpusPerNode are both set"),
+@pytest.mark.parametrize("both", [
+    {"job": {"nodes": {"min": 2, "max": 4}}},
+    {"job": {"procsPerNode": 8}},
+    {"resources": {"gpusPerNode": 8}},
 ])
-def test_a_key_under_both_names_fails_the_render_in_one_line(both, expected):
+def test_a_key_under_both_names_with_the_same_value_is_one_value(both):
+    # An override under the old name over values (or a profile) under the new one, saying the same.
+    values = load_values("gpu-4x8-queue-pvc")
+    assert render(deep_merge(values, both)) == render(values)
+
+
+@pytest.mark.parametrize(("both", "expected"), [
+    ({"job": {"nodes": {"max": 3}}},
+     "job.pods.max is 4 but its old name job.nodes.max is 3: put your value under the new name only "
+     "(set job.pods.max=3 instead of job.nodes.max=3; "),
+    ({"job": {"procsPerNode": 4}},
+     "job.procsPerPod is 8 but its old name job.procsPerNode is 4: put your value under the new name only "
+     "(set job.procsPerPod=4 instead of job.procsPerNode=4; "),
+    ({"resources": {"gpusPerNode": 4}},
+     "resources.gpusPerPod is 8 but its old name resources.gpusPerNode is 4: put your value under the new name "
+     "only (set resources.gpusPerPod=4 instead of resources.gpusPerNode=4; "),
+])
+def test_two_values_under_both_names_fail_in_one_line_naming_both(both, expected):
     with pytest.raises(helm.HelmError) as caught:
         render(deep_merge(load_values("gpu-4x8-queue-pvc"), both))
     assert expected in str(caught.value)
+    assert "--reset-then-reuse-values, not --reuse-values" in str(caught.value)
     assert len(str(caught.value).strip().splitlines()) == 1
+
+
+def test_scaling_a_shipped_profile_with_the_old_keys_says_how_to_keep_the_value():
+    # The profiles use the new names: an old-name override of another size cannot be silently dropped.
+    values = deep_merge(load_profile("a3-highgpu"), load_profile("nccl-check"))
+    with pytest.raises(helm.HelmError) as caught:
+        render(deep_merge(values, {"job": {"nodes": {"min": 4, "max": 4}}}))
+    assert "set job.pods.max=4 instead of job.nodes.max=4" in str(caught.value)
+    # The same size as the profile's, under the old names, is no conflict.
+    same = {"job": {"procsPerNode": values["job"]["procsPerPod"]},
+            "resources": {"gpusPerNode": values["resources"]["gpusPerPod"]}}
+    assert render(deep_merge(values, same)) == render(values)

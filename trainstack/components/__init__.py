@@ -9,6 +9,10 @@ handles between components are outputs (cluster name, kubeconfig, image ref), ne
 - NvidiaDevicePlugin, Kueue, TrainingJob: its parts, each on a cluster given by kubeconfig.
 - GpuDirectNetworks, GpuDirect: GPUDirect networking on GKE A3 (the VPCs; the in-cluster half).
 - GcpStack / AwsStack: the whole stack of Pulumi.gcp.yaml / Pulumi.aws.yaml, from the same settings.
+- GkeCluster, GkeGpuNodePool, FilestoreShare, GcsSnapshotBucket: the GKE stack's parts, each on the outputs of
+  the one before.
+- EksCluster, EfsStorage, S3SnapshotBucket: the EKS stack's parts (the cluster with its node groups; the shared
+  filesystem; the bucket).
 """
 
 from trainstack.components.aws import (
@@ -19,6 +23,9 @@ from trainstack.components.aws import (
     EksSystemNodes,
 )
 from trainstack.components.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from trainstack.components.efs_storage import EfsStorage, EfsStorageArgs
+from trainstack.components.eks_cluster import EksCluster, EksClusterArgs
+from trainstack.components.filestore_share import FilestoreShare, FilestoreShareArgs
 from trainstack.components.gcp import (
     Filestore,
     GcpExistingNetwork,
@@ -28,6 +35,9 @@ from trainstack.components.gcp import (
     GkeNetwork,
     GkeSystemNodes,
 )
+from trainstack.components.gcs_snapshot_bucket import GcsSnapshotBucket, GcsSnapshotBucketArgs
+from trainstack.components.gke_cluster import GkeCluster, GkeClusterArgs
+from trainstack.components.gke_node_pool import GkeGpuNodePool, GkeGpuNodePoolArgs
 from trainstack.components.gpu_direct import (
     GpuDirect,
     GpuDirectArgs,
@@ -44,10 +54,12 @@ from trainstack.components.platform import (
     TrainingPlatform,
     TrainingPlatformArgs,
 )
+from trainstack.components.s3_snapshot_bucket import S3SnapshotBucket, S3SnapshotBucketArgs
 from trainstack.components.training_job import TrainingJob, TrainingJobArgs
 
 # The components the provider hosts, in schema order.
-HOSTED = [TrainingPlatform, NvidiaDevicePlugin, Kueue, TrainingJob, GpuDirectNetworks, GpuDirect, GcpStack, AwsStack]
+HOSTED = [TrainingPlatform, NvidiaDevicePlugin, Kueue, TrainingJob, GpuDirectNetworks, GpuDirect, GcpStack, AwsStack,
+          GkeCluster, GkeGpuNodePool, FilestoreShare, GcsSnapshotBucket, EksCluster, EfsStorage, S3SnapshotBucket]
 
 __all__ = [
     "AwsExistingNetwork", "AwsStack", "AwsStackArgs", "Bucket", "EksGpuNodes", "EksSystemNodes",
@@ -55,5 +67,7 @@ __all__ = [
     "GkeSystemNodes", "GpuNodes", "HOSTED", "Job", "SecretEnv", "SharedStorage",
     "Toleration", "TrainingPlatform", "TrainingPlatformArgs", "NvidiaDevicePlugin", "NvidiaDevicePluginArgs",
     "Kueue", "KueueArgs", "TrainingJob", "TrainingJobArgs", "GpuDirect", "GpuDirectArgs", "GpuDirectNetworks",
-    "GpuDirectNetworksArgs",
+    "GpuDirectNetworksArgs", "GkeCluster", "GkeClusterArgs", "GkeGpuNodePool", "GkeGpuNodePoolArgs", "FilestoreShare",
+    "FilestoreShareArgs", "EksCluster", "EksClusterArgs", "EfsStorage", "EfsStorageArgs", "GcsSnapshotBucket",
+    "GcsSnapshotBucketArgs", "S3SnapshotBucket", "S3SnapshotBucketArgs",
 ]

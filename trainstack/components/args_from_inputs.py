@@ -17,7 +17,14 @@ from typing import Any, TypeVar
 import pulumi
 from pulumi.provider.experimental.util import camel_case
 
+from trainstack.components.stack_config import InputError
+
 T = TypeVar("T")
+
+
+class InputTypeError(InputError, TypeError):
+    """An input of the wrong shape: a TypeError to a Python caller, and to the provider an InputError, which it
+    reports as a property error (trainstack/provider.py) rather than a traceback."""
 
 
 def args_from_inputs(args_type: type[T], value: Any, path: str = "") -> T:
@@ -29,11 +36,11 @@ def args_from_inputs(args_type: type[T], value: Any, path: str = "") -> T:
         return value
     if not isinstance(value, Mapping):
         where = f"{path}: " if path else ""
-        raise TypeError(f"{where}expected {args_type.__name__} or a dict of its fields, got {type(value).__name__}")
+        raise InputTypeError(f"{where}expected {args_type.__name__} or a dict of its fields, got {type(value).__name__}")
     fields = {f.name: f for f in dataclasses.fields(args_type)}
     unknown = sorted(set(value) - set(fields))
     if unknown:
-        raise TypeError(f"{args_type.__name__} has no field(s) {unknown} (it has: {sorted(fields)})")
+        raise InputTypeError(f"{args_type.__name__} has no field(s) {unknown} (it has: {sorted(fields)})")
     # The annotations as written (objects: these modules do not postpone them); get_type_hints would try
     # to resolve pulumi.Input's own forward reference to Output and fail.
     return args_type(**{name: _converted(fields[name].type, item, _joined(path, camel_case(name)))
@@ -56,8 +63,8 @@ def _converted(annotation: Any, value: Any, path: str) -> Any:
     if isinstance(value, pulumi.Output) and not _takes_outputs(annotation):
         # YAML and other consumers can pass an output (or a secret) where the schema says plain; the
         # component needs the value itself to check it and to build its configuration.
-        raise TypeError(f"{path} takes a plain value, not an output or a secret: pass the value itself "
-                        "(a literal or stack config), not another resource's output")
+        raise InputTypeError(f"{path}: takes a plain value, not an output or a secret. Fix: pass the value itself "
+                             "(a literal or stack config), not another resource's output")
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):  # `X | None`: shaped by X
         members = [member for member in typing.get_args(annotation) if member is not type(None)]

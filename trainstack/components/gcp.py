@@ -75,9 +75,9 @@ class GkeGpuPool:
     machine_type: str | None = None
     """e.g. n1-standard-4 (T4s attached), g2-standard-8, a3-highgpu-8g (default n1-standard-4)."""
     accelerator_type: str | None = None
-    """e.g. nvidia-tesla-t4; fixed by the machine type on A2/A3/G2."""
+    """e.g. nvidia-tesla-t4; fixed by the machine type on A2/A3/G2 (the stack file's key; the platform's gpu.accelerator)."""
     accelerator_count: int | None = None
-    """GPUs per node; fixed by the machine type on A2/A3/G2."""
+    """GPUs per node; fixed by the machine type on A2/A3/G2 (the stack file's key; the platform's gpu.gpusPerNode)."""
     disk_size_gb: int | None = None
     """Boot disk size in GB (default 100)."""
     disk_type: str | None = None

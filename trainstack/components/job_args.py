@@ -46,3 +46,13 @@ class Job:
     """Flags of `python -m training train` in camelCase (warmupSteps for --warmup-steps), plus extraArgs."""
     secret_env: list[SecretEnv] | None = None
     """Environment variables read from Kubernetes Secrets (e.g. WANDB_API_KEY)."""
+    # The keys from before the pod/node rename: the stack's parser moves them to the new names with one
+    # warning each, as in a stack file (trainstack/infra/config/job.py RENAMED_KEYS).
+    nodes_min: int | None = None
+    """Deprecated: the old name of podsMin (a pod of the job was once called a node); use podsMin."""
+    nodes_max: int | None = None
+    """Deprecated: the old name of podsMax; use podsMax."""
+    gpus_per_node: int | None = None
+    """Deprecated: the old name of gpusPerPod (GPUs per pod, not per node); use gpusPerPod."""
+    procs_per_node: int | None = None
+    """Deprecated: the old name of procsPerPod; use procsPerPod."""

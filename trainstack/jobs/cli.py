@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from trainstack.infra.config import JobConfig
 from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
+from trainstack.infra.kubernetes.job_owner import JOB_OWNER
 from trainstack.infra.kubernetes.job_submission import SUBMITTED_BY_CLI
 from trainstack.jobs import render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
@@ -28,14 +29,15 @@ def _pods(text: str, flag: str = "--pods") -> tuple[int, int]:
         raise UsageError(f"{flag} {text!r}: expected N or MIN:MAX", "give --pods 2 or --pods 1:4") from None
 
 
-def _pods_flag(args: argparse.Namespace) -> tuple[int, int] | None:
-    """--pods, or the older --nodes (the same pods of the job; it meant torchrun's nodes) with one warning."""
+def _pods_flag(args: argparse.Namespace) -> tuple[tuple[int, int] | None, str]:
+    """--pods, or the older --nodes (the same pods of the job; it meant torchrun's nodes) with one warning;
+    and the flag the user typed, for the errors about it."""
     if args.nodes is None:
-        return _pods(args.pods) if args.pods else None
+        return (_pods(args.pods) if args.pods else None), "--pods"
     if args.pods is not None:
         raise UsageError("both --pods and --nodes given (--pods replaces --nodes)", "drop --nodes")
     print("trainstack submit: warning: --nodes is deprecated: use --pods (the same pods of the job)", file=sys.stderr)
-    return _pods(args.nodes, "--nodes")
+    return _pods(args.nodes, "--nodes"), "--nodes"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -125,15 +127,28 @@ def _check_gang(outputs: StackOutputs, job: JobConfig, jobs: int) -> None:
                          "or turn the queue on (pulumi config set --path trainstack:job.queue true && pulumi up)")
 
 
+# The OwnerReferencesPermissionEnforcement admission plugin's refusal of a blocking ownerReference whose
+# owner's finalizers the caller cannot update (kubernetes/kubernetes plugin/pkg/admission/gc/gc_admission.go).
+# Whether a cluster runs that plugin is not visible to a client, so submit cannot ask before installing.
+OWNER_FORBIDDEN = "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on"
+
+
 def _check_owner(cluster: Cluster, outputs: StackOutputs) -> None:
     """The job owner the outputs name must be the cluster's: the garbage collector deletes at once a Job
     whose owners are all gone (kubernetes.io/docs/concepts/architecture/garbage-collection/), so a job
-    sent with outputs from before the stack was destroyed and brought up again would vanish."""
+    sent with outputs from before the stack was destroyed and brought up again would vanish. The
+    cluster is always asked (one read): outputs saved before the owner existed would send a job with no
+    owner to a stack that has one, and pulumi destroy would stall on it (docs/jobs.md, pulumi destroy)."""
     owner = outputs.values.get("owner")
-    if not owner:
-        return  # outputs from before the owner existed: the job has none (docs/jobs.md, pulumi destroy)
-    found = cluster.json("kubectl", ["get", "configmap", owner["name"], "--ignore-not-found", "--output", "json"])
+    name = owner["name"] if owner else JOB_OWNER
+    found = cluster.json("kubectl", ["get", "configmap", name, "--ignore-not-found", "--output", "json"])
     uid = ((found or {}).get("metadata") or {}).get("uid")
+    if not owner:
+        if uid:
+            raise UsageError(f"the outputs are from before the job owner existed, and the cluster has it ({name}, "
+                             f"uid {uid}): the job would have no owner and pulumi destroy would stall on it",
+                             "save the outputs again with pulumi stack output --json --show-secrets")
+        return  # neither has it: a stack from before the owner, whose jobs have none
     if uid != owner["uid"]:
         where = f"uid {uid}" if uid else "none"
         raise UsageError(f"the outputs name the job owner {owner['name']} with uid {owner['uid']}, the cluster has "
@@ -152,19 +167,19 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
                          "drop --sweep, or submit the trainer")
     if custom:
         _check_custom_target(args.module, args.script)
-    pods = _pods_flag(args)
+    pods, pods_flag = _pods_flag(args)
     image = submission.check_image(args.image)
     points = sweep.expand(args.name, args.sweep, [] if custom else rest)
     planned = []
     for point in points:
         target = (submission.Target(module=args.module, script=args.script, args=tuple(rest)) if custom
                   else submission.Target(trainer_flags=(*rest, *point.flags)))
-        job = submission.check(outputs, point.name, pods, target)
+        job = submission.check(outputs, point.name, pods, target, pods_flag=pods_flag)
         values = submission.chart_values(outputs, job, target, image=image,
                                          sweep=args.name if args.sweep else None, tensorboard=args.tensorboard)
         # The chart's own schema and checks, offline: what it refuses is bad input, not a cluster error.
         render.check_renders(values, release=point.name, namespace=outputs.namespace)
-        partial = submission.check_queue(outputs, job, values)
+        partial = submission.check_queue(outputs, job, values, pods_flag=pods_flag)
         if partial:
             print(f"trainstack submit: warning: {point.name}: {partial}", file=sys.stderr)
         planned.append((point.name, values))
@@ -188,6 +203,10 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
             except CommandFailed as error:
                 submitted = ", ".join(n for n, _ in planned[:done]) or "none"
                 print(f"trainstack submit: {error} (submitted before it: {submitted})", file=sys.stderr)
+                if OWNER_FORBIDDEN in str(error):
+                    print(f"trainstack submit: fix: your identity needs update on configmaps/finalizers "
+                          f"({JOB_OWNER}) in namespace {outputs.namespace} to name the job owner; see "
+                          "docs/jobs.md, pulumi destroy", file=sys.stderr)
                 return 1
             where = f"queue {outputs.queue_name}" if outputs.queue_name else f"namespace {outputs.namespace}"
             if custom:

@@ -22,6 +22,11 @@ from trainstack.jobs.errors import UsageError
 
 REQUIRED = ("kubeconfig", "jobSubmission", "estimatedHourlyUsd")
 _SUBMISSION_KEYS = ("namespace", "bucketUri", "gpusPerNode", "nodeType", "values")
+# The job's GPUs per pod, under its chart name and the name before the pod/node rename: `submit` sets it for
+# each job, so a stack's copy is dropped. A stack deployed before the rename exports resources.gpusPerNode,
+# which the chart would refuse beside the CLI's resources.gpusPerPod; newer stacks export neither
+# (trainstack/infra/kubernetes/job_submission.py PER_JOB_RESOURCE_KEYS).
+_PER_JOB_RESOURCE_KEYS = ("gpusPerPod", "gpusPerNode")
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,15 @@ def _bad(field: str, expected: str, got: Any) -> UsageError:
                       "stack with this version of trainstack)")
 
 
+def _shared_values(values: dict[str, Any]) -> dict[str, Any]:
+    """A stack's exported chart values without the per-job GPU count an older stack still exports."""
+    resources = values.get("resources")
+    if not isinstance(resources, dict):
+        return values
+    return {**values, "resources": {key: value for key, value in resources.items()
+                                    if key not in _PER_JOB_RESOURCE_KEYS}}
+
+
 def _text(value: Any, field: str, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
@@ -149,7 +163,7 @@ def _pools(value: Any) -> dict[str, Any]:
             "gpusPerNode": _positive_int(pool.get("gpusPerNode"), f"{field_name}.gpusPerNode"),
             "maxNodes": None if max_nodes is None else _positive_int(max_nodes, f"{field_name}.maxNodes"),
             "queueName": _text(pool.get("queueName"), f"{field_name}.queueName", optional=True),
-            "values": pool["values"],
+            "values": _shared_values(pool["values"]),
             "unavailable": _text(pool.get("unavailable"), f"{field_name}.unavailable", optional=True),
         }
     return pools
@@ -222,7 +236,7 @@ def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
                                        "jobSubmission.identityServiceAccount", optional=True),
         service_account=_text(submission.get("serviceAccount"), "jobSubmission.serviceAccount", optional=True),
         queues=_queues(submission.get("queues")),
-        values=values,
+        values=_shared_values(values),
         usd_per_node=float(usd) if usd is not None else None,
         train_data=_text(submission.get("trainData"), "jobSubmission.trainData", optional=True),
         pools=_pools(submission.get("pools")),

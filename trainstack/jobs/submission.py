@@ -59,11 +59,14 @@ def run_prefix(outputs: StackOutputs, name: str) -> str:
     return f"{outputs.bucket_uri}/runs/{name}"
 
 
-def _cli_error(error: ConfigError) -> UsageError:
+def _cli_error(error: ConfigError, pods_flag: str) -> UsageError:
+    """The stack's error in the CLI's terms; `pods_flag` is how the user gave the pods (--pods or --nodes)."""
     text = str(error)
     problem, _, fix = text[len(error.key) + 2:].rpartition(". Fix: ")
     field = error.key.removeprefix(f"{KEY_JOB}.").split(".", 1)[0].split("[", 1)[0]
     label, cli_fix = _CLI_FIXES.get(field, (f"the stack's {error.key}", fix))
+    if label == "--pods" and pods_flag != label:
+        label, cli_fix = pods_flag, f"{cli_fix} (--pods replaces {pods_flag})"
     return UsageError(f"{label}: {problem}", cli_fix)
 
 
@@ -101,8 +104,10 @@ def _train_values(flags: Sequence[str]) -> dict[str, Any]:
     return train
 
 
-def check(outputs: StackOutputs, name: str, pods: tuple[int, int] | None, target: Target) -> JobConfig:
-    """The stack's checks for one job; UsageError (one line) on the first problem."""
+def check(outputs: StackOutputs, name: str, pods: tuple[int, int] | None, target: Target, *,
+          pods_flag: str = "--pods") -> JobConfig:
+    """The stack's checks for one job; UsageError (one line) on the first problem, naming `pods_flag` (the
+    flag the user typed) for the pods."""
     section: dict[str, Any] = {
         "enabled": True,
         "name": name,
@@ -119,18 +124,19 @@ def check(outputs: StackOutputs, name: str, pods: tuple[int, int] | None, target
     try:
         job = parse_job({KEY_JOB: json.dumps(section)}, outputs.gpus_per_node, outputs.node_type)
     except ConfigError as error:
-        raise _cli_error(error) from None
+        raise _cli_error(error, pods_flag) from None
     check_object_names(name)
     _, nodes_for_max = gpu_nodes_for_job(job, outputs.gpus_per_node)
     if outputs.pool_max_nodes is not None and nodes_for_max > outputs.pool_max_nodes:
-        raise UsageError(f"--pods: {job.pods_max} pods need {nodes_for_max} GPU nodes ({outputs.node_type}), but "
+        raise UsageError(f"{pods_flag}: {job.pods_max} pods need {nodes_for_max} GPU nodes ({outputs.node_type}), but "
                          f"the stack's GPU pool has at most {outputs.pool_max_nodes}",
                          f"give --pods {min(job.pods_min, outputs.pool_max_nodes)}:{outputs.pool_max_nodes} or "
                          "raise the pool's maximum in the stack config and pulumi up")
     return job
 
 
-def check_queue(outputs: StackOutputs, job: JobConfig, values: Mapping[str, Any]) -> str | None:
+def check_queue(outputs: StackOutputs, job: JobConfig, values: Mapping[str, Any], *,
+                pods_flag: str = "--pods") -> str | None:
     """Refuse a job whose fewest pods, counted as Kueue counts them, exceed its queue's quota: Kueue would
     leave it pending for ever (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, "> maximum
     capacity"). Above that, up to pods_max, Kueue admits it with fewer pods (PartialAdmission, Beta and
@@ -144,7 +150,7 @@ def check_queue(outputs: StackOutputs, job: JobConfig, values: Mapping[str, Any]
     for resource, request in per_pod:
         needed = request * job.pods_min
         if needed > quota.get(resource, 0):
-            raise UsageError(f"--pods: {job.pods_min} pods ask {format_quantity(needed)} {resource}, but queue "
+            raise UsageError(f"{pods_flag}: {job.pods_min} pods ask {format_quantity(needed)} {resource}, but queue "
                              f"{outputs.queue_name} holds at most {format_quantity(quota.get(resource, 0))} (its "
                              "pool at its maximum)", "give a smaller --pods MIN, or raise the pool's maximum in "
                              "the stack config and pulumi up")

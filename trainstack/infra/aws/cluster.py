@@ -306,7 +306,10 @@ class EksCluster(pulumi.ComponentResource):
             # queue sized from max would admit jobs that then wait for nodes that never come.
             accelerator=gpu.instance_types[0], max_nodes=gpu.max_size if args.autoscaled else gpu.desired_size,
             # One pod per EFA node takes the whole machine (trainstack/infra/aws/efa.py EFA_POD_RESOURCES).
-            pod_resources=EFA_POD_RESOURCES if gpu.efa is not None else {})
+            pod_resources=EFA_POD_RESOURCES if gpu.efa is not None else {},
+            # As on GKE: what the jobs run on is ready before them, and on destroy the job owner (and with it
+            # every job) goes before the group, so the pods stop on live nodes rather than by EKS's drain.
+            ready=[self.gpu_node_group])
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.kubernetes_version = args.kubernetes_version
         self.kubeconfig_json = pulumi.Output.secret(cluster.kubeconfig_json)

@@ -19,6 +19,7 @@ import pulumi
 import pulumi_aws as aws
 
 from trainstack.infra.aws.cluster import EksCluster
+from trainstack.infra.aws.handles import EksClusterRef
 from trainstack.infra.aws.irsa import IrsaRole, IrsaRoleArgs
 from trainstack.infra.aws.network import Network
 from trainstack.infra.core import versions
@@ -37,7 +38,7 @@ NFS_PORT = 2049
 
 @dataclass(frozen=True, kw_only=True)
 class EfsStorageArgs:
-    cluster: EksCluster  # its OIDC provider, its Kubernetes provider, and a node group for the add-on
+    cluster: EksCluster | EksClusterRef  # its OIDC provider, its Kubernetes provider, and a node group for the add-on
     network: Network  # one mount target per zone; NFS open to the VPC's CIDR only
     claim_namespace: str  # the volume is reserved for this claim (the platform's)
     claim_name: str
@@ -86,7 +87,8 @@ class EfsStorage(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.system_node_group]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[group for group in (cluster.system_node_group,)
+                                                                 if group is not None]),
         )
 
         security_group = aws.ec2.SecurityGroup(

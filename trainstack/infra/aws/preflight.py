@@ -36,7 +36,8 @@ here: the offering check is skipped.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import pulumi
 import pulumi_aws as aws
@@ -46,6 +47,7 @@ from trainstack.infra.config import NAMESPACE
 from trainstack.infra.core import versions
 
 EFS_CSI_ADDON = "aws-efs-csi-driver"
+T = TypeVar("T")
 
 
 def checked_offerings(result: aws.ec2.GetInstanceTypeOfferingsResult, wanted: dict[str, str],
@@ -215,27 +217,31 @@ def checked_access_entries(admin_arns: Sequence[str], preview_role_arn: str | No
     return True
 
 
-def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource) -> pulumi.Output[list]:
-    """An Output that resolves to [] once every check passed: give it to resources as depends_on."""
+def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
+         checked: Callable[[Callable[..., T]], Callable[..., T]] = lambda check: check) -> pulumi.Output[list]:
+    """An Output that resolves to [] once every check passed: give it to resources as depends_on.
+
+    `checked` wraps each check: a hosted part (trainstack.components) re-raises its errors in its inputs' terms.
+    """
     invoke = pulumi.InvokeOutputOptions(parent=parent, provider=provider)
     checks = [
         aws.eks.get_cluster_versions_output(cluster_versions_onlies=[cfg.kubernetes_version], opts=invoke).apply(
-            lambda result: checked_cluster_version(result, cfg.kubernetes_version, cfg.region)),
+            lambda result: checked(checked_cluster_version)(result, cfg.kubernetes_version, cfg.region)),
         aws.eks.get_addon_version_output(addon_name=EFS_CSI_ADDON, kubernetes_version=cfg.kubernetes_version,
                                          most_recent=True, opts=invoke).apply(
-            lambda result: checked_addon(result, versions.EFS_CSI_ADDON_VERSION, cfg.kubernetes_version)),
+            lambda result: checked(checked_addon)(result, versions.EFS_CSI_ADDON_VERSION, cfg.kubernetes_version)),
     ]
     if cfg.cluster_admin_arns or cfg.preview_role_arn:
         dry_run = pulumi.runtime.is_dry_run()
         checks.append(pulumi.Output.all(aws.get_caller_identity_output(opts=invoke),
                                         aws.eks.get_clusters_output(opts=invoke)).apply(
-            lambda answers: checked_access_entries(
+            lambda answers: checked(checked_access_entries)(
                 cfg.cluster_admin_arns, cfg.preview_role_arn, answers[0].arn,
                 cluster_exists=cfg.cluster_name in (answers[1].names or ()), dry_run=dry_run)))
     zones = cfg.network.availability_zones
     if cfg.network.existing is None and zones:
         checks.append(aws.get_availability_zones_output(state="available", opts=invoke).apply(
-            lambda result: checked_zones(result, zones, cfg.region)))
+            lambda result: checked(checked_zones)(result, zones, cfg.region)))
         efa = cfg.gpu_nodes.efa
         wanted = {} if efa else {t: f"{NAMESPACE}:gpuNodes.instanceTypes" for t in cfg.gpu_nodes.instance_types}
         wanted.update({t: f"{NAMESPACE}:systemNodes.instanceType" for t in cfg.system_nodes.instance_types})
@@ -243,32 +249,32 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource) -
             location_type="availability-zone",
             filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=list(wanted)),
                      aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="location", values=list(zones))],
-            opts=invoke).apply(lambda result: checked_offerings(result, wanted, zones)))
+            opts=invoke).apply(lambda result: checked(checked_offerings)(result, wanted, zones)))
         if efa is not None:
             efa_type = cfg.gpu_nodes.instance_types[0]
             checks.append(aws.ec2.get_instance_type_offerings_output(
                 location_type="availability-zone",
                 filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=[efa_type]),
                          aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="location", values=[efa.zone])],
-                opts=invoke).apply(lambda result: checked_offerings_by_zone(
+                opts=invoke).apply(lambda result: checked(checked_offerings_by_zone)(
                     result, [(efa_type, f"{NAMESPACE}:gpuNodes.zone", [efa.zone])])))
     if cfg.gpu_nodes.efa is not None:
         efa_type, interfaces = cfg.gpu_nodes.instance_types[0], cfg.gpu_nodes.efa.instance.efa_interfaces
         checks.append(aws.ec2.get_instance_type_output(instance_type=efa_type, opts=invoke).apply(
-            lambda result: checked_efa_instance_type(result, efa_type, interfaces)))
+            lambda result: checked(checked_efa_instance_type)(result, efa_type, interfaces)))
         checks.append(aws.ssm.get_parameter_output(name=nvidia_ami_parameter(cfg.kubernetes_version), opts=invoke).apply(
-            lambda result: checked_nvidia_ami(result, cfg.kubernetes_version, cfg.region)))
+            lambda result: checked(checked_nvidia_ami)(result, cfg.kubernetes_version, cfg.region)))
     reservation = cfg.gpu_nodes.capacity_reservation_id
     if reservation is not None and cfg.gpu_nodes.efa is not None:
         group = {"wanted_type": cfg.gpu_nodes.instance_types[0], "wanted_zone": cfg.gpu_nodes.efa.zone}
         if cfg.gpu_nodes.capacity_type == "CAPACITY_BLOCK":
             checks.append(aws.ec2.get_capacity_block_reservation_output(id=reservation, opts=invoke).apply(
-                lambda block: checked_reservation(reservation, instance_type=block.instance_type,
-                                                  zone=block.availability_zone, state=block.state,
-                                                  reservation_type=block.reservation_type, **group)))
+                lambda block: checked(checked_reservation)(
+                    reservation, instance_type=block.instance_type, zone=block.availability_zone, state=block.state,
+                    reservation_type=block.reservation_type, **group)))
         else:
             odcr = aws.ec2.CapacityReservation.get("gpu-capacity-reservation", reservation,
                                                    opts=pulumi.ResourceOptions(parent=parent, provider=provider))
             checks.append(pulumi.Output.all(odcr.instance_type, odcr.availability_zone).apply(
-                lambda answer: checked_reservation(reservation, instance_type=answer[0], zone=answer[1], **group)))
+                lambda answer: checked(checked_reservation)(reservation, instance_type=answer[0], zone=answer[1], **group)))
     return pulumi.Output.all(*checks).apply(lambda _: [])

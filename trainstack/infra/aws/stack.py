@@ -183,6 +183,7 @@ class AwsStack(pulumi.ComponentResource):
                 machine_profile="eks-efa.yaml", namespace=cfg.job.namespace,
                 min_bus_bandwidth_gbps=NCCL_MIN_BUS_BANDWIDTH_GBPS, job=cfg.job, image_ref=image.ref,
                 claim_name=platform.claim_name, service_account=platform.service_account_name,
+                owner_uid=platform.owner_uid,
                 extra_sets=[f"--set gpuNetworking.efa.interfaces={efa.instance.efa_interfaces}",
                             "--set-string gpuNetworking.efa.ncclEnv.FI_EFA_USE_DEVICE_RDMA="
                             f"{1 if efa.instance.gpudirect_rdma else 0}"])

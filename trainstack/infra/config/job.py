@@ -61,7 +61,14 @@ class JobConfig:
 
 def parse_job(raw: Mapping[str, str], gpus_per_node: int, node_type: str) -> JobConfig:
     """trainstack:job, for nodes with `gpus_per_node` GPUs each (`node_type` names them in errors)."""
-    section = Section(KEY, _renamed(raw.get(KEY)), JOB_KEYS)
+    value, renamed = _renamed(raw.get(KEY))
+    try:
+        return _parse_job(Section(KEY, value, JOB_KEYS), gpus_per_node, node_type)
+    except ConfigError as error:
+        raise _as_written(error, renamed) from None
+
+
+def _parse_job(section: Section, gpus_per_node: int, node_type: str) -> JobConfig:
     pods_min = section.get("podsMin", as_int, 1, minimum=1)
     pods_max = section.get("podsMax", as_int, max(pods_min, 2), minimum=1)
     if pods_min > pods_max:
@@ -106,14 +113,16 @@ def parse_job(raw: Mapping[str, str], gpus_per_node: int, node_type: str) -> Job
     )
 
 
-def _renamed(value: Any) -> Any:
-    """The section with each old key under its new name, one warning per old key; both set is an error."""
+def _renamed(value: Any) -> tuple[Any, dict[str, str]]:
+    """The section with each old key under its new name, one warning per old key; both set is an error.
+    Also the renames made, new -> old, so that an error names the key the user wrote."""
     if value is None:
-        return None
+        return None, {}
     section = decoded(value)
     if not isinstance(section, dict):
-        return section  # Section names the problem
+        return section, {}  # Section names the problem
     section = dict(section)
+    renamed = {}
     for old, new in RENAMED_KEYS.items():
         if old not in section:
             continue
@@ -122,7 +131,24 @@ def _renamed(value: Any) -> Any:
                               f"pulumi config rm --path '{KEY}.{old}'")
         pulumi.log.warn(f"{KEY}.{old} is deprecated: rename it to {KEY}.{new} (same meaning: per pod of the job)")
         section[new] = section.pop(old)
-    return section
+        renamed[new] = old
+    return section, renamed
+
+
+def _as_written(error: ConfigError, renamed: Mapping[str, str]) -> ConfigError:
+    """An error on a key the user wrote under its old name, in that name, with the hint to rename it:
+    the hint alone would set the new key beside the old one, which is refused as both set."""
+    if not renamed:
+        return error
+    field = error.key.removeprefix(f"{KEY}.")
+    problem, _, fix = str(error)[len(error.key) + 2:].rpartition(". Fix: ")
+    for new, old in renamed.items():
+        problem = re.sub(rf"\b{new}\b", old, problem)
+    if field not in renamed:
+        return ConfigError(error.key, problem, fix)
+    old = renamed[field]
+    return ConfigError(f"{KEY}.{old}", problem, f"rename {old} to {field}: pulumi config rm --path '{KEY}.{old}' "
+                       f"&& {fix}")
 
 
 def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:

@@ -17,6 +17,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from trainstack.infra.gcp.config import GcpStackConfig
+from trainstack.infra.gcp.handles import NetworkRef
 from trainstack.infra.gcp.network import GkeNetwork
 
 # Upgrades of nodes and minor versions wait while the exclusion holds (until the minor's end of
@@ -29,10 +30,12 @@ MAINTENANCE_WINDOW_START = "03:00"  # UTC, daily
 @dataclass(frozen=True, kw_only=True)
 class GkeClusterArgs:
     config: GcpStackConfig
-    network: GkeNetwork
+    network: GkeNetwork | NetworkRef
     services: Sequence[pulumi.Resource]  # the APIs, enabled first
     # A version the release channel offers (preflight.channel_version): GKE refuses one outside it.
     control_plane_version: pulumi.Input[str]
+    # GKE multi-networking (GPUDirect's extra VPCs); None: on when a GPU pool of the config uses GPUDirect.
+    multi_networking: bool | None = None
 
 
 def kubeconfig(name: str, endpoint: str, ca_certificate: str) -> str:
@@ -57,6 +60,7 @@ class GkeCluster(pulumi.ComponentResource):
     cluster: gcp.container.Cluster
     cluster_name: pulumi.Output[str]
     location: str
+    cluster_location: pulumi.Output[str]  # the cluster resource's: what uses it waits for the cluster
     node_zone: pulumi.Output[str]  # the configured zone (preflight confirmed it is one of the region's)
     kubeconfig_json: pulumi.Output[str]  # secret
     provider: k8s.Provider
@@ -65,6 +69,7 @@ class GkeCluster(pulumi.ComponentResource):
         super().__init__("trainstack:gcp:GkeCluster", name, None, opts)
         cfg = args.config
         gpu_direct = [pool.gpu_direct for pool in cfg.gpu_pools if pool.gpu_direct is not None]
+        multi_networking = bool(gpu_direct) if args.multi_networking is None else args.multi_networking
         self.location = cfg.location
         self.node_zone = pulumi.Output.from_input(cfg.zone)
 
@@ -96,7 +101,7 @@ class GkeCluster(pulumi.ComponentResource):
             # Dataplane V2 enforces NetworkPolicy (the training chart ships one) without Calico.
             datapath_provider="ADVANCED_DATAPATH",
             # GPUDirect pools attach extra VPCs to pods (GKE multi-networking; needs Dataplane V2).
-            enable_multi_networking=True if gpu_direct else None,
+            enable_multi_networking=True if multi_networking else None,
             private_cluster_config=gcp.container.ClusterPrivateClusterConfigArgs(
                 enable_private_nodes=True,  # no public IPs on nodes; egress through Cloud NAT
                 enable_private_endpoint=False,
@@ -137,6 +142,7 @@ class GkeCluster(pulumi.ComponentResource):
                 ignore_changes=["minMasterVersion", "nodeConfig"]),
         )
         self.cluster_name = self.cluster.name
+        self.cluster_location = self.cluster.location
         self.kubeconfig_json = pulumi.Output.secret(pulumi.Output.all(
             self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate,
         ).apply(lambda values: kubeconfig(*values)))

@@ -67,12 +67,14 @@ class ControlPlaneFirewall(pulumi.ComponentResource):
     """One ingress rule for the ports of `charts` (the stack creates it only when there are some)."""
 
     ports: list[int]
+    rule: gcp.compute.Firewall | None  # None when the charts serve the control plane on no port
 
     def __init__(self, name: str, args: ControlPlaneFirewallArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("trainstack:gcp:ControlPlaneFirewall", name, None, opts)
         self.ports = control_plane_ports(args.charts)
+        self.rule = None
         if self.ports:
-            gcp.compute.Firewall(
+            self.rule = gcp.compute.Firewall(
                 name,
                 network=args.network_name,
                 direction="INGRESS",

@@ -16,6 +16,7 @@ from trainstack.infra.core.contracts import SharedStorage
 from trainstack.infra.core.resource_options import child_options
 from trainstack.infra.gcp.cluster import GkeCluster
 from trainstack.infra.gcp.config import FilestoreConfig
+from trainstack.infra.gcp.handles import ClusterRef, NetworkRef
 from trainstack.infra.gcp.network import GkeNetwork
 from trainstack.infra.kubernetes.static_volume import static_volume
 
@@ -27,8 +28,8 @@ FILESTORE_CSI_DRIVER = "filestore.csi.storage.gke.io"
 class FilestoreStorageArgs:
     project: str
     config: FilestoreConfig
-    cluster: GkeCluster
-    network: GkeNetwork
+    cluster: GkeCluster | ClusterRef
+    network: GkeNetwork | NetworkRef
     claim_namespace: str  # the volume is reserved for this claim (the platform's)
     claim_name: str
     protect: bool = True  # trainstack:protectSharedFilesystem: destroy refuses while the runs live here
@@ -45,7 +46,7 @@ class FilestoreStorage(pulumi.ComponentResource):
         instance = gcp.filestore.Instance(
             name,
             project=args.project,
-            location=args.cluster.node_zone if zonal else args.cluster.cluster.location,
+            location=args.cluster.node_zone if zonal else args.cluster.cluster_location,
             tier=args.config.tier,
             file_shares=gcp.filestore.InstanceFileSharesArgs(name=SHARE_NAME, capacity_gb=args.config.capacity_gb),
             networks=[gcp.filestore.InstanceNetworkArgs(

@@ -48,9 +48,10 @@ MACHINE_PROFILES = {"a3-highgpu-8g": "a3-highgpu.yaml", "a3-megagpu-8g": "a3-meg
 
 def nccl_check_command(*, machine_type: str, namespace: str, min_bus_bandwidth_gbps: int, job: JobConfig,
                        image_ref: pulumi.Input[str], claim_name: pulumi.Input[str] | None,
-                       service_account: pulumi.Input[str], runner: str = "trainer") -> pulumi.Output[str]:
+                       service_account: pulumi.Input[str], owner_uid: pulumi.Input[str],
+                       runner: str = "trainer") -> pulumi.Output[str]:
     """Runs the NCCL check on two GPUDirect nodes over the job's wiring (trainstack/infra/kubernetes/nccl_check_command.py)."""
     return shared_nccl_check_command(
         machine_profile=MACHINE_PROFILES[machine_type], namespace=namespace,
         min_bus_bandwidth_gbps=min_bus_bandwidth_gbps, job=job, image_ref=image_ref, claim_name=claim_name,
-        service_account=service_account, runner=runner)
+        service_account=service_account, owner_uid=owner_uid, runner=runner)

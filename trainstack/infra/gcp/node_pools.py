@@ -18,6 +18,7 @@ import pulumi_gcp as gcp
 from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement, NodeTopology
 from trainstack.infra.gcp.cluster import GkeCluster
 from trainstack.infra.gcp.config import GpuPoolConfig, SystemPoolConfig
+from trainstack.infra.gcp.handles import ClusterRef
 
 POOL_LABEL = "trainstack/node-pool"
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"  # GKE sets it on GPU nodes
@@ -43,7 +44,7 @@ GKE_TOPOLOGY = NodeTopology(levels=GKE_TOPOLOGY_LEVELS, provisioning_class=ATOMI
 
 @dataclass(frozen=True, kw_only=True)
 class NodePoolArgs:
-    cluster: GkeCluster
+    cluster: GkeCluster | ClusterRef
     service_account_email: pulumi.Input[str]
     labels: Mapping[str, str] = field(default_factory=dict)  # billing labels on the VMs
 

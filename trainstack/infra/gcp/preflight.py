@@ -22,8 +22,9 @@ every resource of the stack to depend on, so a wrong answer stops the preview (a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pulumi
 import pulumi_gcp as gcp
@@ -31,6 +32,8 @@ import pulumi_gcp as gcp
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.gcp.config import GcpStackConfig, GpuPoolConfig
 from trainstack.infra.gcp.machine_types import GpuDirectProfile, meets_gpu_direct_minimum
+
+T = TypeVar("T")
 
 # What the preflight's own questions need (compute.zones/machineTypes.list, container getServerConfig).
 PREFLIGHT_SERVICES = ("compute.googleapis.com", "container.googleapis.com")
@@ -130,8 +133,12 @@ class Preflight:
     control_plane_version: pulumi.Output[str]  # the channel's version for the configured minor
 
 
-def gate(cfg: GcpStackConfig, provider: gcp.Provider, parent: pulumi.Resource) -> Preflight:
-    """Every question asked at once; the stack's resources depend on `ready`, the cluster takes the version."""
+def gate(cfg: GcpStackConfig, provider: gcp.Provider, parent: pulumi.Resource,
+         checked: Callable[[Callable[..., T]], Callable[..., T]] = lambda check: check) -> Preflight:
+    """Every question asked at once; the stack's resources depend on `ready`, the cluster takes the version.
+
+    `checked` wraps each check: a hosted part (trainstack.components) re-raises its errors in its inputs' terms.
+    """
     invoke = pulumi.InvokeOutputOptions(parent=parent, provider=provider)
     gpu_direct = [pool.gpu_direct for pool in cfg.gpu_pools if pool.gpu_direct is not None]
     existing = existing_master_version(cfg, provider, parent)
@@ -139,23 +146,23 @@ def gate(cfg: GcpStackConfig, provider: gcp.Provider, parent: pulumi.Resource) -
     services = pulumi.Output.all(*(gcp.projects.get_project_service_output(project=cfg.project, service=service,
                                                                            opts=invoke)
                                    for service in PREFLIGHT_SERVICES)).apply(
-        lambda answers: checked_services(answers, cfg.project))
+        lambda answers: checked(checked_services)(answers, cfg.project))
 
     def after_services(ask):
         return services.apply(lambda _: ask())
 
     version = after_services(lambda: gcp.container.get_engine_versions_output(
         project=cfg.project, location=cfg.location, version_prefix=f"{cfg.kubernetes_version}.", opts=invoke,
-    ).apply(lambda result: channel_version(result, cfg.release_channel, cfg.kubernetes_version, cfg.location,
+    ).apply(lambda result: checked(channel_version)(result, cfg.release_channel, cfg.kubernetes_version, cfg.location,
                                            gpu_direct, existing)))
     checks = [
         services,
         after_services(lambda: gcp.compute.get_zones_output(project=cfg.project, region=cfg.region, opts=invoke).apply(
-            lambda result: checked_zone(result, cfg.zone, cfg.region))),
+            lambda result: checked(checked_zone)(result, cfg.zone, cfg.region))),
         version,
         *(after_services(lambda pool=pool: gcp.compute.get_machine_types_output(
             project=cfg.project, zone=cfg.zone, filter=f"name = {pool.machine_type}", opts=invoke).apply(
-            lambda result: checked_machine_type(result, pool, cfg.zone)))
+            lambda result: checked(checked_machine_type)(result, pool, cfg.zone)))
           for pool in cfg.gpu_pools),
     ]
     ready = pulumi.Output.all(*checks).apply(lambda _: [])

@@ -199,7 +199,7 @@ class GcpStack(pulumi.ComponentResource):
             check = {"machine_type": job_pool.machine_type, "namespace": cfg.job.namespace, "job": cfg.job,
                      "min_bus_bandwidth_gbps": job_pool.gpu_direct.nccl_min_bus_bandwidth_gbps,
                      "image_ref": image.ref, "claim_name": platform.claim_name,
-                     "service_account": platform.service_account_name}
+                     "service_account": platform.service_account_name, "owner_uid": platform.owner_uid}
             # The all-reduce in the training image; nccl-tests' all_gather_perf stays available where the
             # plugin image carries it (TCPX/TCPXO; the gIB installer image does not).
             self.outputs["ncclCheckCommand"] = nccl_check_command(**check)

@@ -4,7 +4,7 @@ The stack's own job (trainstack:job) and the jobs the CLI submits are the same c
 cluster-side values: image, GPU placement, pod resources, shared volume, data cache, GPU networking,
 TensorBoard image, queue and the cloud identity's annotations. They come from `chart_values` here,
 the function that renders the stack's own TrainingJob, so the two cannot drift; only what belongs to
-one job (its name, node range, trainer flags, snapshot prefix) is left for the CLI to add.
+one job (its name, pod range, GPUs per pod, trainer flags, snapshot prefix) is left for the CLI to add.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ SUBMITTED_BY_CLI = ("trainstack.dev/submitted-by", "cli")
 
 # Chart values that belong to one job: the CLI sets them per submission, never from the stack.
 PER_JOB_KEYS = ("job", "train", "serviceAccount")
+# The same under `resources`: the job's GPUs per pod. Shared, a stack's value would meet the CLI's under
+# another name whenever the chart renames it (a stack deployed before the rename exports gpusPerNode).
+PER_JOB_RESOURCE_KEYS = ("gpusPerPod",)
 
 
 def shared_job_values(*, image_ref: pulumi.Input[str], gpu: GpuPlacement, claim_name: pulumi.Input[str] | None,
@@ -49,8 +52,16 @@ def shared_job_values(*, image_ref: pulumi.Input[str], gpu: GpuPlacement, claim_
         tensorboard=tensorboard,
         extra_values=extra_values,
     )
-    values = chart_values(args, release_name="")
-    return {key: value for key, value in values.items() if key not in PER_JOB_KEYS}
+    return without_per_job_values(chart_values(args, release_name=""))
+
+
+def without_per_job_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A job's chart values less what the CLI sets for each job (PER_JOB_KEYS, PER_JOB_RESOURCE_KEYS)."""
+    shared = {key: value for key, value in values.items() if key not in PER_JOB_KEYS}
+    if isinstance(shared.get("resources"), Mapping):
+        shared["resources"] = {key: value for key, value in shared["resources"].items()
+                               if key not in PER_JOB_RESOURCE_KEYS}
+    return shared
 
 
 # Chart values that belong to a GPU pool: a job on another pool gets that pool's (and no GPU networking

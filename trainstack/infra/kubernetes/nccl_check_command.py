@@ -4,7 +4,9 @@ Installs the training chart once more as release `nccl-check` with a machine pro
 placement and GPU networking, workloads/charts/training-job/profiles/) and a check profile, waits for
 the Job, prints pod 0's verdict line (bus bandwidth against the threshold) and removes the release
 whatever the outcome; the command's exit status is the verdict. The trainer runner runs in the stack's
-training image (by digest), on the stack's volume, as the jobs' ServiceAccount.
+training image (by digest), on the stack's volume, as the jobs' ServiceAccount. Its Job names the job
+owner, as every job does: if the command is interrupted before its uninstall, `pulumi destroy` still
+deletes the check before the claim and the queues (job_owner.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pulumi
 
 from trainstack.infra.config import JobConfig
 from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR, project_relative
+from trainstack.infra.kubernetes.job_owner import owner_reference
 from trainstack.infra.kubernetes.job_submission import SUBMITTED_BY_CLI
 from trainstack.infra.kubernetes.training_job import image_values
 
@@ -28,7 +31,7 @@ NCCL_CHECK_RELEASE = "nccl-check"
 
 def nccl_check_command(*, machine_profile: str, namespace: str, min_bus_bandwidth_gbps: float, job: JobConfig,
                        image_ref: pulumi.Input[str], claim_name: pulumi.Input[str] | None,
-                       service_account: pulumi.Input[str], runner: str = "trainer",
+                       service_account: pulumi.Input[str], owner_uid: pulumi.Input[str], runner: str = "trainer",
                        extra_sets: Sequence[str] = ()) -> pulumi.Output[str]:
     """`machine_profile`: a file of the chart's profiles/; `extra_sets`: more `--set` flags (the stack's own
     node facts the profile cannot know)."""
@@ -38,8 +41,9 @@ def nccl_check_command(*, machine_profile: str, namespace: str, min_bus_bandwidt
     queue = job.queue_name if job.queue else ""
 
     def command(resolved: list) -> str:
-        image, claim, account = resolved
-        sets = [f"--set ncclCheck.minBusBandwidthGBps={min_bus_bandwidth_gbps}",
+        image, claim, account, uid = resolved
+        sets = [" ".join(f"--set-string owner.{key}={value}" for key, value in owner_reference(uid).items()),
+                f"--set ncclCheck.minBusBandwidthGBps={min_bus_bandwidth_gbps}",
                 f"--set-string kueue.queueName={queue}",
                 f"--set serviceAccount.create=false --set-string serviceAccount.name={account}", *extra_sets]
         if runner == "trainer":
@@ -62,4 +66,4 @@ def nccl_check_command(*, machine_profile: str, namespace: str, min_bus_bandwidt
             f"helm uninstall {NCCL_CHECK_RELEASE} -n {namespace}; test $passed -eq 0",
         ])
 
-    return pulumi.Output.all(image_ref, claim_name, service_account).apply(command)
+    return pulumi.Output.all(image_ref, claim_name, service_account, owner_uid).apply(command)

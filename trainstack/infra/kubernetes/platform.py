@@ -292,6 +292,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                 *([kueue] if job.queue else []), *job_ready,
                 *(resource for pool in args.other_gpu_pools.values() for resource in pool.ready)]))
         extra_values = deep_merge(extra_values, owner_values(owner))
+        # For a job installed outside Pulumi's state by the stack's own commands (the A3 NCCL check).
+        self.owner_uid = owner.metadata.uid
         job_args = replace(job_args, extra_values=extra_values)
 
         self.namespace = pulumi.Output.from_input(namespace)

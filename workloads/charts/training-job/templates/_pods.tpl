@@ -2,7 +2,8 @@
 The job's size per pod and in pods, read in one place. A pod is one pod of the job (torchrun calls it a
 node: --nnodes, --nproc-per-node); a node is a Kubernetes node, one machine. The keys were once named
 after torchrun (job.nodes.*, job.procsPerNode, resources.gpusPerNode): those still work, each new key
-else its old one else the default, and the same quantity under both names fails the render.
+else its old one else the default. Both names with the same value are one value (an override under
+one name over a profile under the other); two different values fail the render, naming both.
 Returns JSON: {"min", "max", "replicas" (absent: max), "procsPerPod", "gpusPerPod"}.
 */}}
 {{- define "training-job.pods" -}}
@@ -13,9 +14,7 @@ Returns JSON: {"min", "max", "replicas" (absent: max), "procsPerPod", "gpusPerPo
 {{- range $key, $default := dict "min" 1 "max" 1 "replicas" 0 -}}
 {{- $given := index $new $key -}}
 {{- $was := index $old $key -}}
-{{- if and (not (kindIs "invalid" $given)) (not (kindIs "invalid" $was)) -}}
-{{- fail (printf "job.pods.%s and job.nodes.%s are both set: job.nodes.%s is the old name of job.pods.%s, remove it" $key $key $key $key) -}}
-{{- end -}}
+{{- include "training-job.sameUnderBothNames" (dict "new" (printf "job.pods.%s" $key) "old" (printf "job.nodes.%s" $key) "given" $given "was" $was) -}}
 {{- $value := $default -}}
 {{- if not (kindIs "invalid" $was) }}{{ $value = $was }}{{ end -}}
 {{- if not (kindIs "invalid" $given) }}{{ $value = $given }}{{ end -}}
@@ -30,15 +29,24 @@ Returns JSON: {"min", "max", "replicas" (absent: max), "procsPerPod", "gpusPerPo
 {{- $values := index $v $renamed.section -}}
 {{- $given := index $values $renamed.new -}}
 {{- $was := index $values $renamed.old -}}
-{{- if and (not (kindIs "invalid" $given)) (not (kindIs "invalid" $was)) -}}
-{{- fail (printf "%s.%s and %s.%s are both set: %s.%s is the old name of %s.%s, remove it" $renamed.section $renamed.new $renamed.section $renamed.old $renamed.section $renamed.old $renamed.section $renamed.new) -}}
-{{- end -}}
+{{- include "training-job.sameUnderBothNames" (dict "new" (printf "%s.%s" $renamed.section $renamed.new) "old" (printf "%s.%s" $renamed.section $renamed.old) "given" $given "was" $was) -}}
 {{- $value := $renamed.default -}}
 {{- if not (kindIs "invalid" $was) }}{{ $value = $was }}{{ end -}}
 {{- if not (kindIs "invalid" $given) }}{{ $value = $given }}{{ end -}}
 {{- $_ := set $out $renamed.new (int $value) -}}
 {{- end -}}
 {{- toJson $out -}}
+{{- end -}}
+
+{{/*
+A key set under its new and its old name: fine when the two are equal, else one line naming both values
+and how to keep the user's (under the new name alone). Helm's --reuse-values brings back the old chart's
+defaults under the old names, hence the hint for a release installed before the rename.
+*/}}
+{{- define "training-job.sameUnderBothNames" -}}
+{{- if and (not (kindIs "invalid" .given)) (not (kindIs "invalid" .was)) (ne (int .given) (int .was)) -}}
+{{- fail (printf "%s is %d but its old name %s is %d: put your value under the new name only (set %s=%d instead of %s=%d; to upgrade a release installed before the rename, use --reset-then-reuse-values, not --reuse-values)" .new (int .given) .old (int .was) .new (int .was) .old (int .was)) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* One line per old key the values use, naming its new key (NOTES.txt prints them). */}}

@@ -1,0 +1,109 @@
+"""A part's bad input reaches a program in another language as one property error, not as a Python traceback.
+
+Through ProviderServicer.Construct, as the engine calls the provider (pulumi 3.272, pulumi/provider/server.py):
+an InputPropertyError becomes an INVALID_ARGUMENT status whose details carry the property path and the reason;
+anything else is raised again with the component's traceback appended ("File ...", line by line).
+"""
+
+import asyncio
+
+import grpc
+import pytest
+from google.protobuf import json_format, struct_pb2
+from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.server import ProviderServicer
+from pulumi.runtime import config as runtime_config
+from pulumi.runtime import settings
+from pulumi.runtime.proto import errors_pb2, provider_pb2, status_pb2
+
+from tests.library.test_cluster_parts import CASES
+from trainstack.components import HOSTED
+from trainstack.provider import NAME, TrainstackProvider, as_property_error
+
+
+class Aborted(Exception):
+    """What grpc.aio's context.abort_with_status raises (AbortError), for the fake."""
+
+
+class FakeContext:
+    """The servicer's grpc.aio context, reduced to what Construct's error path uses."""
+
+    def __init__(self) -> None:
+        self.status: grpc.Status | None = None
+
+    async def abort_with_status(self, status: grpc.Status) -> None:
+        self.status = status
+        raise Aborted
+
+
+def construct_over_grpc(provider, component: str, inputs: dict, dependencies: dict[str, list[str]] | None = None):
+    """ProviderServicer.Construct for `component`; (the status it aborted with or None, what it raised)."""
+    request = provider_pb2.ConstructRequest(type=f"trainstack:index:{component}", name="part",
+                                            project="trainstack", stack="parts",
+                                            inputs=json_format.ParseDict(inputs, struct_pb2.Struct()))
+    for key, urns in (dependencies or {}).items():  # an input wired from another resource's output
+        request.inputDependencies[key].urns.extend(urns)
+    context = FakeContext()
+    try:
+        asyncio.run(ProviderServicer(provider, [], "").Construct(request, context))
+    except Exception as error:  # noqa: BLE001 - the test inspects it
+        raised = error
+    else:
+        raise AssertionError(f"{component} constructed from bad inputs")
+    finally:
+        settings.reset_options()
+        runtime_config.set_all_config({}, [])
+    return context.status, raised
+
+
+def property_errors(status: grpc.Status) -> list[tuple[str, str]]:
+    (details,) = [value for key, value in status.trailing_metadata if key == "grpc-status-details-bin"]
+    parsed = status_pb2.Status.FromString(details)
+    errors = []
+    for detail in parsed.details:
+        found = errors_pb2.InputPropertiesError()
+        detail.Unpack(found)
+        errors += [(error.property_path, error.reason) for error in found.errors]
+    return errors
+
+
+POOL = CASES["GkeGpuNodePool"][1]
+
+
+@pytest.mark.parametrize(("component", "inputs", "dependencies", "path", "reason"), [
+    ("GkeGpuNodePool", {**POOL, "pool": {"capacity": "CHEAP"}}, None, "pool.capacity", "expected one of"),
+    ("GkeGpuNodePool", {**POOL, "gpuNetworkNames": ["a"], "gpuSubnetworkNames": ["b"]}, None,
+     "gpuNetworkNames", "a2-highgpu-1g has no GPUDirect NICs"),
+    ("EfsStorage", {**CASES["EfsStorage"][1], "tags": {"aws:owner": "me"}}, None, "tags.aws:owner", "reserved"),
+    # poolName wired from another resource's output: an Output where the schema says plain.
+    ("GkeGpuNodePool", POOL, {"poolName": ["urn:pulumi:parts::trainstack::random:index/randomPet:RandomPet::n"]},
+     "poolName", "takes a plain value"),
+])
+def test_a_bad_input_is_one_property_error_without_a_traceback(component, inputs, dependencies, path, reason):
+    status, raised = construct_over_grpc(TrainstackProvider(HOSTED, NAME), component, inputs, dependencies)
+    assert status is not None, f"no property error; raised instead: {raised}"
+    assert status.code == grpc.StatusCode.INVALID_ARGUMENT
+    ((got_path, got_reason),) = property_errors(status)
+    assert got_path == path and reason in got_reason, (got_path, got_reason)
+    assert "\n" not in got_reason and "File " not in got_reason and "Traceback" not in got_reason
+    assert "Fix:" in got_reason  # the reason still says how to fix it
+
+
+def test_the_sdk_provider_alone_sends_the_traceback():
+    # Why TrainstackProvider exists: the same input through the SDK's ComponentProvider.
+    status, raised = construct_over_grpc(ComponentProvider(HOSTED, NAME), "GkeGpuNodePool",
+                                         {**POOL, "pool": {"capacity": "CHEAP"}})
+    assert status is None and "File " in str(raised)
+
+
+def test_an_infra_components_refusal_is_one_line_too():
+    # InvalidArgsError (trainstack/infra/core/validation.py): Python names, no property path, but one line.
+    status, raised = construct_over_grpc(TrainstackProvider(HOSTED, NAME), "Kueue",
+                                         {"kubeconfig": "apiVersion: v1\n", "queueingStrategy": "LIFO"})
+    assert status is not None and status.code == grpc.StatusCode.INVALID_ARGUMENT, raised
+    assert status.details.startswith("queueing_strategy must be one of") and "\n" not in status.details
+
+
+def test_a_message_without_a_property_path_stays_whole():
+    error = as_property_error("GkeClusterArgs has no field(s) ['x'] (it has: ['project'])")
+    assert str(error) == "GkeClusterArgs has no field(s) ['x'] (it has: ['project'])"

@@ -1,0 +1,59 @@
+"""GcsSnapshotBucket, hosted: the GKE stack's bucket for the data set, checkpoints and exports
+(trainstack.infra.gcp.snapshot_bucket): uniform access, public access prevented, versioned, kept by
+`pulumi destroy` unless asked.
+"""
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.part_config import parsed_as_inputs, raw_config
+from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.infra.gcp.snapshot_bucket import SnapshotBucket as InfraSnapshotBucket
+from trainstack.infra.gcp.snapshot_bucket import SnapshotBucketArgs as InfraSnapshotBucketArgs
+
+PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
+NO_JOB = {"enabled": False}
+
+
+@dataclass(kw_only=True)
+class GcsSnapshotBucketArgs:
+    """The snapshot bucket's settings; unset inputs keep the GKE stack's defaults."""
+
+    project: str
+    """The Google Cloud project."""
+    region: str | None = None
+    """The bucket's location, the cluster's region (default us-central1)."""
+    delete_on_destroy: bool | None = None
+    """Delete the bucket and its contents on destroy (default false: destroy leaves it)."""
+    labels: dict[str, str] | None = None
+    """Extra labels (plus app and pulumi-stack)."""
+
+
+class GcsSnapshotBucket(pulumi.ComponentResource):
+    """A private, versioned GCS bucket for the data set, checkpoints and exports."""
+
+    bucket_name: pulumi.Output[str]
+    """The bucket's name."""
+    uri: pulumi.Output[str]
+    """gs://<bucket>: TrainingPlatform's bucket.uri."""
+
+    def __init__(self, name: str, args: GcsSnapshotBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        args = args_from_inputs(GcsSnapshotBucketArgs, args)
+        # A bucket has no zone, but the stack parser asks one of the region: any will do.
+        zone = f"{args.region}-a" if args.region is not None else None
+        raw = raw_config({"gcp:project": args.project, "gcp:region": args.region}, zone=zone, labels=args.labels,
+                         deleteBucketOnDestroy=args.delete_on_destroy, job=NO_JOB, sharedFilesystem=NO_JOB)
+        config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"})
+        super().__init__("trainstack:index:GcsSnapshotBucket", name, None, opts)
+
+        google = gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
+                              default_labels=dict(config.labels), opts=pulumi.ResourceOptions(parent=self))
+        bucket = InfraSnapshotBucket(name, InfraSnapshotBucketArgs(
+            project=config.project, region=config.region, delete_on_destroy=config.delete_bucket_on_destroy),
+            opts=pulumi.ResourceOptions(parent=self, providers={"gcp": google}))
+        self.bucket_name = bucket.bucket_name
+        self.uri = bucket.uri
+        self.register_outputs({"bucketName": self.bucket_name, "uri": self.uri})

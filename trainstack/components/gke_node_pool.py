@@ -1,0 +1,132 @@
+"""GkeGpuNodePool, hosted: one of the stacks' GKE GPU node pools (trainstack.infra.gcp.node_pools) on a
+cluster given by its outputs (GkeCluster's clusterName, location, nodeZone).
+
+Its outputs are what the training platform needs of it (TrainingPlatform's gpu: node selector,
+tolerations, GPUs per node). GPUDirect (A3) pools attach GpuDirectNetworks' VPCs as extra NICs. The stack's
+checks of a pool run before the node pool is created (gke_pool_preflight.py).
+"""
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.gcp import GkeGpuPool
+from trainstack.components.gke_pool_preflight import pool_checks
+from trainstack.components.gpu_direct import per_network
+from trainstack.components.part_config import parsed_as_inputs, raw_config
+from trainstack.components.stack_config import InputError
+from trainstack.infra.gcp.config import GpuPoolConfig, parse_gcp_config
+from trainstack.infra.gcp.handles import ClusterRef
+from trainstack.infra.gcp.node_pools import GpuNodePool as InfraGpuNodePool
+from trainstack.infra.gcp.node_pools import GpuNodePoolArgs as InfraGpuNodePoolArgs
+
+PROVIDER_KEYS = {"project": "gcp:project"}
+NO_JOB = {"enabled": False}
+
+
+@dataclass(kw_only=True)
+class GkeGpuNodePoolArgs:
+    """A GPU node pool on an existing GKE cluster; unset pool settings keep the GKE stack's defaults."""
+
+    project: str
+    """The cluster's Google Cloud project."""
+    cluster_name: pulumi.Input[str]
+    """The cluster's name (GkeCluster's clusterName)."""
+    location: pulumi.Input[str]
+    """The cluster's location (GkeCluster's location)."""
+    node_zone: pulumi.Input[str]
+    """The zone of the pool's nodes (GkeCluster's nodeZone)."""
+    node_service_account_email: pulumi.Input[str]
+    """The Google service account the nodes run as (logging, monitoring, pulling images), GkeCluster's nodeServiceAccountEmail; never the default Compute Engine account."""
+    pool_name: str
+    """The node pool's name (lowercase letters, digits and -), also its trainstack/node-pool label."""
+    pool: GkeGpuPool | None = None
+    """The machine, GPUs, disk, scaling and capacity (default: n1-standard-4 with one T4, spot, 0 to 2 nodes)."""
+    gpu_network_names: pulumi.Input[list[str]] | None = None
+    """GPUDirect machines only: the GPU VPCs in NIC order (GpuDirectNetworks' networkNames)."""
+    gpu_subnetwork_names: pulumi.Input[list[str]] | None = None
+    """GPUDirect machines only: their subnets in the same order (GpuDirectNetworks' subnetworkNames)."""
+    labels: dict[str, str] | None = None
+    """Extra labels on the pool's VMs (plus app and pulumi-stack)."""
+
+
+class GkeGpuNodePool(pulumi.ComponentResource):
+    """A GKE GPU node pool: spot or on-demand, scaling from zero, GKE-managed driver, the GPU taint, shielded nodes with Workload Identity."""
+
+    pool_name: pulumi.Output[str]
+    """The node pool's name, once it exists."""
+    node_selector: pulumi.Output[dict[str, str]]
+    """Labels every node of the pool carries (what TrainingPlatform's plain gpu.nodeSelector must say)."""
+    tolerations: pulumi.Output[list[dict[str, str]]]
+    """Tolerations for the pool's GPU taint (what TrainingPlatform's plain gpu.tolerations must say)."""
+    gpus_per_node: pulumi.Output[int]
+    """GPUs on each node (TrainingPlatform's plain gpu.gpusPerNode)."""
+    accelerator: pulumi.Output[str]
+    """The GPU type, e.g. nvidia-tesla-t4 (TrainingPlatform's plain gpu.accelerator)."""
+    max: pulumi.Output[int]
+    """The pool's most nodes (pool.max: the autoscaler's bound)."""
+
+    def __init__(self, name: str, args: GkeGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        args = args_from_inputs(GkeGpuNodePoolArgs, args)
+        # The name first, as its own input; then the pool's settings, each error named pool.<key>.
+        for key, pool in (("poolName", GkeGpuPool()), ("pool", args.pool or GkeGpuPool())):
+            raw = raw_config({"gcp:project": args.project}, gpuPools={args.pool_name: pool}, labels=args.labels,
+                             job=NO_JOB, sharedFilesystem=NO_JOB)
+            config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {f"gpuPools.{args.pool_name}": key})
+        pool = config.gpu_pools[0]
+        gpu_networks = gpu_network_pairs(f"GkeGpuNodePool {name!r}", pool, args)
+        super().__init__("trainstack:index:GkeGpuNodePool", name, None, opts)
+
+        google = gcp.Provider(f"{name}-gcp", project=config.project, default_labels=dict(config.labels),
+                              opts=pulumi.ResourceOptions(parent=self))
+        # The stack's checks of this pool (machine type in the zone; GPUDirect's cluster version), before the pool.
+        ready = pool_checks(pool, config.project, args.cluster_name, args.location, args.node_zone,
+                            {f"gpuPools.{pool.name}": "pool", "the input zone": "the input nodeZone"},
+                            pulumi.InvokeOutputOptions(parent=self, provider=google))
+        node_pool = InfraGpuNodePool(name, InfraGpuNodePoolArgs(
+            cluster=ClusterRef(cluster_name=args.cluster_name, location=args.location, node_zone=args.node_zone),
+            service_account_email=args.node_service_account_email, labels=config.labels, config=pool,
+            gpu_networks=gpu_networks,
+        ), opts=pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=ready))
+        placement = node_pool.placement
+        self.pool_name = node_pool.pool.name
+        self.node_selector = pulumi.Output.from_input(dict(placement.node_selector))
+        self.tolerations = pulumi.Output.from_input([dict(t) for t in placement.tolerations])
+        self.gpus_per_node = pulumi.Output.from_input(placement.gpus_per_node)
+        self.accelerator = pulumi.Output.from_input(placement.accelerator)
+        self.max = pulumi.Output.from_input(pool.max_nodes)
+        self.register_outputs({"poolName": self.pool_name, "nodeSelector": self.node_selector,
+                               "tolerations": self.tolerations, "gpusPerNode": self.gpus_per_node,
+                               "accelerator": self.accelerator, "max": self.max})
+
+
+def gpu_network_pairs(component: str, pool: GpuPoolConfig, args: GkeGpuNodePoolArgs) -> list[tuple[pulumi.Input[str], pulumi.Input[str]]]:
+    """(network, subnetwork) per GPU NIC for a GPUDirect pool; nothing for any other, which must name none."""
+    given = {"gpuNetworkNames": args.gpu_network_names, "gpuSubnetworkNames": args.gpu_subnetwork_names}
+    if pool.gpu_direct is None:
+        named = [key for key, value in given.items() if value is not None]
+        if named:
+            raise InputError(f"{component}: {named[0]}: {pool.machine_type} has no GPUDirect NICs to attach. Fix: "
+                             f"remove {' and '.join(named)}, or choose an A3 machine type")
+        return []
+    count = pool.gpu_direct.networks
+
+    def counted(key: str, names: list) -> list:
+        if len(names) != count:
+            raise InputError(f"{component}: {key}: {pool.machine_type} attaches {count} GPU networks, got "
+                             f"{len(names)}. Fix: list all {count}, in NIC order")
+        return names
+
+    lists = {}
+    for key, value in given.items():
+        if value is None:
+            raise InputError(f"{component}: {key}: not set, and {pool.machine_type} attaches {count} GPU networks "
+                             f"(GPUDirect-{pool.gpu_direct.mode.upper()}). Fix: pass GpuDirectNetworks' outputs, or "
+                             "set pool.gpuDirect to none")
+        # A literal list is counted now; an output once it resolves, before the node pool reads its entries.
+        lists[key] = counted(key, value) if isinstance(value, list) else \
+            pulumi.Output.from_input(value).apply(lambda names, key=key: counted(key, names))
+    return list(zip(per_network(lists["gpuNetworkNames"], count), per_network(lists["gpuSubnetworkNames"], count),
+                    strict=True))
