@@ -98,6 +98,8 @@ GET_CLUSTER = "aws:eks/getCluster:getCluster"
 GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
 CLUSTER_SECURITY_GROUP = "sg-0eksc1uster0000000"
 GET_PARAMETER = "aws:ssm/getParameter:getParameter"
+GET_CAPACITY_BLOCK_RESERVATION = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
+CAPACITY_RESERVATION = "aws:ec2/capacityReservation:CapacityReservation"
 # Who runs `pulumi up` in these tests: a role assumed through SSO, as most people do.
 DEPLOYER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/AWSReservedSSO_Deployer"
 DEPLOYER_SESSION_ARN = f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSReservedSSO_Deployer/alice@example.com"
@@ -142,6 +144,8 @@ def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
         return {"latestVersion": 1}
     if type_ == PLACEMENT_GROUP:
         return {"name": f"{name}-5a6b7c8", "placementGroupId": "pg-0123456789abcdef0"}
+    if type_ == CAPACITY_RESERVATION:  # an On-Demand Capacity Reservation read by ID: the aws-p5 group's own
+        return {"instanceType": "p5.48xlarge", "availabilityZone": "us-west-2a", "instanceCount": 2}
     if type_ == KEY_PAIR:
         return {"keyName": f"{name}-2d3e4f5"}
     if type_ == IMAGE:
@@ -189,7 +193,15 @@ def provider_calls(token: str, args: dict) -> dict:
     if token == GET_PARAMETER:  # EKS's public AMI parameters: published for every mocked version
         return {"id": args["name"], "name": args["name"], "type": "String", "value": "ami-0123456789abcdef0",
                 "arn": f"arn:aws:ssm:us-west-2::parameter{args['name']}", "version": 1}
+    if token == GET_CAPACITY_BLOCK_RESERVATION:  # a Capacity Block for the aws-p5 group, running now
+        return capacity_block_answer(args["id"])
     raise NotImplementedError(f"unmocked invoke {token}")
+
+
+def capacity_block_answer(reservation_id: str, **changes: str) -> dict:
+    """What ec2:DescribeCapacityReservations says about a Capacity Block for two p5.48xlarge in us-west-2a."""
+    return {"id": reservation_id, "instanceType": "p5.48xlarge", "availabilityZone": "us-west-2a",
+            "state": "active", "reservationType": "capacity-block", "instanceCount": 2, **changes}
 
 
 def instance_type_answer(instance_type: str, efa_interfaces: int | None = None) -> dict:

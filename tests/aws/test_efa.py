@@ -112,6 +112,23 @@ def test_an_on_demand_reservation_is_targeted_without_a_market_type():
     assert "instanceMarketOptions" not in template and "instanceType" not in template
 
 
+@pytest.mark.parametrize("capacity", [{"capacityReservationId": RESERVATION},
+                                      {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": RESERVATION}],
+                         ids=["on-demand reservation", "capacity block"])
+def test_a_reservation_launches_without_a_new_placement_group(capacity):
+    # Reserved capacity is not inside a new, empty placement group: a launch constrained to one fails.
+    result = run_p5(p5_config({GPU: capacity}))
+    assert "placement" not in _gpu_template(result).inputs
+    assert result.by_type(PLACEMENT_GROUP) == []
+
+
+@pytest.mark.parametrize("capacity", [{}, {"capacityReservationId": RESERVATION}], ids=["no reservation", "reservation"])
+def test_a_named_placement_group_is_used_and_none_is_created(capacity):
+    result = run_p5(p5_config({GPU: {**capacity, "placementGroup": "p5-reserved"}}))
+    assert _gpu_template(result).inputs["placement"] == {"groupName": "p5-reserved"}
+    assert result.by_type(PLACEMENT_GROUP) == []
+
+
 def test_the_efa_device_plugin_runs_on_the_gpu_nodes_at_its_pinned_version(up):
     release = next(r for r in up.by_type(RELEASE) if r.name == "trainstack-efa-device-plugin")
     assert (release.inputs["chart"], release.inputs["version"]) == ("aws-efa-k8s-device-plugin", "v0.5.30")
@@ -162,6 +179,13 @@ BAD_CONFIGS = [
     ("zone outside the stack's zones", {GPU: {"zone": "us-west-2c"}}, f"{GPU}.zone",
      "'us-west-2c' is not one of trainstack:availabilityZones"),
     ("EFA keys without efa", {GPU: {"efa": False}}, f"{GPU}.zone", "set, but gpuNodes.efa is not true"),
+    # A reservation is applied only in the EFA launch template: elsewhere it would be silently ignored.
+    ("reservation without efa", {GPU: {"efa": False, "zone": None, "capacityReservationId": RESERVATION}},
+     f"{GPU}.capacityReservationId", "set, but gpuNodes.efa is not true (it applies to EFA groups only)"),
+    ("placement group without efa", {GPU: {"efa": False, "zone": None, "placementGroup": "p5-reserved"}},
+     f"{GPU}.placementGroup", "set, but gpuNodes.efa is not true (it applies to EFA groups only)"),
+    ("placement group name", {GPU: {"placementGroup": "p5 \u00e9"}}, f"{GPU}.placementGroup",
+     "is not a placement group name"),
     ("EFA on an existing network", {"trainstack:existingNetwork": {"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-a"]}},
      f"{GPU}.efa", "not supported with trainstack:existingNetwork yet"),
 ]
@@ -185,6 +209,14 @@ def test_a_capacity_block_is_refused_for_a_group_without_efa():
     from tests.aws.stack_runs import config_with, run_main_expecting_error
     stop = run_main_expecting_error(config_with({GPU: {"capacityType": "CAPACITY_BLOCK"}}))
     assert_one_config_error_line(*stop, f"{GPU}.capacityType", "(Capacity Blocks are for gpuNodes.efa groups)")
+
+
+def test_a_reservation_is_refused_for_a_group_without_efa():
+    # The review's reproduction: the aws stack's spot-pool types, on demand, into a reservation.
+    from tests.aws.stack_runs import config_with, run_main_expecting_error
+    stop = run_main_expecting_error(config_with({GPU: {"instanceTypes": ["g5.xlarge"], "capacityType": "ON_DEMAND",
+                                                       "capacityReservationId": RESERVATION}}))
+    assert_one_config_error_line(*stop, f"{GPU}.capacityReservationId", "it applies to EFA groups only")
 
 
 def _answering(token: str, answer):
@@ -293,10 +325,104 @@ def test_jobs_submitted_to_the_stack_run_in_efa_mode_too(up):
     # `trainstack submit` renders every job from the stack's shared values (jobSubmission.values).
     values = up.exports["jobSubmission"]["values"]
     assert values["gpuNetworking"]["mode"] == "efa" and values["gpuNetworking"]["efa"]["interfaces"] == 32
-    assert values["resources"]["gpusPerPod"] == 8 and values["resources"]["requests"]["cpu"] == "160"
+    assert values["resources"]["requests"]["cpu"] == "160"
+    # GPUs per pod are the CLI's, per job (job_submission.PER_JOB_RESOURCE_KEYS), from the pool's figure.
+    assert "gpusPerPod" not in values["resources"] and up.exports["jobSubmission"]["gpusPerNode"] == 8
 
 
 def test_the_golden_file_holds_no_secret_values():
     text = GOLDEN.read_text()
     assert "ecr-token-that-must-stay-secret" not in text
     assert '"kubeconfig": "[secret]"' in text
+
+
+def test_the_efa_nodes_user_data_lifts_the_containers_memlock_limit_and_keeps_nofile(up):
+    import base64
+    import email
+
+    import yaml
+
+    message = email.message_from_bytes(base64.b64decode(_gpu_template(up).inputs["userData"]))
+    assert message.is_multipart() and message.get_content_type() == "multipart/mixed"
+    (part,) = message.get_payload()
+    assert part.get_content_type() == "application/node.eks.aws"
+    config = yaml.safe_load(part.get_payload())
+    assert (config["apiVersion"], config["kind"]) == ("node.eks.aws/v1alpha1", "NodeConfig")
+    assert "cluster" not in config["spec"]  # EKS's own NodeConfig part names the cluster
+    limits = {r["type"]: (r["soft"], r["hard"]) for r in config["spec"]["containerd"]["baseRuntimeSpec"]["process"]["rlimits"]}
+    assert limits["RLIMIT_NOFILE"] == (65536, 1048576)  # the AMI's default, which the list replaces
+    soft, hard = limits["RLIMIT_MEMLOCK"]
+    assert soft == hard >= 2**40
+    # nodeadm merges through float64: the value must come back as the same integer, inside uint64.
+    assert int(float(hard)) == hard < 2**64
+
+
+def test_only_the_efa_group_carries_user_data():
+    from tests.aws.stack_runs import run_main
+    assert all("userData" not in t.inputs for t in run_main().by_type(LAUNCH_TEMPLATE))
+
+
+def _capacity_block_answering(**changes):
+    from tests.aws.stack_runs import GET_CAPACITY_BLOCK_RESERVATION, capacity_block_answer
+    return _answering(GET_CAPACITY_BLOCK_RESERVATION, lambda args: capacity_block_answer(args["id"], **changes))
+
+
+def _odcr_reading(**changes):
+    from tests.aws.stack_runs import CAPACITY_RESERVATION, provider_outputs
+
+    def outputs(type_: str, name: str, inputs: dict) -> dict:
+        answer = provider_outputs(type_, name, inputs)
+        return {**answer, **changes} if type_ == CAPACITY_RESERVATION else answer
+    return outputs
+
+
+BLOCK = {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": RESERVATION}
+ODCR = {"capacityReservationId": RESERVATION}
+KEY = f"{GPU}.capacityReservationId: {RESERVATION}"
+
+
+@pytest.mark.parametrize(("capacity", "calls", "outputs", "line"), [
+    (BLOCK, _capacity_block_answering(instanceType="p5en.48xlarge"), None,
+     f"{KEY} reserves p5en.48xlarge, but the group launches p5.48xlarge"),
+    (BLOCK, _capacity_block_answering(availabilityZone="us-west-2b"), None,
+     f"{KEY} is in us-west-2b, but the group is in us-west-2a"),
+    (BLOCK, _capacity_block_answering(state="expired"), None, f"{KEY} is expired: nothing launches into it"),
+    (BLOCK, _capacity_block_answering(reservationType="default"), None,
+     f"{KEY} is a default reservation, not a Capacity Block"),
+    (ODCR, None, _odcr_reading(instanceType="p5en.48xlarge"),
+     f"{KEY} reserves p5en.48xlarge, but the group launches p5.48xlarge"),
+    (ODCR, None, _odcr_reading(availabilityZone="us-west-2c"), f"{KEY} is in us-west-2c, but the group is in us-west-2a"),
+], ids=["block type", "block zone", "block expired", "block is an ODCR", "ODCR type", "ODCR zone"])
+def test_preflight_refuses_a_reservation_that_does_not_fit_the_group(capacity, calls, outputs, line, monkeypatch):
+    from tests.aws.stack_runs import provider_calls, provider_outputs
+    from tests.aws.stack_runs import run_main as run_aws_main
+
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_aws_main(p5_config({GPU: capacity}), stack="aws-p5", preview=True, calls=calls or provider_calls,
+                     outputs=outputs or provider_outputs)
+
+    assert line in str(raised.value) and "\n" not in str(raised.value) and ". Fix: " in str(raised.value)
+    # Nothing but components, providers and the reservation's read.
+    created = {r.type for r in monitors[0].recorded if not r.read}
+    assert created and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in created), created
+
+
+@pytest.mark.parametrize("capacity", [BLOCK, ODCR], ids=["capacity block", "on-demand reservation"])
+def test_preflight_passes_a_reservation_for_the_groups_type_and_zone(capacity):
+    from tests.aws.stack_runs import CAPACITY_RESERVATION, GET_CAPACITY_BLOCK_RESERVATION
+
+    result = run_p5(p5_config({GPU: capacity}), preview=True)
+    asked = [args["id"] for token, args in result.invokes if token == GET_CAPACITY_BLOCK_RESERVATION]
+    read = [r for r in result.registrations if r.type == CAPACITY_RESERVATION]
+    if capacity is BLOCK:
+        assert asked == [RESERVATION] and read == []
+    else:
+        assert asked == [] and [r.read for r in read] == [True]

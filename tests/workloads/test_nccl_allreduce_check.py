@@ -86,6 +86,16 @@ def test_the_rendered_check_fails_the_pod_below_the_bar(tmp_path):
     result = run_rendered(tmp_path, "1000000")
     assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-3000:]
     assert "NCCL check FAILED: all-reduce bus bandwidth" in result.stdout
+    # What the pod got for locked memory, which EFA's buffer registration needs, is in the failed pod's log.
+    assert "[nccl-check] rank 0: locked-memory limit (ulimit -l) " in result.stdout
+
+
+def test_the_locked_memory_limit_reads_as_ulimit_does(monkeypatch):
+    monkeypatch.setattr(nccl_allreduce.resource, "getrlimit", lambda _: (8 * 2**20, 8 * 2**20))
+    assert nccl_allreduce.locked_memory_limit() == "8192 KiB"
+    infinity = nccl_allreduce.resource.RLIM_INFINITY
+    monkeypatch.setattr(nccl_allreduce.resource, "getrlimit", lambda _: (infinity, infinity))
+    assert nccl_allreduce.locked_memory_limit() == "unlimited"
 
 
 def test_a_nccl_other_than_the_plugins_fails_in_one_line():

@@ -71,7 +71,7 @@ class EksGpuNodes:
     capacity_type: str | None = None
     """SPOT or ON_DEMAND (default SPOT); with efa also CAPACITY_BLOCK (needs capacity_reservation_id)."""
     capacity_reservation_id: str | None = None
-    """cr-...: the On-Demand Capacity Reservation or Capacity Block the group launches into."""
+    """cr-...: the On-Demand Capacity Reservation or Capacity Block the group launches into (efa groups only)."""
     ssh_public_key: str | None = None
     """An OpenSSH public key for the nodes (default: no SSH)."""
     ignore_scaling_changes: bool | None = None
@@ -82,6 +82,8 @@ class EksGpuNodes:
     """Only a check: the EFA interfaces of the type (32 on p5, 16 on p5en, 8 on p6-b200)."""
     zone: str | None = None
     """The EFA group's one zone, for its placement group and subnet (default: the first availability zone)."""
+    placement_group: str | None = None
+    """An existing placement group the EFA group launches into (default: a new cluster placement group, none with a reservation)."""
 
 
 @dataclass(kw_only=True)

@@ -35,6 +35,7 @@ from trainstack.infra.aws.config import (
 )
 from trainstack.infra.aws.efa import EFA_POD_RESOURCES, EFA_RESOURCE, efa_network_interfaces
 from trainstack.infra.aws.efa_networking import EfaNetworking, EfaNetworkingArgs
+from trainstack.infra.aws.efa_node_config import efa_node_user_data
 from trainstack.infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
 from trainstack.infra.core import versions
 from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement
@@ -273,7 +274,8 @@ class EksCluster(pulumi.ComponentResource):
             # The cluster's name once it exists: the cluster security group is looked up then.
             created_name = pulumi.Output.all(cluster.oidc_provider_arn, args.cluster_name).apply(lambda v: v[1])
             self.efa_networking = EfaNetworking(f"{name}-gpu-efa", EfaNetworkingArgs(
-                vpc_id=args.vpc_id, cluster_name=created_name, tags=tags), opts=child)
+                vpc_id=args.vpc_id, cluster_name=created_name, tags=tags,
+                create_placement_group=creates_placement_group(gpu)), opts=child)
             efa_template = self._efa_launch_template_args(gpu, self.efa_networking)
             # A template node at size 0 has no EFA device plugin to ask: the autoscaler learns the
             # group's EFAs from this tag (node_disk.py's NODE_TEMPLATE_RESOURCE_TAG), or a pod asking
@@ -330,7 +332,7 @@ class EksCluster(pulumi.ComponentResource):
 
     @staticmethod
     def _efa_launch_template_args(gpu: GpuNodeGroupConfig, efa: EfaNetworking) -> dict:
-        """Every EFA interface, the placement group, and the capacity the group launches into.
+        """Every EFA interface, the placement group (if any), and the capacity the group launches into.
 
         Capacity (EKS user guide capacity-blocks-mng.html and the terraform-aws-eks module): a Capacity
         Block's launch template names the instance type, market type `capacity-block` and the block's
@@ -340,8 +342,12 @@ class EksCluster(pulumi.ComponentResource):
         args: dict = {
             "network_interfaces": efa_network_interfaces(
                 gpu.efa.instance.efa_interfaces, [efa.cluster_security_group_id, efa.efa_security_group_id]),
-            "placement": aws.ec2.LaunchTemplatePlacementArgs(group_name=efa.placement_group_name),
+            # The containers' locked-memory limit, which EFA's buffer registration needs (efa_node_config.py).
+            "user_data": efa_node_user_data(),
         }
+        placement_group = gpu.efa.placement_group or efa.placement_group_name
+        if placement_group is not None:
+            args["placement"] = aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group)
         if gpu.capacity_reservation_id is not None:
             args["capacity_reservation_specification"] = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
                 capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
@@ -379,6 +385,16 @@ class EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         return aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
+
+
+def creates_placement_group(gpu: GpuNodeGroupConfig) -> bool:
+    """A new cluster placement group only for an EFA group that names none and launches outside a reservation.
+
+    A reservation or Capacity Block already fixes the zone (and, for a block, its placement); a new, empty
+    placement group would constrain the launch to capacity the reservation does not hold
+    (efa_networking.py). A reservation made inside a placement group is reached with gpuNodes.placementGroup.
+    """
+    return gpu.efa is not None and gpu.efa.placement_group is None and gpu.capacity_reservation_id is None
 
 
 def _scaling(nodes: NodeGroupConfig) -> aws.eks.NodeGroupScalingConfigArgs:

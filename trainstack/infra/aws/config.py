@@ -133,6 +133,9 @@ class EfaConfig:
 
     instance: EfaInstanceType
     zone: str  # the cluster placement group and the group's one subnet are in this zone
+    # An existing placement group to launch into (a reservation made inside one); None: the stack creates
+    # a cluster placement group, unless the group launches into a reservation (see cluster.py).
+    placement_group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -331,7 +334,7 @@ def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
 
 # The keys of trainstack:gpuNodes (the hosted stack's EksGpuNodes has exactly these).
 GPU_NODE_KEYS = ("instanceTypes", "min", "desired", "max", "diskSizeGb", "capacityType", "sshPublicKey",
-                 "ignoreScalingChanges", "efa", "efaInterfaces", "zone", "capacityReservationId")
+                 "ignoreScalingChanges", "efa", "efaInterfaces", "zone", "capacityReservationId", "placementGroup")
 _CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 
@@ -339,7 +342,7 @@ def _parse_efa(gpu: Section, types: tuple[str, ...], zones: tuple[str, ...], exi
                ) -> EfaConfig | None:
     """gpuNodes.efa: true -> one EFA instance type from efa.py's table, all its EFAs, one zone."""
     if not gpu.get("efa", as_bool, False):
-        for key in ("efaInterfaces", "zone"):
+        for key in ("efaInterfaces", "zone", "placementGroup", "capacityReservationId"):
             if gpu.has(key):
                 raise ConfigError(f"{gpu.key}.{key}", "set, but gpuNodes.efa is not true (it applies to EFA groups only)",
                                   f"pulumi config set --path {gpu.key}.efa true, or pulumi config rm --path {gpu.key}.{key}")
@@ -367,7 +370,13 @@ def _parse_efa(gpu: Section, types: tuple[str, ...], zones: tuple[str, ...], exi
         raise ConfigError(f"{gpu.key}.zone", f"{zone!r} is not one of {NAMESPACE}:availabilityZones ({', '.join(zones)})"
                           if zone else "not set, and there are no availability zones to take it from",
                           f"pulumi config set --path {gpu.key}.zone {zones[0] if zones else '<a zone of the VPC>'}")
-    return EfaConfig(instance=instance, zone=zone)
+    placement_group = gpu.get("placementGroup", as_str, None)
+    # EC2 CreatePlacementGroup: "Up to 255 ASCII characters".
+    if placement_group is not None and not (0 < len(placement_group) <= 255 and placement_group.isascii()
+                                            and placement_group.isprintable()):
+        raise ConfigError(f"{gpu.key}.placementGroup", f"{placement_group!r} is not a placement group name (1 to 255 "
+                          "ASCII characters)", f"pulumi config set --path {gpu.key}.placementGroup <the group's name>")
+    return EfaConfig(instance=instance, zone=zone, placement_group=placement_group)
 
 
 def _parse_capacity(gpu: Section, efa: EfaConfig | None) -> tuple[str, str | None]:

@@ -1,8 +1,12 @@
 """EfaNetworking: what an EFA node group needs around its instances, before the first one launches.
 
-- A cluster placement group: EFA traffic does not cross Availability Zones, and a cluster group packs
-  the instances onto nearby network spines (terraform-aws-modules/terraform-aws-eks v21.19.0
-  modules/eks-managed-node-group/main.tf creates one whenever enable_efa_support is on, strategy cluster).
+- A cluster placement group, when asked for (`create_placement_group`): EFA traffic does not cross
+  Availability Zones, and a cluster group packs the instances onto nearby network spines
+  (terraform-aws-modules/terraform-aws-eks v21.19.0 modules/eks-managed-node-group/main.tf, strategy
+  cluster). Not for a group that launches into a reservation or Capacity Block: that capacity was not
+  provisioned in a new, empty placement group, and a launch constrained to one fails with
+  InsufficientInstanceCapacity or delivers part of the count (terraform-aws-modules/terraform-aws-eks
+  PR #3730, enable_efa_placement_group; eksctl-io/eksctl issue #7949).
 - A security group that allows all traffic to and from itself, ingress AND egress: "the EFA must be a
   member of a security group that allows all inbound and outbound traffic to and from the security
   group itself" (EC2 user guide efa-start.html, "Prepare an EFA-enabled security group"; the module's
@@ -29,10 +33,11 @@ class EfaNetworkingArgs:
     # The cluster's name, resolved only once the cluster exists (it is what the lookup waits for).
     cluster_name: pulumi.Input[str]
     tags: Mapping[str, str] = field(default_factory=dict)
+    create_placement_group: bool = True
 
 
 class EfaNetworking(pulumi.ComponentResource):
-    placement_group_name: pulumi.Output[str]
+    placement_group_name: pulumi.Output[str] | None  # None: the stack created none
     efa_security_group_id: pulumi.Output[str]
     cluster_security_group_id: pulumi.Output[str]
 
@@ -40,7 +45,8 @@ class EfaNetworking(pulumi.ComponentResource):
         super().__init__("trainstack:aws:EfaNetworking", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
-        placement = aws.ec2.PlacementGroup(name, strategy="cluster", tags=tags, opts=child)
+        placement = (aws.ec2.PlacementGroup(name, strategy="cluster", tags=tags, opts=child)
+                     if args.create_placement_group else None)
         group = aws.ec2.SecurityGroup(
             name, vpc_id=args.vpc_id, description="EFA: all traffic between the members of this group",
             tags={**tags, "Name": name}, opts=child)
@@ -50,9 +56,11 @@ class EfaNetworking(pulumi.ComponentResource):
         egress = aws.vpc.SecurityGroupEgressRule(f"{name}-egress-self", **self_rule, opts=child)
         cluster = aws.eks.get_cluster_output(name=args.cluster_name, opts=pulumi.InvokeOutputOptions(parent=self))
 
-        self.placement_group_name = placement.name
+        self.placement_group_name = placement.name if placement is not None else None
         # Handed out once both rules exist: no instance boots into the group before its traffic is allowed.
         self.efa_security_group_id = pulumi.Output.all(group.id, ingress.id, egress.id).apply(lambda ids: ids[0])
         self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
-        self.register_outputs({"placementGroupName": self.placement_group_name,
-                               "efaSecurityGroupId": self.efa_security_group_id})
+        outputs = {"efaSecurityGroupId": self.efa_security_group_id}
+        if self.placement_group_name is not None:
+            outputs["placementGroupName"] = self.placement_group_name
+        self.register_outputs(outputs)

@@ -11,6 +11,14 @@
   Does EKS publish its AL2023 NVIDIA AMI for the Kubernetes version in the region? (ssm:GetParameter
   on the public /aws/service/eks/optimized-ami/<version>/amazon-linux-2023/x86_64/nvidia/recommended/image_id,
   EKS user guide retrieve-ami-id.html.)
+- For a group that launches into a reservation (gpuNodes.capacityReservationId): is it for the group's
+  instance type, in gpuNodes.zone? A Capacity Block (ec2:DescribeCapacityReservations through
+  aws.ec2.get_capacity_block_reservation): is it a capacity-block reservation, active or scheduled? An
+  On-Demand Capacity Reservation is read as a resource (aws.ec2.CapacityReservation.get, the same call;
+  pulumi_aws 7.51.1 has no invoke for one): its read fails for a cancelled or expired reservation
+  (terraform-provider-aws findCapacityReservationByID treats those as not found), but it exposes no state
+  or reservation type, so a pending ODCR or a Capacity Block ID given with ON_DEMAND is not caught here.
+  Without this a mismatch creates the group and surfaces only as launches that fail at scale-up.
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
 - When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
@@ -88,6 +96,33 @@ def checked_efa_instance_type(result: aws.ec2.GetInstanceTypeResult, instance_ty
     if "x86_64" not in (result.supported_architectures or ()):
         raise pulumi.RunError(f"{key}: {instance_type} is not x86_64, and the GPU group boots "
                               f"{versions.EKS_GPU_AMI_TYPE}. Fix: choose an x86_64 EFA type (trainstack/infra/aws/efa.py)")
+    return True
+
+
+RESERVATION_KEY = f"{NAMESPACE}:gpuNodes.capacityReservationId"
+# A Capacity Block is "scheduled" until its start, then "active" (EC2 user guide
+# capacity-blocks-using.html); anything else (expired, cancelled, payment-failed, ...) launches nothing.
+CAPACITY_BLOCK_LAUNCHABLE_STATES = ("active", "scheduled")
+
+
+def checked_reservation(reservation_id: str, *, instance_type: str, zone: str, wanted_type: str, wanted_zone: str,
+                        state: str | None = None, reservation_type: str | None = None) -> bool:
+    """The reservation the group launches into is for its type, in its zone (and, for a block, launchable)."""
+    if reservation_type is not None and reservation_type != "capacity-block":
+        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} is a {reservation_type} reservation, not a Capacity "
+                              f"Block. Fix: pulumi config set --path {NAMESPACE}:gpuNodes.capacityType ON_DEMAND")
+    if instance_type != wanted_type:
+        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} reserves {instance_type}, but the group launches "
+                              f"{wanted_type}. Fix: pulumi config set --path '{NAMESPACE}:gpuNodes.instanceTypes[0]' "
+                              f"{instance_type}, or use a reservation for {wanted_type}")
+    if zone != wanted_zone:
+        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} is in {zone}, but the group is in {wanted_zone}. "
+                              f"Fix: pulumi config set --path {NAMESPACE}:gpuNodes.zone {zone} (one of "
+                              f"{NAMESPACE}:availabilityZones)")
+    if state is not None and state not in CAPACITY_BLOCK_LAUNCHABLE_STATES:
+        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} is {state}: nothing launches into it. Fix: use an "
+                              "active or scheduled Capacity Block (aws ec2 describe-capacity-reservations --filters "
+                              "Name=reservation-type,Values=capacity-block)")
     return True
 
 
@@ -229,4 +264,17 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
             lambda result: checked(checked_efa_instance_type)(result, efa_type, interfaces)))
         checks.append(aws.ssm.get_parameter_output(name=nvidia_ami_parameter(cfg.kubernetes_version), opts=invoke).apply(
             lambda result: checked(checked_nvidia_ami)(result, cfg.kubernetes_version, cfg.region)))
+    reservation = cfg.gpu_nodes.capacity_reservation_id
+    if reservation is not None and cfg.gpu_nodes.efa is not None:
+        group = {"wanted_type": cfg.gpu_nodes.instance_types[0], "wanted_zone": cfg.gpu_nodes.efa.zone}
+        if cfg.gpu_nodes.capacity_type == "CAPACITY_BLOCK":
+            checks.append(aws.ec2.get_capacity_block_reservation_output(id=reservation, opts=invoke).apply(
+                lambda block: checked(checked_reservation)(
+                    reservation, instance_type=block.instance_type, zone=block.availability_zone, state=block.state,
+                    reservation_type=block.reservation_type, **group)))
+        else:
+            odcr = aws.ec2.CapacityReservation.get("gpu-capacity-reservation", reservation,
+                                                   opts=pulumi.ResourceOptions(parent=parent, provider=provider))
+            checks.append(pulumi.Output.all(odcr.instance_type, odcr.availability_zone).apply(
+                lambda answer: checked(checked_reservation)(reservation, instance_type=answer[0], zone=answer[1], **group)))
     return pulumi.Output.all(*checks).apply(lambda _: [])

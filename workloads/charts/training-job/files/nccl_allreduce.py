@@ -11,6 +11,10 @@ The runtime version is read from the libnccl mapped into this process (/proc/sel
 its own ncclGetVersion: torch.cuda.nccl.version() is the NCCL torch was compiled against
 (torch/csrc/cuda/nccl.cpp version()), whichever library is loaded. The network comes from NCCL's
 own "Using network <name>" line, which NCCL_DEBUG=INFO writes to NCCL_DEBUG_FILE.
+
+Each rank first prints its locked-memory limit (ulimit -l): on EFA, libfabric pins its buffers, and a
+small limit fails NCCL's first call with "(-12) Cannot allocate memory" (the EKS stack raises it on
+the EFA nodes, trainstack/infra/aws/efa_node_config.py); the line says which limit the pod really got.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import resource
 import sys
 import time
 
@@ -67,6 +72,12 @@ def network_problem(debug_log: str, expected: str) -> str | None:
             f"not the GPUDirect plugin's {expected}: the plugin did not load, so traffic fell back to sockets")
 
 
+def locked_memory_limit() -> str:
+    """The soft RLIMIT_MEMLOCK of this process, as `ulimit -l` would say it (KiB) or "unlimited"."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    return "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KiB"
+
+
 def bus_bandwidth_gbps(size_bytes: int, seconds: float, world: int) -> float:
     """nccl-tests' all-reduce bus bandwidth: algbw x 2(n-1)/n."""
     return size_bytes / seconds * 2 * (world - 1) / world / 1e9
@@ -102,6 +113,7 @@ def main() -> int:
 
     backend = os.environ.get("NCCL_CHECK_BACKEND", "nccl")
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    print(f"[nccl-check] rank {rank}: locked-memory limit (ulimit -l) {locked_memory_limit()}", flush=True)
     debug_file = f"/tmp/nccl-check-debug.{os.getpid()}.log"
     if backend == "nccl":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
