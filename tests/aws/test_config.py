@@ -132,6 +132,9 @@ BAD_CONFIGS = [
     ("preview role that is not a role ARN", {"trainstack:previewRoleArn": "github-preview"}, (),
      "trainstack:previewRoleArn", "'github-preview' is not an IAM role or user ARN"),
     ("job name the chart cannot use", {JOB: {"name": "Train_1"}}, (), f"{JOB}.name", "is not a valid name"),
+    # Helm-safe names otherwise: the line names the length rule broken, not the character rules kept.
+    ("job name over the chart's length", {JOB: {"name": "t" * 60}}, (), f"{JOB}.name",
+     "60 characters; the chart names the Job, its Service and its pods' hostnames after it, so it holds at most 50"),
     ("data prefix that is a URI", {JOB: {"dataPrefix": "s3://other-bucket/data"}}, (), f"{JOB}.dataPrefix",
      "expected a prefix inside the snapshot bucket"),
     ("unknown cloud", {"trainstack:cloud": "azure"}, (), "trainstack:cloud",

@@ -85,8 +85,11 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str) -> JobConfi
     names = {}
     for name_key, default in (("name", "train"), ("namespace", "default"), ("queueName", "training")):
         names[name_key] = value = section.get(name_key, as_str, default)
-        if not _K8S_NAME.fullmatch(value) or (name_key == "name" and (len(value) > _JOB_NAME_MAX
-                                                                     or value[0].isdigit())):
+        if name_key == "name" and len(value) > _JOB_NAME_MAX:
+            raise ConfigError(f"{KEY}.name", f"{len(value)} characters; the chart names the Job, its Service and "
+                              f"its pods' hostnames after it, so it holds at most {_JOB_NAME_MAX}",
+                              set_hint(f"{KEY}.name", default))
+        if not _K8S_NAME.fullmatch(value) or (name_key == "name" and value[0].isdigit()):
             raise ConfigError(f"{KEY}.{name_key}", f"{value!r} is not a valid name (lowercase letters, digits and "
                               "-, starting with a letter)", set_hint(f"{KEY}.{name_key}", default))
     data_prefix = section.get("dataPrefix", as_str, "data").strip("/")
