@@ -135,6 +135,20 @@ BAD_CONFIGS = [
     # Helm-safe names otherwise: the line names the length rule broken, not the character rules kept.
     ("job name over the chart's length", {JOB: {"name": "t" * 60}}, (), f"{JOB}.name",
      "60 characters; the chart names the Job, its Service and its pods' hostnames after it, so it holds at most 50"),
+    # The stack creates the job's namespace and deletes it on destroy: never one the cluster or the stack has.
+    ("job namespace kube-system", {JOB: {"namespace": "kube-system", "enabled": True}}, (), f"{JOB}.namespace",
+     "'kube-system' is a Kubernetes system namespace (the kube- prefix is reserved); the stack creates the job's "
+     "namespace and deletes it on destroy. Fix: pulumi config set --path 'trainstack:job.namespace' training"),
+    ("job namespace kube-public", {JOB: {"namespace": "kube-public"}}, (), f"{JOB}.namespace",
+     "'kube-public' is a Kubernetes system namespace"),
+    ("job namespace kube-node-lease", {JOB: {"namespace": "kube-node-lease"}}, (), f"{JOB}.namespace",
+     "'kube-node-lease' is a Kubernetes system namespace"),
+    ("job namespace of Kueue", {JOB: {"namespace": "kueue-system"}}, (), f"{JOB}.namespace",
+     "'kueue-system' is the namespace the stack installs Kueue into"),
+    ("job namespace of the device plugin", {JOB: {"namespace": "nvidia-device-plugin"}}, (), f"{JOB}.namespace",
+     "'nvidia-device-plugin' is the namespace the stack installs the NVIDIA device plugin into"),
+    ("job namespace of the autoscaler", {JOB: {"namespace": "cluster-autoscaler"}}, (), f"{JOB}.namespace",
+     "'cluster-autoscaler' is the namespace the stack installs the cluster autoscaler into"),
     ("data prefix that is a URI", {JOB: {"dataPrefix": "s3://other-bucket/data"}}, (), f"{JOB}.dataPrefix",
      "expected a prefix inside the snapshot bucket"),
     ("unknown cloud", {"trainstack:cloud": "azure"}, (), "trainstack:cloud",

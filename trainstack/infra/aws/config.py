@@ -50,6 +50,7 @@ from trainstack.infra.config.reader import (
     unroutable_reason,
 )
 from trainstack.infra.core import versions
+from trainstack.infra.core.namespaces import CLUSTER_AUTOSCALER, platform_namespaces
 from trainstack.infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
 
 # NVIDIA GPUs per instance, for the x86_64 families the AL2023_x86_64_NVIDIA AMI runs on
@@ -407,7 +408,8 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
         raise ConfigError(f"{gpu_key}.instanceTypes", f"types with different GPU counts cannot share one job: "
                           f"{gpus_by_type}", "list instance types with the same number of GPUs")
     gpus_per_node = next(iter(gpus_by_type.values()))
-    job = parse_job(raw, gpus_per_node, "GPU instance type")
+    job = parse_job(raw, gpus_per_node, "GPU instance type", {
+        **platform_namespaces(device_plugin=True), CLUSTER_AUTOSCALER: "the cluster autoscaler"})
 
     pods_per_node = gpus_per_node // job.gpus_per_pod
     instances_to_start, instances_for_job = gpu_nodes_for_job(job, gpus_per_node)
