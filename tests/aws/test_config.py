@@ -217,6 +217,17 @@ BAD_CONFIGS = [
      "is in a reserved namespace"),
     ("tag trainstack sets itself", {"trainstack:tags": {"pulumi-stack": "prod"}}, (), "trainstack:tags.pulumi-stack",
      "is set by trainstack on every resource"),
+    # IAM and EFS take tag keys and values of letters, digits, spaces and _ . : / = + - @ only.
+    ("tag value with a NUL", {"trainstack:tags": {"team": "ml\u0000x"}}, (), "trainstack:tags.team",
+     "the tag value 'ml\\x00x' has '\\x00': AWS tags (IAM, EFS) take only letters, digits, spaces and "
+     "_ . : / = + - @. Fix: pulumi config set --path 'trainstack:tags.team' ml-x"),
+    ("tag value with #", {"trainstack:tags": {"cost-center": "ml#42"}}, (), "trainstack:tags.cost-center",
+     "the tag value 'ml#42' has '#'"),
+    ("tag key with !", {"trainstack:tags": {"team!": "ml"}}, (), "trainstack:tags",
+     "the tag key 'team!' has '!': AWS tags (IAM, EFS) take only letters, digits, spaces and _ . : / = + - @. "
+     "Fix: rename the tag in trainstack:tags without '!', e.g. 'team-'"),
+    ("tag key with a newline", {"trainstack:tags": {"aws:\nteam": "ml"}}, (), "trainstack:tags",
+     "the tag key 'aws:\\nteam' has '\\n'"),
 ]
 
 
