@@ -151,6 +151,11 @@ BAD_CONFIGS = [
      "'cluster-autoscaler' is the namespace the stack installs the cluster autoscaler into"),
     ("data prefix that is a URI", {JOB: {"dataPrefix": "s3://other-bucket/data"}}, (), f"{JOB}.dataPrefix",
      "expected a prefix inside the snapshot bucket"),
+    ("data prefix that climbs out", {JOB: {"enabled": True, "dataPrefix": "../other"}}, (), f"{JOB}.dataPrefix",
+     "'../other' has an empty, . or .. part, which S3 and GCS keep as part of the object names (a bucket has no "
+     "parent or current directory). Fix: pulumi config set --path 'trainstack:job.dataPrefix' other"),
+    ("data prefix with an empty part", {JOB: {"dataPrefix": "sets//v1"}}, (), f"{JOB}.dataPrefix",
+     "'sets//v1' has an empty, . or .. part"),
     ("unknown cloud", {"trainstack:cloud": "azure"}, (), "trainstack:cloud",
      "'azure' is not a cloud trainstack can build (it can: aws, gcp)"),
     ("hourly budget that is not a number", {"trainstack:maxHourlyUsd": "cheap"}, (), "trainstack:maxHourlyUsd",

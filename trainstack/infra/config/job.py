@@ -10,6 +10,7 @@ created, and the chart mounts them as secretKeyRef; no secret value passes throu
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,6 +104,13 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str,
     if "://" in data_prefix or not data_prefix:
         raise ConfigError(f"{KEY}.dataPrefix", f"expected a prefix inside the snapshot bucket, got {data_prefix!r}",
                           set_hint(f"{KEY}.dataPrefix", "data"))
+    segments = data_prefix.split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
+        # Object stores have no directories: s3://b/../x/ names objects whose keys start with "../x/".
+        kept = "/".join(segment for segment in segments if segment not in ("", ".", "..")) or "data"
+        raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has an empty, . or .. part, which S3 and GCS keep "
+                          "as part of the object names (a bucket has no parent or current directory)",
+                          set_hint(f"{KEY}.dataPrefix", shlex.quote(kept)))
     train: dict[str, Any] = section.get("train", parse_train, {})
     secret_env = section.get("secretEnv", _secret_env, ())
     _check_wandb_key(train, secret_env)
