@@ -231,6 +231,8 @@ BAD_CONFIGS = [
     ("tag key with !", {"trainstack:tags": {"team!": "ml"}}, (), "trainstack:tags",
      "the tag key 'team!' has '!': AWS tags (IAM, EFS) take only letters, digits, spaces and _ . : / = + - @. "
      "Fix: rename the tag in trainstack:tags without '!', e.g. 'team-'"),
+    ("tag with an empty key", {"trainstack:tags": {"": "ml"}}, (), "trainstack:tags",
+     "a tag with an empty key (value 'ml'). Fix: give that tag a key in trainstack:tags"),
     ("tag key with a newline", {"trainstack:tags": {"aws:\nteam": "ml"}}, (), "trainstack:tags",
      "the tag key 'aws:\\nteam' has '\\n'"),
 ]

@@ -316,6 +316,8 @@ def _parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
     key = f"{NAMESPACE}:tags"
     tags = top(raw, "tags", as_str_map, {})
     for name in tags:
+        if not name:  # IAM's and EFS's tag keys hold at least one character
+            raise ConfigError(key, f"a tag with an empty key (value {tags[name]!r})", f"give that tag a key in {key}")
         _check_tag_characters(key, name, tags[name])
         if name.lower().startswith("aws:") or name.startswith("kubernetes.io/") or name.startswith("k8s.io/"):
             raise ConfigError(f"{key}.{name}", "is in a reserved namespace (aws:, kubernetes.io/, k8s.io/ belong to "
