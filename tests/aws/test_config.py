@@ -132,8 +132,30 @@ BAD_CONFIGS = [
     ("preview role that is not a role ARN", {"trainstack:previewRoleArn": "github-preview"}, (),
      "trainstack:previewRoleArn", "'github-preview' is not an IAM role or user ARN"),
     ("job name the chart cannot use", {JOB: {"name": "Train_1"}}, (), f"{JOB}.name", "is not a valid name"),
+    # Helm-safe names otherwise: the line names the length rule broken, not the character rules kept.
+    ("job name over the chart's length", {JOB: {"name": "t" * 60}}, (), f"{JOB}.name",
+     "60 characters; the chart names the Job, its Service and its pods' hostnames after it, so it holds at most 50"),
+    # The stack creates the job's namespace and deletes it on destroy: never one the cluster or the stack has.
+    ("job namespace kube-system", {JOB: {"namespace": "kube-system", "enabled": True}}, (), f"{JOB}.namespace",
+     "'kube-system' is a Kubernetes system namespace (the kube- prefix is reserved); the stack creates the job's "
+     "namespace and deletes it on destroy. Fix: pulumi config set --path 'trainstack:job.namespace' training"),
+    ("job namespace kube-public", {JOB: {"namespace": "kube-public"}}, (), f"{JOB}.namespace",
+     "'kube-public' is a Kubernetes system namespace"),
+    ("job namespace kube-node-lease", {JOB: {"namespace": "kube-node-lease"}}, (), f"{JOB}.namespace",
+     "'kube-node-lease' is a Kubernetes system namespace"),
+    ("job namespace of Kueue", {JOB: {"namespace": "kueue-system"}}, (), f"{JOB}.namespace",
+     "'kueue-system' is the namespace the stack installs Kueue into"),
+    ("job namespace of the device plugin", {JOB: {"namespace": "nvidia-device-plugin"}}, (), f"{JOB}.namespace",
+     "'nvidia-device-plugin' is the namespace the stack installs the NVIDIA device plugin into"),
+    ("job namespace of the autoscaler", {JOB: {"namespace": "cluster-autoscaler"}}, (), f"{JOB}.namespace",
+     "'cluster-autoscaler' is the namespace the stack installs the cluster autoscaler into"),
     ("data prefix that is a URI", {JOB: {"dataPrefix": "s3://other-bucket/data"}}, (), f"{JOB}.dataPrefix",
      "expected a prefix inside the snapshot bucket"),
+    ("data prefix that climbs out", {JOB: {"enabled": True, "dataPrefix": "../other"}}, (), f"{JOB}.dataPrefix",
+     "'../other' has an empty, . or .. part, which S3 and GCS keep as part of the object names (a bucket has no "
+     "parent or current directory). Fix: pulumi config set --path 'trainstack:job.dataPrefix' other"),
+    ("data prefix with an empty part", {JOB: {"dataPrefix": "sets//v1"}}, (), f"{JOB}.dataPrefix",
+     "'sets//v1' has an empty, . or .. part"),
     ("unknown cloud", {"trainstack:cloud": "azure"}, (), "trainstack:cloud",
      "'azure' is not a cloud trainstack can build (it can: aws, gcp)"),
     ("hourly budget that is not a number", {"trainstack:maxHourlyUsd": "cheap"}, (), "trainstack:maxHourlyUsd",
@@ -200,6 +222,19 @@ BAD_CONFIGS = [
      "is in a reserved namespace"),
     ("tag trainstack sets itself", {"trainstack:tags": {"pulumi-stack": "prod"}}, (), "trainstack:tags.pulumi-stack",
      "is set by trainstack on every resource"),
+    # IAM and EFS take tag keys and values of letters, digits, spaces and _ . : / = + - @ only.
+    ("tag value with a NUL", {"trainstack:tags": {"team": "ml\u0000x"}}, (), "trainstack:tags.team",
+     "the tag value 'ml\\x00x' has '\\x00': AWS tags (IAM, EFS) take only letters, digits, spaces and "
+     "_ . : / = + - @. Fix: pulumi config set --path 'trainstack:tags.team' ml-x"),
+    ("tag value with #", {"trainstack:tags": {"cost-center": "ml#42"}}, (), "trainstack:tags.cost-center",
+     "the tag value 'ml#42' has '#'"),
+    ("tag key with !", {"trainstack:tags": {"team!": "ml"}}, (), "trainstack:tags",
+     "the tag key 'team!' has '!': AWS tags (IAM, EFS) take only letters, digits, spaces and _ . : / = + - @. "
+     "Fix: rename the tag in trainstack:tags without '!', e.g. 'team-'"),
+    ("tag with an empty key", {"trainstack:tags": {"": "ml"}}, (), "trainstack:tags",
+     "a tag with an empty key (value 'ml'). Fix: give that tag a key in trainstack:tags"),
+    ("tag key with a newline", {"trainstack:tags": {"aws:\nteam": "ml"}}, (), "trainstack:tags",
+     "the tag key 'aws:\\nteam' has '\\n'"),
 ]
 
 

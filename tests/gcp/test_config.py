@@ -122,6 +122,11 @@ BAD_CONFIGS = [
      "the job's run is estimated at $"),
     ("train value the trainer refuses", {JOB: {"train": {"warmupSteps": -5}}}, (), f"{JOB}.train",
      "the trainer refuses it: argument --warmup-steps"),
+    # The stack creates the job's namespace and deletes it on destroy: never one the cluster or the stack has.
+    ("job namespace kube-system", {JOB: {"namespace": "kube-system", "enabled": True}}, (), f"{JOB}.namespace",
+     "'kube-system' is a Kubernetes system namespace (the kube- prefix is reserved)"),
+    ("job namespace of Kueue", {JOB: {"namespace": "kueue-system"}}, (), f"{JOB}.namespace",
+     "'kueue-system' is the namespace the stack installs Kueue into"),
     ("label in Google's namespace", {"trainstack:labels": {"goog-team": "ml"}}, (), "trainstack:labels.goog-team",
      "Google reserves"),
     ("Arm system machine type", {"trainstack:systemNodes": {"machineType": "t2a-standard-4"}}, (),

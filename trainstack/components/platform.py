@@ -24,6 +24,7 @@ from trainstack.infra.config.job import parse_job
 from trainstack.infra.core import validation
 from trainstack.infra.core.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
 from trainstack.infra.core.contracts import SharedStorage as InfraSharedStorage
+from trainstack.infra.core.namespaces import platform_namespaces
 from trainstack.infra.kubernetes.platform import TrainingPlatform as InfraTrainingPlatform
 from trainstack.infra.kubernetes.platform import TrainingPlatformArgs as InfraTrainingPlatformArgs
 
@@ -111,7 +112,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         # the whole by the infra component's own validate().
         job_config = {JOB_KEY: json.dumps(config_value(args.job))} if args.job is not None else {}
         with stack_errors_as_inputs({}):
-            job = parse_job(job_config, gpu.gpus_per_node, "GPU node")
+            job = parse_job(job_config, gpu.gpus_per_node, "GPU node",
+                            platform_namespaces(device_plugin=args.install_device_plugin is not False))
         placement = GpuPlacement(node_selector=dict(gpu.node_selector or {}),
                                  tolerations=tuple(config_value(t) for t in gpu.tolerations or ()),
                                  gpus_per_node=gpu.gpus_per_node, accelerator=gpu.accelerator or "",

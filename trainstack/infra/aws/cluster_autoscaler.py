@@ -32,14 +32,14 @@ import pulumi_kubernetes as k8s
 
 from trainstack.infra.aws.cluster import SYSTEM_NODE_LABELS, EksCluster
 from trainstack.infra.aws.irsa import IrsaRole, IrsaRoleArgs
+from trainstack.infra.core import namespaces
 from trainstack.infra.core.versions import (
     CLUSTER_AUTOSCALER_CHART,
     CLUSTER_AUTOSCALER_IMAGE,
     CLUSTER_AUTOSCALER_IMAGE_TAGS,
 )
 
-# Its own namespace: the preview role may read Helm release Secrets here without reading kube-system's.
-NAMESPACE = "cluster-autoscaler"
+NAMESPACE = namespaces.CLUSTER_AUTOSCALER
 SERVICE_ACCOUNT = "cluster-autoscaler"
 SCALE_DOWN_UNNEEDED_TIME = "10m"
 SCALE_DOWN_DELAY_AFTER_ADD = "10m"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import re
+import shlex
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -24,6 +26,8 @@ from trainstack.infra.aws.limits import (
     MAX_TAG_VALUE,
     MAX_TAGS,
     OTHER_PARTITIONS,
+    TAG_SYMBOLS,
+    TAG_UNICODE_CATEGORIES,
     VPC_LARGEST_PREFIX,
 )
 from trainstack.infra.config import (
@@ -50,6 +54,7 @@ from trainstack.infra.config.reader import (
     unroutable_reason,
 )
 from trainstack.infra.core import versions
+from trainstack.infra.core.namespaces import CLUSTER_AUTOSCALER, platform_namespaces
 from trainstack.infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
 
 # NVIDIA GPUs per instance, for the x86_64 families the AL2023_x86_64_NVIDIA AMI runs on
@@ -294,10 +299,29 @@ def _system_instance_type(section: Section) -> str:
 TRAINSTACK_TAGS = ("app", "pulumi-stack", "Name")
 
 
+def _check_tag_characters(key: str, name: str, value: str) -> None:
+    """Each character of the tag's key and value in AWS's tag set; the error shows the bad ones as repr (a NUL
+    as '\\x00'), so the line stays one line, and suggests the text with each replaced by -."""
+    for part, text in (("key", name), ("value", value)):
+        bad = [c for c in text if c not in TAG_SYMBOLS and unicodedata.category(c)[0] not in TAG_UNICODE_CATEGORIES]
+        if not bad:
+            continue
+        shown = ", ".join(repr(c) for c in dict.fromkeys(bad))
+        cleaned = "".join("-" if c in bad else c for c in text)
+        problem = (f"the tag {part} {text!r} has {shown}: AWS tags (IAM, EFS) take only letters, digits, spaces "
+                   "and _ . : / = + - @")
+        if part == "key":  # the key itself cannot go into the error's key or a command line
+            raise ConfigError(key, problem, f"rename the tag in {key} without {shown}, e.g. {cleaned!r}")
+        raise ConfigError(f"{key}.{name}", problem, set_hint(f"{key}.{name}", shlex.quote(cleaned)))
+
+
 def _parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
     key = f"{NAMESPACE}:tags"
     tags = top(raw, "tags", as_str_map, {})
     for name in tags:
+        if not name:  # IAM's and EFS's tag keys hold at least one character
+            raise ConfigError(key, f"a tag with an empty key (value {tags[name]!r})", f"give that tag a key in {key}")
+        _check_tag_characters(key, name, tags[name])
         if name.lower().startswith("aws:") or name.startswith("kubernetes.io/") or name.startswith("k8s.io/"):
             raise ConfigError(f"{key}.{name}", "is in a reserved namespace (aws:, kubernetes.io/, k8s.io/ belong to "
                               "AWS, EKS and the cluster autoscaler)", f"pulumi config rm --path '{key}.{name}'")
@@ -416,7 +440,8 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
         raise ConfigError(f"{gpu_key}.instanceTypes", f"types with different GPU counts cannot share one job: "
                           f"{gpus_by_type}", "list instance types with the same number of GPUs")
     gpus_per_node = next(iter(gpus_by_type.values()))
-    job = parse_job(raw, gpus_per_node, "GPU instance type")
+    job = parse_job(raw, gpus_per_node, "GPU instance type", {
+        **platform_namespaces(device_plugin=True), CLUSTER_AUTOSCALER: "the cluster autoscaler"})
 
     pods_per_node = gpus_per_node // job.gpus_per_pod
     instances_to_start, instances_for_job = gpu_nodes_for_job(job, gpus_per_node)

@@ -41,6 +41,14 @@ EKS_NODE_TAGS = ("eks:cluster-name", "eks:nodegroup-name", "kubernetes.io/cluste
                  "k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/<cluster>")
 MAX_TAG_KEY = 128
 MAX_TAG_VALUE = 256
+# Characters of a tag key or value: IAM's Tag (docs.aws.amazon.com/IAM/latest/APIReference/API_Tag.html,
+# key pattern [\p{L}\p{Z}\p{N}_.:/=+\-@]+, value the same set, may be empty) and EFS's
+# (docs.aws.amazon.com/efs/latest/ug/API_Tag.html) take only Unicode letters (L*), separators (Z*: spaces),
+# numbers (N*) and _ . : / = + - @, the set EKS's tag pages give as "generally allowed" across services
+# (docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-eks-fargateprofile-tag.html).
+# The stack tags its IAM roles and the EFS file system with the rest, so one other character fails `up`.
+TAG_UNICODE_CATEGORIES = ("L", "Z", "N")  # first letter of unicodedata.category
+TAG_SYMBOLS = "_.:/=+-@"
 # EKS service quotas (docs.aws.amazon.com/eks/latest/userguide/service-quotas.html): "Public endpoint access
 # CIDR ranges per cluster: 40" (not adjustable). "Nodes per managed node group" (450 by default) is
 # adjustable, so a larger group is not refused here: an account with the raised quota may use it.

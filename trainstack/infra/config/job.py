@@ -10,6 +10,7 @@ created, and the chart mounts them as secretKeyRef; no secret value passes throu
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from trainstack.contract.config import TrainConfig
 from trainstack.infra.config.errors import NAMESPACE, ConfigError, set_hint
 from trainstack.infra.config.reader import Section, as_bool, as_int, as_str, decoded, reject_unknown
 from trainstack.infra.config.train_args import parse_train, trainer_args
+from trainstack.infra.core.namespaces import KUBERNETES_RESERVED_PREFIX
 from trainstack.infra.kubernetes.training_job import SecretEnv
 
 KEY = f"{NAMESPACE}:job"
@@ -59,16 +61,20 @@ class JobConfig:
     secret_env: tuple[SecretEnv, ...] = ()
 
 
-def parse_job(raw: Mapping[str, str], gpus_per_node: int, node_type: str) -> JobConfig:
-    """trainstack:job, for nodes with `gpus_per_node` GPUs each (`node_type` names them in errors)."""
+def parse_job(raw: Mapping[str, str], gpus_per_node: int, node_type: str,
+              installed_namespaces: Mapping[str, str] | None = None) -> JobConfig:
+    """trainstack:job, for nodes with `gpus_per_node` GPUs each (`node_type` names them in errors).
+    `installed_namespaces`: the namespaces the caller installs into -> what it installs there, when it
+    creates the job's namespace; None for a job submitted into a namespace that already exists."""
     value, renamed = _renamed(raw.get(KEY))
     try:
-        return _parse_job(Section(KEY, value, JOB_KEYS), gpus_per_node, node_type)
+        return _parse_job(Section(KEY, value, JOB_KEYS), gpus_per_node, node_type, installed_namespaces)
     except ConfigError as error:
         raise _as_written(error, renamed) from None
 
 
-def _parse_job(section: Section, gpus_per_node: int, node_type: str) -> JobConfig:
+def _parse_job(section: Section, gpus_per_node: int, node_type: str,
+               installed_namespaces: Mapping[str, str] | None) -> JobConfig:
     pods_min = section.get("podsMin", as_int, 1, minimum=1)
     pods_max = section.get("podsMax", as_int, max(pods_min, 2), minimum=1)
     if pods_min > pods_max:
@@ -85,14 +91,26 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str) -> JobConfi
     names = {}
     for name_key, default in (("name", "train"), ("namespace", "default"), ("queueName", "training")):
         names[name_key] = value = section.get(name_key, as_str, default)
-        if not _K8S_NAME.fullmatch(value) or (name_key == "name" and (len(value) > _JOB_NAME_MAX
-                                                                     or value[0].isdigit())):
+        if name_key == "name" and len(value) > _JOB_NAME_MAX:
+            raise ConfigError(f"{KEY}.name", f"{len(value)} characters; the chart names the Job, its Service and "
+                              f"its pods' hostnames after it, so it holds at most {_JOB_NAME_MAX}",
+                              set_hint(f"{KEY}.name", default))
+        if not _K8S_NAME.fullmatch(value) or (name_key == "name" and value[0].isdigit()):
             raise ConfigError(f"{KEY}.{name_key}", f"{value!r} is not a valid name (lowercase letters, digits and "
                               "-, starting with a letter)", set_hint(f"{KEY}.{name_key}", default))
+    if installed_namespaces is not None:
+        _check_namespace(names["namespace"], installed_namespaces)
     data_prefix = section.get("dataPrefix", as_str, "data").strip("/")
     if "://" in data_prefix or not data_prefix:
         raise ConfigError(f"{KEY}.dataPrefix", f"expected a prefix inside the snapshot bucket, got {data_prefix!r}",
                           set_hint(f"{KEY}.dataPrefix", "data"))
+    segments = data_prefix.split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
+        # Object stores have no directories: s3://b/../x/ names objects whose keys start with "../x/".
+        kept = "/".join(segment for segment in segments if segment not in ("", ".", "..")) or "data"
+        raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has an empty, . or .. part, which S3 and GCS keep "
+                          "as part of the object names (a bucket has no parent or current directory)",
+                          set_hint(f"{KEY}.dataPrefix", shlex.quote(kept)))
     train: dict[str, Any] = section.get("train", parse_train, {})
     secret_env = section.get("secretEnv", _secret_env, ())
     _check_wandb_key(train, secret_env)
@@ -111,6 +129,20 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str) -> JobConfi
         train=train,
         secret_env=secret_env,
     )
+
+
+def _check_namespace(namespace: str, installed_namespaces: Mapping[str, str]) -> None:
+    """The stack creates the job's namespace (all but `default`) and deletes it on destroy: a namespace the
+    cluster or the stack already has would fail `up` with AlreadyExists, and destroy would take it along."""
+    if namespace.startswith(KUBERNETES_RESERVED_PREFIX):
+        whose = "a Kubernetes system namespace (the kube- prefix is reserved)"
+    elif namespace in installed_namespaces:
+        whose = f"the namespace the stack installs {installed_namespaces[namespace]} into"
+    else:
+        return
+    raise ConfigError(f"{KEY}.namespace", f"{namespace!r} is {whose}; the stack creates the job's namespace and "
+                      "deletes it on destroy", f"{set_hint(f'{KEY}.namespace', 'training')} (a namespace of the "
+                      "job's own, or default)")
 
 
 def _renamed(value: Any) -> tuple[Any, dict[str, str]]:

@@ -40,6 +40,7 @@ from trainstack.infra.config.reader import (
     unroutable_reason,
 )
 from trainstack.infra.core import versions
+from trainstack.infra.core.namespaces import platform_namespaces
 from trainstack.infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
 from trainstack.infra.gcp.limits import (
     GCP_REGIONS,
@@ -342,7 +343,8 @@ def _parse_gpu_pools_and_job(raw: Mapping[str, str]) -> tuple[tuple[GpuPoolConfi
         raise ConfigError(f"{NAMESPACE}:jobPool", f"{job_pool_name!r} is not one of the GPU pools ({', '.join(names)})",
                           f"pulumi config set {NAMESPACE}:jobPool {names[0]}")
     job_pool = pools[names.index(job_pool_name)]
-    job = parse_job(raw, job_pool.gpus_per_node, f"{job_pool.machine_type} node pool's machine type")
+    job = parse_job(raw, job_pool.gpus_per_node, f"{job_pool.machine_type} node pool's machine type",
+                    platform_namespaces(device_plugin=False))  # GKE runs its own device plugin
     _, nodes_for_max = gpu_nodes_for_job(job, job_pool.gpus_per_node)
     offered = GPU_DIRECT.get(job_pool.machine_type)
     if offered is not None and offered.rdma and job_pool.gpu_direct is None and nodes_for_max > 1:

@@ -19,14 +19,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainstack.infra.core import validation
+from trainstack.infra.core import namespaces, validation
 from trainstack.infra.core.contracts import NodeTopology
 from trainstack.infra.core.resource_options import child_options
 from trainstack.infra.core.versions import KUEUE_API_VERSION, KUEUE_CHART
 from trainstack.infra.kubernetes.training_job import deep_merge
 
-# The namespace and release name of the Kueue installation docs (`helm install kueue ... -n kueue-system`).
-KUEUE_NAMESPACE = "kueue-system"
+KUEUE_NAMESPACE = namespaces.KUEUE
 KUEUE_RELEASE_NAME = "kueue"
 GPU_RESOURCE = "nvidia.com/gpu"
 _QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")

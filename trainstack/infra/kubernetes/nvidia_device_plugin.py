@@ -13,11 +13,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainstack.infra.core import validation
+from trainstack.infra.core import namespaces, validation
 from trainstack.infra.core.resource_options import child_options
 from trainstack.infra.core.versions import NVIDIA_DEVICE_PLUGIN_CHART
 
-DEFAULT_NAMESPACE = "nvidia-device-plugin"  # the chart refuses the default namespace
+DEFAULT_NAMESPACE = namespaces.NVIDIA_DEVICE_PLUGIN  # the chart refuses the default namespace
 
 # The chart's own default tolerations (deployments/helm/nvidia-device-plugin/values.yaml at v0.20.0).
 # Helm replaces lists instead of merging them, so they are repeated here before the caller's.
