@@ -1,0 +1,59 @@
+"""Issue 21, third re-check: links in RUN_DIR, file:// URIs naming a host, an --out that cannot be
+created, and torchrun environments whose peers never come: one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.training_runs import one_line_error, train
+from tests.training.test_bad_input import tree
+from tests.training.test_hostile_inputs import listing
+
+
+@pytest.fixture(scope="module")
+def finished_run(data_dir, tmp_path_factory):
+    run = tmp_path_factory.mktemp("finished") / "run"
+    assert train(data_dir, run, "--max-steps", "2", "--checkpoint-every", "2")[0] == 0
+    return run
+
+
+@pytest.mark.parametrize("name", ["metrics.jsonl", "run_config.json", "model_config.json", "loss.png"])
+def test_a_file_train_writes_in_run_dir_as_a_link_is_refused(data_dir, finished_run, tmp_path, name):
+    """t08: a link in the place of metrics.jsonl had train append its metrics to the user's own file."""
+    mine = tmp_path / "mine.txt"
+    mine.write_text("the user's own notes\n")
+    target = finished_run / name
+    kept = target.read_bytes()
+    target.unlink()
+    target.symlink_to(mine)
+    try:
+        before = tree(finished_run)
+        one_line_error(train(data_dir, finished_run, "--max-steps", "4"), str(target), "symbolic link",
+                       "remove the link")
+        assert mine.read_text() == "the user's own notes\n"
+        assert tree(finished_run) == before
+    finally:
+        target.unlink()
+        target.write_bytes(kept)
+
+
+def test_out_under_a_file(data_dir, tmp_path):
+    """t01: a file among the folders above --out."""
+    (tmp_path / "f0.txt").write_text("text\n")
+    for out in ("f0.txt/run", "f0.txt/a/run"):
+        before = listing(tmp_path)
+        one_line_error(train(data_dir, tmp_path / out), f"--out {tmp_path / out}", f"{tmp_path / 'f0.txt'} is a file")
+        assert listing(tmp_path) == before
+
+
+def test_out_with_a_name_too_long(data_dir, tmp_path):
+    """t02: ENAMETOOLONG from pathlib was a traceback."""
+    before = listing(tmp_path)
+    line = one_line_error(train(data_dir, tmp_path / ("a" * 300)), "--out", "too long", "pick a shorter --out")
+    assert len(line) < 300
+    assert listing(tmp_path) == before
+
+
+def test_out_where_nothing_can_be_created(data_dir):
+    """t03: /proc takes no new folders, not even from root."""
+    one_line_error(train(data_dir, "/proc/self/newrun"), "--out /proc/self/newrun cannot be created")
