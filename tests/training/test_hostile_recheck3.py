@@ -57,3 +57,21 @@ def test_out_with_a_name_too_long(data_dir, tmp_path):
 def test_out_where_nothing_can_be_created(data_dir):
     """t03: /proc takes no new folders, not even from root."""
     one_line_error(train(data_dir, "/proc/self/newrun"), "--out /proc/self/newrun cannot be created")
+
+
+def test_file_uri_naming_another_host_is_refused(data_dir, tmp_path, monkeypatch):
+    """s01: file://otherhost/abs/path became the relative folder ./otherhost/abs/path."""
+    monkeypatch.chdir(tmp_path)
+    uri = f"file://otherhost{tmp_path}/snaps"
+    one_line_error(train(data_dir, tmp_path / "new", "--snapshot-uri", uri), f"--snapshot-uri {uri}",
+                   "names the host 'otherhost'", "file:///PATH")
+    assert listing(tmp_path) == []
+
+
+def test_file_uri_naming_localhost_is_this_machine(data_dir, tmp_path, monkeypatch):
+    """file://localhost/PATH is file:///PATH (RFC 8089), not ./localhost/PATH."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = train(data_dir, tmp_path / "new", "--snapshot-uri", f"file://localhost{tmp_path}/snaps")
+    assert code == 0, err
+    assert not (tmp_path / "localhost").exists()
+    assert (tmp_path / "snaps" / "snapshot_run.json").is_file() or any((tmp_path / "snaps").iterdir())

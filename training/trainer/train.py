@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         with exit_on_signals():  # the training loop has its own handlers (PreemptionWatcher)
             check_usable(Path(cfg.data), "--data")
             check_usable(run_dir, "--out")
+            if cfg.snapshot.uri:
+                snapshots.local_form(cfg.snapshot.uri)  # file://OTHERHOST/... refused before RUN_DIR is made
             data = load_meta(cfg.data)
             check_location(run_dir, data.root)
             _check_not_own_source(cfg, run_dir)
