@@ -3,6 +3,9 @@ created, and torchrun environments whose peers never come: one line, exit 2, not
 
 from __future__ import annotations
 
+import socket
+import time
+
 import pytest
 
 from tests.support.training_runs import one_line_error, train
@@ -75,3 +78,26 @@ def test_file_uri_naming_localhost_is_this_machine(data_dir, tmp_path, monkeypat
     assert code == 0, err
     assert not (tmp_path / "localhost").exists()
     assert (tmp_path / "snaps" / "snapshot_run.json").is_file() or any((tmp_path / "snaps").iterdir())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("case", ["unresolvable", "no-peer"])
+def test_a_torchrun_environment_whose_peers_never_meet(data_dir, tmp_path, monkeypatch, case):
+    """e03, e06: a DistNetworkError or DistStoreError traceback (and a resolver warning each second)
+    after --dist-timeout; now one line naming the address and the fix."""
+    rank, addr = ("1", "no-such-host.invalid") if case == "unresolvable" else ("0", "127.0.0.1")
+    for name, value in (("WORLD_SIZE", "2"), ("RANK", rank), ("LOCAL_RANK", "0"), ("LOCAL_WORLD_SIZE", "1"),
+                        ("MASTER_ADDR", addr), ("MASTER_PORT", str(_free_port()))):
+        monkeypatch.setenv(name, value)
+    before = listing(tmp_path)
+    began = time.monotonic()
+    line = one_line_error(train(data_dir, tmp_path / "new", "--dist-timeout", "5"), f"MASTER_ADDR={addr}",
+                          "--dist-timeout 5s", "unset WORLD_SIZE")
+    assert time.monotonic() - began < 60
+    assert ("could not reach rank 0" if case == "unresolvable" else "only 1 of WORLD_SIZE=2") in line
+    assert listing(tmp_path) == before
