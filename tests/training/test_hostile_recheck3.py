@@ -101,3 +101,15 @@ def test_a_torchrun_environment_whose_peers_never_meet(data_dir, tmp_path, monke
     assert time.monotonic() - began < 60
     assert ("could not reach rank 0" if case == "unresolvable" else "only 1 of WORLD_SIZE=2") in line
     assert listing(tmp_path) == before
+
+
+def test_a_teacher_hub_name_offline_names_distill_from(data_dir, tmp_path, monkeypatch):
+    """v18: distill --distill-from NAME offline blamed --init-from, a flag the user never gave."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    line = one_line_error(train(data_dir, tmp_path / "new", "--distill-from", "no-such-org/no-such-teacher"),
+                          "--distill-from no-such-org/no-such-teacher", "hub name")
+    assert "--init-from" not in line
+    assert not (tmp_path / "new").exists()
