@@ -113,3 +113,15 @@ def test_a_teacher_hub_name_offline_names_distill_from(data_dir, tmp_path, monke
                           "--distill-from no-such-org/no-such-teacher", "hub name")
     assert "--init-from" not in line
     assert not (tmp_path / "new").exists()
+
+
+def test_data_given_as_a_file(data_dir, tmp_path):
+    """t30: --data DATA_DIR/meta.json was 'not a prepared data directory (no meta.json)', with a fix that
+    pointed prepare's --out at that existing file."""
+    line = one_line_error(train(data_dir / "meta.json", tmp_path / "new"), f"--data {data_dir / 'meta.json'}",
+                          f"pass --data {data_dir}")
+    assert "no meta.json" not in line and "--out" not in line
+    text = tmp_path / "notes.txt"
+    text.write_text("some text\n")
+    one_line_error(train(text, tmp_path / "new"), f"--data {text} is a file", f"prepare --data {text} --out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
