@@ -125,3 +125,18 @@ def test_data_given_as_a_file(data_dir, tmp_path):
     text.write_text("some text\n")
     one_line_error(train(text, tmp_path / "new"), f"--data {text} is a file", f"prepare --data {text} --out")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("max_steps", ["2", "4"])
+def test_another_runs_snapshots_restored_into_a_new_out_are_named(data_dir, tmp_path, max_steps):
+    """s08: an empty --out restored from another run's --snapshot-uri was told to 'use a new --out', which
+    it was: the line names the --snapshot-uri as what holds the other run, before any export is promised."""
+    snaps = f"file://{tmp_path}/snaps"
+    assert train(data_dir, tmp_path / "runA", "--max-steps", "2", "--checkpoint-every", "2",
+                 "--snapshot-uri", snaps)[0] == 0
+    before = listing(tmp_path)
+    result = train(data_dir, tmp_path / "new", "--max-steps", max_steps, "--n-layer", "3", "--snapshot-uri", snaps)
+    line = one_line_error(result, f"--snapshot-uri {snaps}", "n_layer 2 there vs 3 now",
+                          "a --snapshot-uri of this run's own")
+    assert "use a new --out" not in line and "writing its export" not in result[1]
+    assert listing(tmp_path) == before

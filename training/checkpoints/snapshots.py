@@ -108,6 +108,7 @@ class Store:
         self.fs, self.root = fsspec.core.url_to_fs(self.uri, skip_instance_cache=True)
         self.root = self.root.rstrip("/")
         self.local = scheme == "file"
+        self.restored_step: int | None = None  # set when an empty RUN_DIR was restored from this store
 
     def path(self, *parts: str) -> str:
         return "/".join((self.root, *parts))
@@ -243,7 +244,7 @@ def prepare(settings: SnapshotConfig, run_dir: Path, data_dir: Path, dist_info) 
             check_location(store, run_dir, data_dir)
             store.check_reachable()
             check_owner(store, run_dir)
-            restore_if_missing(store, run_dir)
+            store.restored_step = restore_if_missing(store, run_dir)
         if dist_info.is_main:
             _claim(store, run_dir)
     except UserError as exc:
