@@ -3,6 +3,8 @@ created, and torchrun environments whose peers never come: one line, exit 2, not
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import time
 
@@ -11,6 +13,7 @@ import pytest
 from tests.support.training_runs import one_line_error, train
 from tests.training.test_bad_input import tree
 from tests.training.test_hostile_inputs import listing
+from training.data.dataset import load_meta
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +143,22 @@ def test_another_runs_snapshots_restored_into_a_new_out_are_named(data_dir, tmp_
                           "a --snapshot-uri of this run's own")
     assert "use a new --out" not in line and "writing its export" not in result[1]
     assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("damage", ["file", "garbage"])
+def test_data_dirs_tokenizer_damaged_says_prepare_again(data_dir, tmp_path, damage):
+    """t28: a DATA_DIR whose tokenizer is a file ended 'or --tokenizer train:VOCAB' (a flag of prepare,
+    not train) around a transformers message cut mid-word."""
+    data = tmp_path / "data"
+    shutil.copytree(data_dir, data, symlinks=True)
+    tok = load_meta(data).tokenizer_dir
+    if damage == "file":
+        shutil.rmtree(tok)
+        tok.write_text("x\n")
+    else:
+        for name in os.listdir(tok):
+            (tok / name).write_text("{ not json")
+    line = one_line_error(train(data, tmp_path / "new"), str(tok), "re-run `python -m training prepare`")
+    assert "train:VOCAB" not in line and not (tmp_path / "new").exists()
+    if damage == "file":
+        assert "is a file" in line
