@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.support.training_runs import one_line_error, train
-from tests.training.test_bad_input import tree
+from tests.training.test_bad_input import prepare, tree
 from tests.training.test_hostile_inputs import listing
 from training.data.dataset import load_meta
 
@@ -162,3 +162,12 @@ def test_data_dirs_tokenizer_damaged_says_prepare_again(data_dir, tmp_path, dama
     assert "train:VOCAB" not in line and not (tmp_path / "new").exists()
     if damage == "file":
         assert "is a file" in line
+
+
+def test_prepare_data_that_is_prepared_data_or_a_run(data_dir, finished_run, tmp_path):
+    """p08, p09: prepare --data DATA_DIR blamed tokenizer.json's missing 'text' column, --data RUN_DIR
+    metrics.jsonl's; each is now named for what it is."""
+    for source, fragment in ((data_dir, "is prepared data"), (finished_run, "is a training run's directory")):
+        result = prepare("--data", str(source), "--out", str(tmp_path / "d2"), "--tokenizer", "train:300")
+        one_line_error(result, f"--data {source}", fragment, "not text")
+        assert not (tmp_path / "d2").exists()
