@@ -34,8 +34,7 @@ def test_a_file_train_writes_in_run_dir_as_a_link_is_refused(data_dir, finished_
     target.symlink_to(mine)
     try:
         before = tree(finished_run)
-        one_line_error(train(data_dir, finished_run, "--max-steps", "4"), str(target), "symbolic link",
-                       "remove the link")
+        one_line_error(train(data_dir, finished_run, "--max-steps", "4"), str(target), "symbolic link", "remove it")
         assert mine.read_text() == "the user's own notes\n"
         assert tree(finished_run) == before
     finally:

@@ -86,7 +86,7 @@ def check_no_links(run_dir: Path) -> None:
         path = run_dir / name
         if path.is_symlink():
             raise UserError(f"{path} is a symbolic link (to {os.readlink(path)}), not the file train writes "
-                            "there: train would write into the file it points at; remove the link (or pick "
+                            "there: train would write into the file it points at; remove it (or pick "
                             "another --out), then run the same command again")
 
 
