@@ -59,12 +59,31 @@ STAGING_PREFIX = ".upload-"
 RESTORE_PREFIX = ".restore-"  # run files on their way from the store into RUN_DIR
 
 
+def local_form(uri: str) -> str:
+    """file://localhost/PATH as file:///PATH; a file:// URI naming any other host is refused.
+
+    RFC 8089 section 2: the authority of a file URI is a host, "localhost" or empty meaning this
+    machine. fsspec's LocalFileSystem (fsspec 2026.9.0, implementations/local.py _strip_protocol) keeps
+    the host as the first folder of a path relative to the working directory, so snapshots of
+    file://otherhost/x would land in ./otherhost/x without a word.
+    """
+    scheme, _, rest = uri.partition("://")
+    if scheme != "file" or rest.startswith("/"):
+        return uri
+    host, _, path = rest.partition("/")
+    if host.lower() == "localhost":
+        return f"file:///{path}"
+    raise UserError(f"--snapshot-uri {uri} names the host '{host}', and a file:// URI is a path on this machine; "
+                    f"write file:///PATH (three slashes; file:///{rest} if '{host}' is a folder), or mount the "
+                    "other machine's share and give its path")
+
+
 class Store:
     """A URI prefix in object storage (or a directory), through fsspec."""
 
     def __init__(self, uri: str):
         check_snapshot_uri(uri)
-        self.uri = uri.rstrip("/")
+        self.uri = local_form(uri).rstrip("/")
         scheme, rest = self.uri.split("://", 1)
         if scheme != "file" and not rest.split("/", 1)[0].strip():
             # gs:///x or s3:///x: no bucket, which the clients would first look for over the network
@@ -89,6 +108,7 @@ class Store:
         self.fs, self.root = fsspec.core.url_to_fs(self.uri, skip_instance_cache=True)
         self.root = self.root.rstrip("/")
         self.local = scheme == "file"
+        self.restored_step: int | None = None  # set when an empty RUN_DIR was restored from this store
 
     def path(self, *parts: str) -> str:
         return "/".join((self.root, *parts))
@@ -224,7 +244,7 @@ def prepare(settings: SnapshotConfig, run_dir: Path, data_dir: Path, dist_info) 
             check_location(store, run_dir, data_dir)
             store.check_reachable()
             check_owner(store, run_dir)
-            restore_if_missing(store, run_dir)
+            store.restored_step = restore_if_missing(store, run_dir)
         if dist_info.is_main:
             _claim(store, run_dir)
     except UserError as exc:

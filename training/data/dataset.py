@@ -58,6 +58,12 @@ def load_meta(data_dir: str | Path) -> DataMeta:
     if not root.exists():
         raise UserError(f"data directory {root} does not exist; create it with "
                         f"`python -m training prepare --data <text> --out {root}`")
+    if not root.is_dir():  # "no meta.json" and `prepare --out FILE` would be wrong about a file
+        if root.name == META_FILE:
+            raise UserError(f"--data {root} is the {META_FILE} of prepared data, not its directory; pass "
+                            f"--data {root.parent}")
+        raise UserError(f"--data {root} is a file, not a prepared data directory; run `python -m training prepare "
+                        f"--data {root} --out <a new directory>` and pass that directory as --data")
     path = root / META_FILE
     if not path.is_file():
         raise UserError(f"{root} is not a prepared data directory (no {META_FILE}); run "

@@ -12,23 +12,41 @@ from trainstack.contract.errors import UserError
 EOS = "<|endoftext|>"
 
 
+def _fix(flag: str) -> str:
+    """What to do about a tokenizer that does not load, for the flag it came from."""
+    if flag == "--data":  # the tokenizer prepare saved in DATA_DIR: the prepared data is damaged
+        return "the prepared data is damaged; re-run `python -m training prepare` into a new --out"
+    files = "a directory with GPT-2 BPE files (vocab.json + merges.txt or tokenizer.json)"
+    if flag == "--tokenizer":  # prepare can also train one
+        return f"pass {files}, a hub name when online, or --tokenizer train:VOCAB to train one on the corpus offline"
+    return f"pass {files}, or a hub name when online"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    """The first line of `text`, cut at a word rather than inside one."""
+    line = (text.splitlines() or [""])[0]
+    return line if len(line) <= limit else line[:limit].rsplit(" ", 1)[0] + " ..."
+
+
 def load(name_or_path: str, flag: str = "--tokenizer"):
+    from pathlib import Path
+
     from transformers import GPT2TokenizerFast
 
     from training.model import hub
 
     target, local_only = hub.resolve(name_or_path, flag, ("tokenizer.json", "vocab.json"))
+    if local_only and Path(target).is_file():  # transformers' own words for this are cut mid-sentence
+        raise UserError(f"tokenizer '{name_or_path}' is a file, not a tokenizer directory; {_fix(flag)}")
     try:
         tokenizer = GPT2TokenizerFast.from_pretrained(target, local_files_only=local_only)
     except Exception as exc:  # noqa: BLE001 - the Rust tokenizers library raises a bare Exception on a damaged file
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-        raise UserError(f"cannot load tokenizer '{name_or_path}' ({reason}); pass a "
-                        "directory with GPT-2 BPE files (vocab.json + merges.txt or tokenizer.json), a hub name "
-                        "when online, or --tokenizer train:VOCAB to train one on the corpus offline") from exc
+        reason = _short(str(exc)) or type(exc).__name__
+        raise UserError(f"cannot load tokenizer '{name_or_path}' ({reason}); {_fix(flag)}") from exc
     if len(tokenizer) < MIN_TRAINED_VOCAB:
         # transformers builds an empty tokenizer from a directory without tokenizer files
         raise UserError(f"'{name_or_path}' holds no GPT-2 BPE tokenizer files (vocab.json + merges.txt or "
-                        "tokenizer.json); pass a tokenizer directory or --tokenizer train:VOCAB")
+                        f"tokenizer.json); {_fix(flag)}")
     if tokenizer.eos_token_id is None:
         raise UserError(f"tokenizer '{name_or_path}' has no end-of-text token; use a GPT-2 style tokenizer")
     return tokenizer

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
+import re
+import sys
+import tempfile
 from dataclasses import dataclass
 
 import torch
@@ -51,9 +55,56 @@ def init(device_preference: str = "auto", timeout_s: int = 600) -> DistInfo:
         global _HOST_GROUP
         backend = "nccl" if device.type == "cuda" else "gloo"
         timeout = datetime.timedelta(seconds=timeout_s)
-        dist.init_process_group(backend=backend, timeout=timeout, device_id=device if device.type == "cuda" else None)
+        with _rendezvous_errors(world_size, rank, timeout_s):
+            dist.init_process_group(backend=backend, timeout=timeout,
+                                    device_id=device if device.type == "cuda" else None)
         _HOST_GROUP = dist.new_group(backend="gloo", timeout=timeout) if backend == "nccl" else None
     return DistInfo(rank=rank, local_rank=local_rank, world_size=world_size, device=device)
+
+
+@contextlib.contextmanager
+def _rendezvous_errors(world_size: int, rank: int, timeout_s: int):
+    """The rendezvous's failures as one line. c10d's resolver writes a warning to stderr each second
+    while MASTER_ADDR does not resolve (torch 2.13, torch/csrc/distributed/c10d/socket.cpp); that
+    output is held in a file and written out unless the rendezvous fails in c10d (its cause is then
+    in the line)."""
+    where = f"MASTER_ADDR={os.environ.get('MASTER_ADDR')} MASTER_PORT={os.environ.get('MASTER_PORT')}"
+    sys.stderr.flush()
+    saved = os.dup(2)
+    failed = None
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        except dist.DistError as exc:
+            failed = exc
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            text = held.read().decode(errors="replace")
+            if failed is None:
+                sys.stderr.write(text)
+    if failed is None:
+        return
+    if isinstance(failed, dist.DistStoreError):
+        raise UserError(f"only {_joined(str(failed))} of WORLD_SIZE={world_size} workers joined at {where} within "
+                        f"--dist-timeout {timeout_s}s; start every worker (torchrun --nnodes/--nproc-per-node "
+                        "does), or unset WORLD_SIZE for one process") from None
+    cause = str(failed).strip().splitlines()[-1] if str(failed).strip() else type(failed).__name__
+    if rank == 0:
+        raise UserError(f"rank 0 could not open the rendezvous at {where} ({cause}); pick a free MASTER_PORT, "
+                        "or unset WORLD_SIZE for one process") from None
+    lookup = "; the name does not resolve" if "gai error" in text else ""
+    raise UserError(f"rank {rank} could not reach rank 0 at {where} within --dist-timeout {timeout_s}s{lookup}; "
+                    "check MASTER_ADDR and MASTER_PORT and that rank 0 is running, or unset WORLD_SIZE for one "
+                    "process") from None
+
+
+def _joined(message: str) -> str:
+    """'1' from c10d's 'Timed out after 21 seconds waiting for clients. 1/2 clients joined.'"""
+    match = re.search(r"(\d+)/\d+ clients joined", message)
+    return match.group(1) if match else "some"
 
 
 def _env_int(env, name: str, default: int, low: int, high: int | None, why: str) -> int:

@@ -33,23 +33,24 @@ def create_gpt(config):
     return GPT(config)
 
 
-def load_pretrained(name_or_path: str):
-    """Pretrained GPT-2 weights (hub name or local directory) in the model `train` trains."""
+def load_pretrained(name_or_path: str, flag: str = "--init-from"):
+    """Pretrained GPT-2 weights (hub name or local directory) in the model `train` trains; `flag` is
+    the one the user gave it with (--init-from, or --distill-from for a teacher)."""
     from transformers import GPT2LMHeadModel
 
     from training.model import hub
     from training.model.gpt import unsupported
 
-    target, local_only = hub.resolve(name_or_path, "--init-from", ("config.json",))
+    target, local_only = hub.resolve(name_or_path, flag, ("config.json",))
     try:
         hf = GPT2LMHeadModel.from_pretrained(target, attn_implementation="sdpa", local_files_only=local_only)
     except (OSError, ValueError) as exc:
-        raise UserError(f"cannot load --init-from '{name_or_path}' ({str(exc).splitlines()[0]}); pass a local "
+        raise UserError(f"cannot load {flag} '{name_or_path}' ({str(exc).splitlines()[0]}); pass a local "
                         "directory with a GPT-2 checkpoint, or a hub name when the machine is online") from exc
     hf.config.use_cache = False
     problem = unsupported(hf.config)
     if problem:
-        raise UserError(f"--init-from '{name_or_path}' uses {problem}, which training does not implement; "
+        raise UserError(f"{flag} '{name_or_path}' uses {problem}, which training does not implement; "
                         "start from a standard GPT-2 checkpoint (gpt2, gpt2-medium, distilgpt2, or an export)")
     model = create_gpt(hf.config)
     model.load_state_dict(hf.state_dict())

@@ -8,6 +8,8 @@ failed attempt would refuse the very fix its error message suggested.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import shutil
 from pathlib import Path
 
@@ -21,6 +23,12 @@ OURS = {RUN_CONFIG, "model_config.json", "checkpoints", "tokenizer", "tensorboar
         "metrics.jsonl", "loss.png", "snapshot_run.json", "wandb_run.json", "wandb"}
 
 
+# The files train opens for writing in RUN_DIR (appends, rewrites): a symbolic link in their place
+# would have train write into whatever file it points at, someone's own file outside the run.
+WRITTEN_FILES = (RUN_CONFIG, "model_config.json", "metrics.jsonl", "loss.png", "snapshot_run.json",
+                 "wandb_run.json")
+
+
 def _ours(name: str) -> bool:
     return (name in OURS or name.startswith((".export-", f"{LOCK}.", ".loss.png-", ".restore-"))
             or name.endswith(".tmp"))
@@ -28,6 +36,7 @@ def _ours(name: str) -> bool:
 
 def check_location(run_dir: Path, data_dir: Path) -> None:
     """Refuse an --out where checkpoints would land among the user's own files or inside the data."""
+    check_creatable(run_dir)
     out, data = run_dir.resolve(), data_dir.resolve()
     if out == Path(out.anchor):
         raise UserError(f"--out {run_dir} is the root of the file system; pick a directory for this run, "
@@ -43,6 +52,42 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise UserError(f"--out {run_dir} already holds other files ({shown}) and no {RUN_CONFIG}; refusing to "
                             "write a run among them; pick an empty or new directory")
+    if out.is_dir():
+        check_no_links(run_dir)
+
+
+def _shown(path: Path) -> str:
+    text = str(path)
+    return text if len(text) <= 80 else f"{text[:60]}...({len(text)} characters)"
+
+
+def check_creatable(run_dir: Path) -> None:
+    """An --out that cannot be a directory: a name too long, a file among the folders above it."""
+    try:
+        os.stat(run_dir)
+        return
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise UserError(f"--out {_shown(run_dir)}: a name in it is too long for the file system "
+                            "(most allow 255 bytes); pick a shorter --out") from None
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            return  # permissions: RunDirClaim words a folder it cannot create
+    for folder in run_dir.parents:
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                raise UserError(f"--out {run_dir}: {folder} is a file, not a directory; pick an --out under "
+                                "a directory")
+            return
+
+
+def check_no_links(run_dir: Path) -> None:
+    """Refuse RUN_DIR when a file train writes there is a symbolic link (as a linked .lock is refused)."""
+    for name in WRITTEN_FILES:
+        path = run_dir / name
+        if path.is_symlink():
+            raise UserError(f"{path} is a symbolic link (to {os.readlink(path)}), not the file train writes "
+                            "there: train would write into the file it points at; remove it (or pick "
+                            "another --out), then run the same command again")
 
 
 class RunDirClaim:
@@ -52,7 +97,11 @@ class RunDirClaim:
         self.run_dir = run_dir
         missing = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
         self._created_root = missing[-1] if missing else None
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only or special file system (/proc), no permission
+            raise UserError(f"--out {_shown(run_dir)} cannot be created ({exc.strerror}); pick an --out in a "
+                            "directory you can write to") from None
         self._before = self._listing()
         self.saved = False  # set once a checkpoint exists: from then on nothing is undone
         self._undo_hooks: list = []  # put back files this start changed but did not create (metrics.jsonl)

@@ -32,9 +32,9 @@ class RunConfig:
 
 
 def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_batch: int | None,
-                              write: bool, resuming: bool = True) -> RunConfig:
+                              write: bool, resuming: bool = True, restored_from: str | None = None) -> RunConfig:
     """The run's settings: those of run_config.json when there is a checkpoint to resume (`resuming`),
-    else this start's. A run_config.json without any checkpoint is the trace of a start that was killed
+    else this start's (`restored_from`: the --snapshot-uri an empty RUN_DIR was just restored from). A run_config.json without any checkpoint is the trace of a start that was killed
     before it saved anything (the out-of-memory killer, kill -9): it binds nothing and is replaced."""
     path = run_dir / FILE
     if run_dir.exists() and not run_dir.is_dir():
@@ -61,30 +61,33 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
     if wrong:
         # compared as they are, they would give "trained with --block-size 64, not 64"
         raise UserError(f"{path} is damaged ({wrong}); use a new --out (the checkpoints there are untouched)")
+    # A run restored into an empty --out came from --snapshot-uri: that is what holds the other run.
+    where = f"--snapshot-uri {restored_from} (restored into the empty {run_dir})" if restored_from else run_dir
+    fresh = "a --snapshot-uri of this run's own" if restored_from else "a new --out"
     if existing.model != wanted.model:
         diff = ", ".join(f"{k} {existing.model.get(k)} there vs {wanted.model.get(k)} now"
                          for k in sorted(set(existing.model) | set(wanted.model))
                          if existing.model.get(k) != wanted.model.get(k))
-        raise UserError(f"{run_dir} holds a run with a different model configuration ({diff}); "
-                        "use a new --out, or the same --preset/--n-layer/--n-embd/--n-head/--block-size/--init-from")
+        raise UserError(f"{where} holds a run with a different model configuration ({diff}); "
+                        f"use {fresh}, or the same --preset/--n-layer/--n-embd/--n-head/--block-size/--init-from")
     if existing.block_size != wanted.block_size:
-        raise UserError(f"{run_dir} was trained with --block-size {existing.block_size}, not {wanted.block_size}; "
-                        "use the same --block-size or a new --out")
+        raise UserError(f"{where} was trained with --block-size {existing.block_size}, not {wanted.block_size}; "
+                        "use the same --block-size or {fresh}")
     if existing.tokenizer_fingerprint != wanted.tokenizer_fingerprint:
-        raise UserError(f"{run_dir} was trained on data from a different tokenizer than --data uses; prepare the "
-                        "data with the run's tokenizer (RUN_DIR/tokenizer) or use a new --out")
+        raise UserError(f"{where} was trained on data from a different tokenizer than --data uses; prepare the "
+                        f"data with the run's tokenizer (RUN_DIR/tokenizer) or use {fresh}")
     if existing.init_from != wanted.init_from:
         if existing.init_from.startswith("distill:") or wanted.init_from.startswith("distill:"):
             def said(start: str) -> str:
                 return (f"--distill-from {start[len('distill:'):]}" if start.startswith("distill:")
                         else f"--init-from {start}" if start else "neither --init-from nor --distill-from")
-            raise UserError(f"{run_dir} holds a run started with {said(existing.init_from)}, but this start has "
-                            f"{said(wanted.init_from)}; resume it with the same flag, or use a new --out")
-        raise UserError(f"{run_dir} fine-tunes --init-from '{existing.init_from}', not '{wanted.init_from}'; "
-                        "use the same --init-from or a new --out")
+            raise UserError(f"{where} holds a run started with {said(existing.init_from)}, but this start has "
+                            f"{said(wanted.init_from)}; resume it with the same flag, or use {fresh}")
+        raise UserError(f"{where} fine-tunes --init-from '{existing.init_from}', not '{wanted.init_from}'; "
+                        f"use the same --init-from or {fresh}")
     if explicit_global_batch is not None and explicit_global_batch != existing.global_batch_size:
-        raise UserError(f"{run_dir} runs with --global-batch-size {existing.global_batch_size}; changing it "
-                        "mid-run changes the data order; drop the flag or use a new --out")
+        raise UserError(f"{where} runs with --global-batch-size {existing.global_batch_size}; changing it "
+                        f"mid-run changes the data order; drop the flag or use {fresh}")
     return existing
 
 

@@ -69,8 +69,8 @@ def load_teacher(settings: DistillConfig, data: DataMeta, device: torch.device):
     elif path.is_absolute() or source.startswith((".", "~")):
         raise UserError(f"--distill-from {source} does not exist; pass a run directory, an export or a hub name")
     else:
-        teacher = load_pretrained(source)
-        tokenizer = tokenizers.load(source)
+        teacher = load_pretrained(source, "--distill-from")
+        tokenizer = tokenizers.load(source, "--distill-from")
     if tokenizers.fingerprint(tokenizer) != data.tokenizer_fingerprint:
         raise UserError(f"--distill-from {source} uses a different tokenizer than {data.root}; prepare the data with "
                         f"the teacher's tokenizer (--tokenizer {source}, or its RUN_DIR/tokenizer)")

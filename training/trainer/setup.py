@@ -57,7 +57,8 @@ class Start:
         return self.run_config.global_batch_size
 
 
-def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo, latest: Checkpoint | None) -> Start:
+def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo, latest: Checkpoint | None,
+            restored_from: str | None = None) -> Start:
     device = dist_info.device
     saved_config = run_dir / MODEL_CONFIG
     # --distill-from (training/trainer/distill.py): a frozen teacher, and a student cut from it
@@ -74,7 +75,8 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
                        seed=cfg.runtime.seed, init_from=init_from)
     _check_global_batch(wanted.global_batch_size, dist_info)
     run_config = load_or_create_run_config(run_dir, wanted, explicit_global_batch=cfg.optim.global_batch_size,
-                                           write=dist_info.is_main, resuming=latest is not None)
+                                           write=dist_info.is_main, resuming=latest is not None,
+                                           restored_from=restored_from)
     _check_global_batch(run_config.global_batch_size, dist_info)
     if dist_info.is_main and (latest is None or not _readable_model_config(saved_config)):
         if latest is not None and saved_config.exists():

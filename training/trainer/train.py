@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         with exit_on_signals():  # the training loop has its own handlers (PreemptionWatcher)
             check_usable(Path(cfg.data), "--data")
             check_usable(run_dir, "--out")
+            if cfg.snapshot.uri:
+                snapshots.local_form(cfg.snapshot.uri)  # file://OTHERHOST/... refused before RUN_DIR is made
             data = load_meta(cfg.data)
             check_location(run_dir, data.root)
             _check_not_own_source(cfg, run_dir)
@@ -72,7 +74,8 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     latest = agree_on_checkpoint(run_dir, dist_info)
     if latest is not None and latest.step >= cfg.optim.max_steps:
         return _nothing_left_to_train(cfg, data, run_dir, dist_info, latest, store)
-    start = setup.prepare(cfg, data, run_dir, dist_info, latest)  # model, run settings, data, resumed state
+    # model, run settings, data, resumed state
+    start = setup.prepare(cfg, data, run_dir, dist_info, latest, restored_from=_restored_from(store))
     stepper, eval_stepper = setup.steppers(cfg, start, precision, dist_info)
     schedule = Schedule(cfg.optim.lr, cfg.optim.floor_lr, cfg.optim.warmup, cfg.optim.max_steps)
     order = SampleOrder(len(start.train_windows), start.run_config.seed)  # the run's order, whatever --seed says now
@@ -155,22 +158,28 @@ def _nothing_left_to_train(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist
     older than the checkpoint (trained with --no-export, or its write failed on a full disk and an
     earlier session's export stayed) is written again, from the checkpoint."""
     export_due = cfg.runtime.export and not _export_is_current(run_dir, latest)
+    # the run's settings are checked before the line that promises an export
+    start = setup.prepare(cfg, data, run_dir, dist_info, latest, restored_from=_restored_from(store)) \
+        if export_due else None
     if dist_info.is_main:
         done = ("; writing its export (missing, damaged, or older than that checkpoint)" if export_due
                 else "; RUN_DIR is left as it is")
         log_info(f"the run is already at step {latest.step}, at or past --max-steps {cfg.optim.max_steps}: there is "
                  f"nothing left to train{done}; raise --max-steps to train on")
-    if export_due:
-        start = setup.prepare(cfg, data, run_dir, dist_info, latest)
-        if dist_info.is_main:
-            path = export_model(start.model.to_hf(), run_dir)
-            log_info(f"exported the model to {path} (load it with AutoModelForCausalLM.from_pretrained)")
-            uploader = snapshots.start_uploader(store, run_dir, cfg.cadence.keep_checkpoints, events=None)
-            if uploader is not None:
-                uploader.submit_export(path)
-                uploader.wait(cfg.snapshot.wait)
+    if start is not None and dist_info.is_main:
+        path = export_model(start.model.to_hf(), run_dir)
+        log_info(f"exported the model to {path} (load it with AutoModelForCausalLM.from_pretrained)")
+        uploader = snapshots.start_uploader(store, run_dir, cfg.cadence.keep_checkpoints, events=None)
+        if uploader is not None:
+            uploader.submit_export(path)
+            uploader.wait(cfg.snapshot.wait)
     distributed.barrier(dist_info)
     return 0
+
+
+def _restored_from(store) -> str | None:
+    """The --snapshot-uri an empty RUN_DIR was restored from at this start, if it was."""
+    return store.uri if store is not None and store.restored_step is not None else None
 
 
 def _export_is_current(run_dir: Path, latest) -> bool:
