@@ -72,7 +72,7 @@ def test_submit_refuses_a_bad_name(name, cluster, cli, outputs_file):
 
 def test_a_sweep_name_over_the_release_limit(cluster, cli, outputs_file):
     code, _, err = cli("submit", "a" * 40, "--outputs", outputs_file("aws"), "--sweep", "warmup-steps=10")
-    assert code == 2 and "NAME: " in _one_line(err) and "is not a valid name" in err
+    assert code == 2 and "NAME: " in _one_line(err) and "at most 50" in err
     assert cluster.calls == []
 
 

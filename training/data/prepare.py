@@ -27,6 +27,7 @@ import numpy as np
 from training.data import prepare_lock
 from training.data import tokenizer as tok
 from training.data.dataset import FORMAT_VERSION, META_FILE
+from training.data.ours import check_not_text_of_ours
 from training.data.sources import (
     Sources,
     discover,
@@ -158,26 +159,8 @@ def _check_out_before_writing(sources: list[str], out: Path) -> None:
         if not any(ch in src for ch in "*?[") and Path(src).is_dir() and Path(src).resolve() == out.resolve():
             raise UserError(f"--out {out} is the --data directory; the prepared data needs a folder of its own: "
                             "pick a new --out")
-        _check_not_ours(src)
+        check_not_text_of_ours(src)
     _existing_meta(out)
-
-
-def _check_not_ours(src: str) -> None:
-    """A --data that is the output of prepare or train: their files would be read as text columns
-    (tokenizer.json, metrics.jsonl) and refused for a reason that says nothing of the mix-up."""
-    folder = Path(src)
-    if any(ch in src for ch in "*?[") or not folder.is_dir():
-        return
-    try:
-        meta = json.loads((folder / META_FILE).read_text())
-    except (OSError, ValueError):
-        meta = None
-    if isinstance(meta, dict) and "splits" in meta:
-        raise UserError(f"--data {src} is prepared data (its {META_FILE} is prepare's), not text; train on it with "
-                        f"`python -m training train --data {src}`, or point --data at the text it was made from")
-    if (folder / "run_config.json").is_file():
-        raise UserError(f"--data {src} is a training run's directory (it holds run_config.json), not text; point "
-                        "--data at text files")
 
 
 def _existing_meta(out: Path) -> dict | None:
