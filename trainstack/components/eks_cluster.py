@@ -16,10 +16,9 @@ from trainstack.components.aws import EksGpuNodes, EksSystemNodes
 from trainstack.components.part_config import checked_as_inputs, parsed_as_inputs, raw_config
 from trainstack.infra.aws import preflight
 from trainstack.infra.aws.cluster import EksCluster as InfraEksCluster
-from trainstack.infra.aws.cluster import EksClusterArgs as InfraEksClusterArgs
 from trainstack.infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from trainstack.infra.aws.config import parse_aws_config
-from trainstack.infra.aws.stack import release_namespaces
+from trainstack.infra.aws.stack import eks_cluster_args
 
 PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 # The stack file's keys -> this part's inputs.
@@ -104,23 +103,10 @@ class EksCluster(pulumi.ComponentResource):
         checks = preflight.gate(config, provider, parent=self,
                                 checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES))
         child = pulumi.ResourceOptions(parent=self, providers={"aws": provider}, depends_on=checks)
-        cluster = InfraEksCluster(name, InfraEksClusterArgs(
-            cluster_name=config.cluster_name,
-            kubernetes_version=config.kubernetes_version,
-            vpc_id=args.vpc_id,
-            public_subnet_ids=list(args.public_subnet_ids or ()),
-            private_subnet_ids=list(args.private_subnet_ids),
-            system_nodes=config.system_nodes,
-            gpu_nodes=config.gpu_nodes,
-            api_endpoint=config.api_endpoint,
-            cluster_admin_arns=config.cluster_admin_arns,
-            preview_role_arn=config.preview_role_arn,
-            preview_secret_namespaces=release_namespaces(config),
-            control_plane_logs=config.control_plane_logs,
-            autoscaled=config.cluster_autoscaler,
-            aws_profile=config.aws_profile,
-            tags=tags,
-        ), opts=child)
+        # EFA groups are refused with existingNetwork by the parser, so no EFA subnet is needed here.
+        cluster = InfraEksCluster(name, eks_cluster_args(
+            config, vpc_id=args.vpc_id, public_subnet_ids=list(args.public_subnet_ids or ()),
+            private_subnet_ids=list(args.private_subnet_ids), tags=tags), opts=child)
         if config.cluster_autoscaler:
             ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(cluster=cluster, region=config.region,
                                                                           tags=tags), opts=child)

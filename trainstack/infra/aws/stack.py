@@ -10,6 +10,7 @@ Every AWS resource uses one explicit AWS provider, every Kubernetes object the c
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,30 @@ def release_namespaces(cfg: AwsStackConfig) -> list[str]:
     return [cfg.job.namespace, DEVICE_PLUGIN_NAMESPACE, AUTOSCALER_NAMESPACE, KUEUE_NAMESPACE]
 
 
+
+def eks_cluster_args(cfg: AwsStackConfig, *, vpc_id: pulumi.Input[str], public_subnet_ids: Sequence[pulumi.Input[str]],
+                     private_subnet_ids: Sequence[pulumi.Input[str]], tags: Mapping[str, str],
+                     efa_subnet_id: pulumi.Input[str] | None = None) -> EksClusterArgs:
+    """The cluster's Args from the parsed config, on the network given: the stack's and the hosted part's one recipe."""
+    return EksClusterArgs(
+        cluster_name=cfg.cluster_name,
+        kubernetes_version=cfg.kubernetes_version,
+        vpc_id=vpc_id,
+        public_subnet_ids=public_subnet_ids,
+        private_subnet_ids=private_subnet_ids,
+        system_nodes=cfg.system_nodes,
+        gpu_nodes=cfg.gpu_nodes,
+        api_endpoint=cfg.api_endpoint,
+        cluster_admin_arns=cfg.cluster_admin_arns,
+        preview_role_arn=cfg.preview_role_arn,
+        preview_secret_namespaces=release_namespaces(cfg),
+        control_plane_logs=cfg.control_plane_logs,
+        autoscaled=cfg.cluster_autoscaler,
+        aws_profile=cfg.aws_profile,
+        tags=tags,
+        efa_subnet_id=efa_subnet_id,
+    )
+
 @dataclass(frozen=True, kw_only=True)
 class AwsStackArgs:
     config: AwsStackConfig
@@ -81,22 +106,9 @@ class AwsStack(pulumi.ComponentResource):
             existing=cfg.network.existing,
             tags=tags,
         ), opts=child)
-        cluster = EksCluster(f"{name}-eks", EksClusterArgs(
-            cluster_name=cfg.cluster_name,
-            kubernetes_version=cfg.kubernetes_version,
-            vpc_id=network.vpc_id,
-            public_subnet_ids=network.public_subnet_ids,
-            private_subnet_ids=network.private_subnet_ids,
-            system_nodes=cfg.system_nodes,
-            gpu_nodes=cfg.gpu_nodes,
-            api_endpoint=cfg.api_endpoint,
-            cluster_admin_arns=cfg.cluster_admin_arns,
-            preview_role_arn=cfg.preview_role_arn,
-            preview_secret_namespaces=release_namespaces(cfg),
-            control_plane_logs=cfg.control_plane_logs,
-            autoscaled=cfg.cluster_autoscaler,
-            aws_profile=cfg.aws_profile,
-            tags=tags,
+        cluster = EksCluster(f"{name}-eks", eks_cluster_args(
+            cfg, vpc_id=network.vpc_id, public_subnet_ids=network.public_subnet_ids,
+            private_subnet_ids=network.private_subnet_ids, tags=tags,
             efa_subnet_id=network.mount_subnet_ids[cfg.gpu_nodes.efa.zone] if cfg.gpu_nodes.efa else None,
         ), opts=child)
         if cfg.cluster_autoscaler:
