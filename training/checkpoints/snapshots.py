@@ -36,6 +36,7 @@ import shutil
 import threading
 import time
 import uuid
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,10 +103,16 @@ class Store:
                 __import__(package)
             except ImportError as exc:
                 raise UserError(f"--snapshot-uri {uri} needs the {package} package; pip install {package}") from exc
+        if package == "gcsfs":
+            check_google_credentials(uri)
         import fsspec
 
+        # The client and the first question share one bound (REACH_TIMEOUT_S): gcsfs looks for
+        # credentials while it is made, on the metadata server first, which does not answer off Google Cloud.
+        self.began = time.monotonic()
         # A fresh client per Store: credentials and endpoints are read from the environment now.
-        self.fs, self.root = fsspec.core.url_to_fs(self.uri, skip_instance_cache=True)
+        self.fs, self.root = within(REACH_TIMEOUT_S, lambda: fsspec.core.url_to_fs(self.uri, skip_instance_cache=True),
+                                    self.uri)
         self.root = self.root.rstrip("/")
         self.local = scheme == "file"
         self.restored_step: int | None = None  # set when an empty RUN_DIR was restored from this store
@@ -122,26 +129,9 @@ class Store:
         Bounded: gcsfs retries a request 6 times with exponential backoff (gcsfs/retry.py, retry_request),
         and looks for credentials on the metadata server first, so an unreachable GCS would take minutes.
         """
-        timeout_s = REACH_TIMEOUT_S if timeout_s is None else timeout_s
-        box: dict = {}
-
-        def ask() -> None:
-            try:
-                self._ask()
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                box["error"] = exc
-            else:
-                box["ok"] = True
-
-        worker = threading.Thread(target=ask, name="snapshot-reach", daemon=True)
-        worker.start()
-        worker.join(timeout_s)
-        if worker.is_alive():
-            raise UserError(f"--snapshot-uri {self.uri}: no answer from the store within {timeout_s:.0f}s (network, "
-                            "DNS, a proxy or the credentials lookup); check that this machine can reach it, or run "
-                            "without --snapshot-uri")
-        if "error" in box:
-            raise box["error"]
+        if timeout_s is None:  # what is left of the bound the client's making started
+            timeout_s = max(1.0, REACH_TIMEOUT_S - (time.monotonic() - self.began))
+        within(timeout_s, self._ask, self.uri)
 
     def _ask(self) -> None:
         bucket = self.root.split("/", 1)[0]
@@ -209,6 +199,54 @@ class Store:
         steps = [int(n[len(checkpoint.PREFIX):]) for n in names
                  if n.startswith(checkpoint.PREFIX) and n[len(checkpoint.PREFIX):].isdigit()]
         return sorted(steps, reverse=True)
+
+
+def within(timeout_s: float, call, uri: str):
+    """call()'s result, or one line when it has not answered within timeout_s (its thread is left to die
+    with the process: the clients' own retries take minutes)."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="snapshot-reach", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise UserError(f"--snapshot-uri {uri}: no answer from the store within {timeout_s:.0f}s (network, "
+                        "DNS, a proxy or the credentials lookup); check that this machine can reach it, or run "
+                        "without --snapshot-uri")
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def check_google_credentials(uri: str) -> None:
+    """GOOGLE_APPLICATION_CREDENTIALS, when set, must be a credentials file google.auth can load.
+
+    gcsfs tries it first and, when it cannot be loaded, falls back without a word to the metadata
+    server and then to anonymous access (gcsfs credentials.py GoogleCredentials.connect), so a wrong
+    file would surface a minute later as an unreachable store. google.auth.load_credentials_from_file
+    reads the file and nothing else (no network)."""
+    path = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS", "")
+    if not path:  # unset or empty: Workload Identity / the metadata server, as gcsfs finds them
+        return
+    import google.auth
+    import google.auth.exceptions
+
+    try:
+        with warnings.catch_warnings():  # its deprecation is about trusting the file's content; we only check it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            google.auth.load_credentials_from_file(path)
+    except (google.auth.exceptions.GoogleAuthError, OSError, ValueError) as exc:
+        detail = str(exc.args[0]) if exc.args else type(exc).__name__
+        raise UserError(f"--snapshot-uri {uri}: GOOGLE_APPLICATION_CREDENTIALS={path} cannot be used "
+                        f"({detail.strip().splitlines()[0][:160]}); point it at a service-account or "
+                        "`gcloud auth application-default login` JSON file, or unset it to use Workload "
+                        "Identity") from exc
 
 
 def _reason(exc: Exception) -> str:
