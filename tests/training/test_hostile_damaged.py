@@ -372,3 +372,45 @@ def test_the_oldest_damaged_checkpoint_does_not_promise_a_previous_one(data_dir,
     warnings = [line for line in result[2].splitlines() if "is damaged" in line]
     assert len(warnings) == len(steps) and warnings[-1].endswith("; there is no earlier one"), result[2]
     assert all(line.endswith("falling back to the previous one") for line in warnings[:-1]), result[2]
+
+
+def _misfit(step_dir):
+    """model.pt rewritten with every tensor cut to one row, manifest and all: the checksums pass."""
+    import torch
+
+    state = torch.load(step_dir / "model.pt", weights_only=True)
+    _rewrite_consistently(step_dir, "model.pt", {k: v[:1] if v.dim() else v for k, v in state.items()})
+
+
+def test_evaluate_skips_a_checkpoint_that_passes_its_checksums_but_does_not_fit(data_dir, exported_run, tmp_path):
+    """Re-check v06: the newest checkpoint holds wrong shapes; evaluate and sample use the intact previous
+    one, with a warning naming the misfit, and touch nothing."""
+    from tests.support.training_runs import cli
+
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    shutil.rmtree(run / "export")
+    newest = run / "checkpoints" / "step_00000004"
+    shutil.copytree(run / "checkpoints" / "step_00000002", newest)
+    _misfit(newest)
+    before = _files(run)
+    code, out, err = cli(["evaluate", str(run), "--data", str(data_dir), "--max-windows", "2"])
+    assert code == 0 and "perplexity" in out, err
+    assert f"checkpoint {newest} passes its checksums but does not fit" in err and "size mismatch" in err, err
+    assert "Traceback" not in err
+    code, out, err = cli(["sample", str(run), "--max-new-tokens", "3"])
+    assert code == 0, err
+    assert _files(run) == before
+
+
+def test_evaluate_with_no_checkpoint_that_fits_is_one_line(data_dir, exported_run, tmp_path):
+    from tests.support.training_runs import cli
+
+    run = tmp_path / "run"
+    shutil.copytree(exported_run, run)
+    shutil.rmtree(run / "export")
+    _misfit(run / "checkpoints" / "step_00000002")
+    before = _files(run)
+    one_line_error(cli(["evaluate", str(run), "--data", str(data_dir)]), f"no checkpoint of {run} fits the run's model",
+                   "size mismatch", "they stay untouched")
+    assert _files(run) == before

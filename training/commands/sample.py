@@ -15,8 +15,10 @@ from trainstack.contract.log import warn
 
 
 def _reason(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0][:160]}" if lines else type(exc).__name__
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):  # load_state_dict: "Error(s) in loading ...:" then the first error
+        lines = [f"{lines[0]} {lines[1]}"]
+    return f"{type(exc).__name__}: {lines[0][:200]}" if lines else type(exc).__name__
 
 
 def _load_export(path: Path):
@@ -64,6 +66,9 @@ def _check_export_config(path: Path) -> None:
 
 
 def _load_checkpoint(path: Path):
+    """The run's model from its newest intact checkpoint that loads into it; newer ones that pass their
+    checksums but do not fit (rewritten by hand or by another program) are reported and skipped, as
+    damaged ones are. Read only: nothing is moved or deleted."""
     from transformers import AutoTokenizer
 
     latest = checkpoint.latest_valid(path)
@@ -72,12 +77,27 @@ def _load_checkpoint(path: Path):
     try:
         # The architecture `train` saved at the run's start (activation, dropout, ...), not a rebuild
         model = create_model(load_model_config(path / MODEL_CONFIG))
-        model.load_state_dict(latest.load()["model"])
-        return model, AutoTokenizer.from_pretrained(path / "tokenizer")
+        tokenizer = AutoTokenizer.from_pretrained(path / "tokenizer")
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 - a damaged model_config.json or tokenizer/
-        raise UserError(f"cannot load the checkpoint {latest.path} of {path} ({_reason(exc)})") from exc
+        raise UserError(f"cannot load the model configuration or tokenizer of {path} ({_reason(exc)}); "
+                        "evaluate its export instead, or copy them back from the run's snapshot") from exc
+    misfits = []
+    for candidate in checkpoint.listed(path):
+        if candidate.step > latest.step or (candidate.step < latest.step and checkpoint.verify(candidate.path)):
+            continue  # damaged (latest_valid reported the newer ones)
+        try:
+            model.load_state_dict(candidate.load()["model"])
+        except Exception as exc:  # noqa: BLE001 - unpickling, a missing key, wrong shapes
+            misfits.append(f"{candidate.path.name}: {_reason(exc)}")
+            warn(f"checkpoint {candidate.path} passes its checksums but does not fit the run's model "
+                 f"({_reason(exc)}); trying the previous one (move it aside to stop this warning)")
+            continue
+        return model, tokenizer
+    raise UserError(f"no checkpoint of {path} fits the run's model ({'; '.join(misfits[:2])}); they stay untouched; "
+                    "evaluate its export instead, or move the checkpoints that do not fit aside once an earlier one "
+                    "is back")
 
 
 def load_for_generation(path: Path):
