@@ -50,6 +50,7 @@ from trainstack.infra.config.reader import (
     as_str_map,
     check_scaling,
     check_stack_keys,
+    ipv4_block,
     top,
     unroutable_reason,
 )
@@ -211,6 +212,9 @@ TOP_LEVEL_KEYS = (
 
 
 def _instance_gpus(instance_type: str, key: str) -> int:
+    if instance_type != instance_type.strip().lower():
+        raise ConfigError(key, f"{instance_type!r}: EC2 instance types are lower case, without spaces",
+                          f"use {instance_type.strip().lower()}")
     family, _, size = instance_type.partition(".")
     if family in REFUSED_GPU_FAMILIES:
         raise ConfigError(key, f"{instance_type} has {REFUSED_GPU_FAMILIES[family]}, which the training image's "
@@ -257,15 +261,15 @@ def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
     if len(zones) > 8:
         raise ConfigError(zones_key, f"{len(zones)} zones: the VPC layout has room for 8", "list at most 8 zones")
     for zone in zones:
+        if zone != zone.strip().lower():
+            raise ConfigError(zones_key, f"{zone!r}: zone names are lower case, without spaces",
+                              f"use {zone.strip().lower()}")
         if not (zone.startswith(region) and re.fullmatch(r"[a-z]", zone[len(region):])):
             raise ConfigError(zones_key, f"{zone!r} is not a zone of region {region}",
                               f"use zones like {region}a, {region}b")
     cidr_key = f"{NAMESPACE}:vpcCidr"
     cidr = top(raw, "vpcCidr", as_str, "10.0.0.0/16")
-    try:
-        network = ipaddress.IPv4Network(cidr)
-    except ValueError:
-        raise ConfigError(cidr_key, f"{cidr!r} is not an IPv4 CIDR block", set_hint(cidr_key, "10.0.0.0/16")) from None
+    network = ipv4_block(cidr, cidr_key, set_hint(cidr_key, "10.0.0.0/16"))
     # Two subnets per zone, each a /20 or larger when the VPC is a /16: see network.py.
     if network.prefixlen > 20 or not network.is_private:
         raise ConfigError(cidr_key, f"{cidr} must be a private block of size /20 or larger",

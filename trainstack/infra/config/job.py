@@ -21,7 +21,11 @@ from trainstack.contract.config import TrainConfig
 from trainstack.infra.config.errors import NAMESPACE, ConfigError, set_hint
 from trainstack.infra.config.reader import Section, as_bool, as_int, as_str, decoded, reject_unknown
 from trainstack.infra.config.train_args import parse_train, trainer_args
-from trainstack.infra.core.namespaces import KUBERNETES_RESERVED_PREFIX
+from trainstack.infra.core.namespaces import (
+    CLOUD_RESERVED,
+    CLOUD_RESERVED_PREFIXES,
+    KUBERNETES_RESERVED_PREFIX,
+)
 from trainstack.infra.kubernetes.training_job import SecretEnv
 
 KEY = f"{NAMESPACE}:job"
@@ -136,6 +140,8 @@ def _check_namespace(namespace: str, installed_namespaces: Mapping[str, str]) ->
     cluster or the stack already has would fail `up` with AlreadyExists, and destroy would take it along."""
     if namespace.startswith(KUBERNETES_RESERVED_PREFIX):
         whose = "a Kubernetes system namespace (the kube- prefix is reserved)"
+    elif namespace in CLOUD_RESERVED or namespace.startswith(CLOUD_RESERVED_PREFIXES):
+        whose = "a namespace GKE keeps for its own components (gmp-*, gke-*)"
     elif namespace in installed_namespaces:
         whose = f"the namespace the stack installs {installed_namespaces[namespace]} into"
     else:

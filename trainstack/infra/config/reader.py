@@ -113,15 +113,26 @@ def decoded(value: Any) -> Any:
     return value
 
 
+def ipv4_block(value: str, key: str, fix: str) -> ipaddress.IPv4Network:
+    """An IPv4 CIDR block; one whose address has bits set past the prefix (10.0.0.1/16) is named as such,
+    with the block it lies in, since that is the one slip the clouds' APIs and ipaddress both refuse."""
+    try:
+        return ipaddress.IPv4Network(value)
+    except ValueError:
+        pass
+    try:
+        block = ipaddress.IPv4Network(value, strict=False)
+    except ValueError:
+        raise ConfigError(key, f"{value!r} is not an IPv4 CIDR block", fix) from None
+    raise ConfigError(key, f"{value} has bits set past its /{block.prefixlen} prefix", f"write the block's first "
+                      f"address: {block}")
+
+
 def as_cidr_list(value: Any, key: str, *, allow_empty: bool = False) -> tuple[str, ...]:
     """A list of IPv4 CIDR blocks (allow-lists)."""
     cidrs = as_str_list(value, key, allow_empty=allow_empty)
     for cidr in cidrs:
-        try:
-            ipaddress.IPv4Network(cidr)
-        except ValueError:
-            raise ConfigError(key, f"{cidr!r} is not an IPv4 CIDR block", "use blocks like 203.0.113.7/32 (your "
-                              "address: curl -s https://checkip.amazonaws.com)") from None
+        ipv4_block(cidr, key, "use blocks like 203.0.113.7/32 (your address: curl -s https://checkip.amazonaws.com)")
     return cidrs
 
 

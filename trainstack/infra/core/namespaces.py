@@ -18,6 +18,12 @@ CLUSTER_AUTOSCALER = "cluster-autoscaler"
 # namespaces" (kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/); every cluster
 # has kube-system, kube-public and kube-node-lease.
 KUBERNETES_RESERVED_PREFIX = "kube-"
+# GKE's own: Managed Service for Prometheus creates gmp-system and gmp-public ("do not modify or deploy
+# anything in this namespace", cloud.google.com/stackdriver/docs/managed-prometheus/setup-managed), and
+# GKE's managed components live in gke-* namespaces (gke-managed-system, gke-managed-filestorecsi,
+# gke-gmp-system on Autopilot). Refused on every cloud: a job namespace should not depend on where it runs.
+CLOUD_RESERVED_PREFIXES = ("gke-",)
+CLOUD_RESERVED = ("gmp-system", "gmp-public")
 
 
 def platform_namespaces(device_plugin: bool) -> dict[str, str]:

@@ -35,6 +35,7 @@ from trainstack.infra.config.reader import (
     as_str_map,
     check_scaling,
     check_stack_keys,
+    ipv4_block,
     top,
     top_section,
     unroutable_reason,
@@ -361,11 +362,7 @@ def _parse_gpu_pools_and_job(raw: Mapping[str, str]) -> tuple[tuple[GpuPoolConfi
 
 
 def _cidr(value: str, key: str, *, largest_prefix: int) -> str:
-    try:
-        network = ipaddress.IPv4Network(value)
-    except ValueError:
-        raise ConfigError(key, f"{value!r} is not an IPv4 CIDR block", f"use a block like 10.0.0.0/{largest_prefix}"
-                          ) from None
+    network = ipv4_block(value, key, f"use a block like 10.0.0.0/{largest_prefix}")
     if not network.is_private or network.prefixlen > largest_prefix:
         raise ConfigError(key, f"{value} must be a private block of size /{largest_prefix} or larger",
                           set_hint(key, f"10.0.0.0/{largest_prefix}"))
@@ -383,11 +380,7 @@ def _parse_network(raw: Mapping[str, str]) -> NetworkConfig:
                               largest_prefix=24),
     }
     master = section.get("masterCidr", as_str, "172.16.0.32/28")
-    try:
-        master_block = ipaddress.IPv4Network(master)
-    except ValueError:
-        raise ConfigError(f"{key}.masterCidr", f"{master!r} is not an IPv4 CIDR block",
-                          set_hint(f"{key}.masterCidr", "172.16.0.32/28")) from None
+    master_block = ipv4_block(master, f"{key}.masterCidr", set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
     if master_block.prefixlen != 28 or not master_block.is_private:
         raise ConfigError(f"{key}.masterCidr", f"{master} must be a private /28 (GKE's control-plane range)",
                           set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
@@ -510,6 +503,9 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
     if zone is None:
         raise ConfigError(zone_key, f"no default zone for region {region}",
                           f"pulumi config set {zone_key} {region}-a (a zone of {region} that has your GPUs)")
+    if zone != zone.strip().lower():
+        raise ConfigError(zone_key, f"{zone!r}: zone names are lower case, without spaces",
+                          f"pulumi config set {zone_key} {zone.strip().lower()}")
     if not re.fullmatch(re.escape(region) + r"-[a-z]", zone):
         raise ConfigError(zone_key, f"{zone!r} is not a zone of region {region}",
                           f"pulumi config set {zone_key} {region}-a (or set gcp:region to the zone's region)")
