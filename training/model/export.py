@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from trainstack.contract.errors import storage_error, storage_failure
+from trainstack.contract.errors import UserError, storage_error, storage_failure
 
 
 def export_model(model: torch.nn.Module, run_dir: Path) -> Path:
@@ -40,13 +40,20 @@ def export_model(model: torch.nn.Module, run_dir: Path) -> Path:
             raise
         kept = "the previous export is untouched" if target.exists() else "the checkpoints are untouched"
         raise storage_error(cause, f"the export to {target}", f"{kept}; `train` again only re-exports") from exc
-    if target.exists():
-        previous = run_dir / f".export-previous-{uuid.uuid4().hex[:8]}"
-        os.rename(target, previous)
+    previous = run_dir / f".export-previous-{uuid.uuid4().hex[:8]}"
+    try:
+        if target.exists():
+            os.rename(target, previous)
         os.rename(staging, target)
-        shutil.rmtree(previous, ignore_errors=True)
-    else:
-        os.rename(staging, target)
+    except OSError as exc:  # export/ a mount point (EBUSY), a directory someone made read-only
+        if previous.exists() and not target.exists():
+            os.rename(previous, target)  # the previous export back where it was
+        shutil.rmtree(staging, ignore_errors=True)
+        kept = "the previous export is untouched" if target.exists() else "the checkpoints are untouched"
+        raise UserError(f"cannot put the new export in place at {target} ({exc.strerror or exc}); {kept}; fix that "
+                        "(a mount point or a read-only export/ cannot be replaced), then `train` again only "
+                        "re-exports") from None
+    shutil.rmtree(previous, ignore_errors=True)
     return target
 
 

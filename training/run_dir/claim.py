@@ -13,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+from training.data.ours import is_prepared_data
 from training.run_dir.lock import LOCK, RunLock
 from trainstack.contract.errors import UserError
 
@@ -44,6 +45,15 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
     if out == data or data in out.parents:
         raise UserError(f"--out {run_dir} is inside the data directory {data_dir} (which `prepare` replaces as "
                         "a whole); pick a run directory outside it")
+    for folder in out.parents:
+        # That run rotates its checkpoints, replaces its export and rewrites its tokenizer: whatever this
+        # run puts inside them would be deleted by the other run's next start.
+        if (folder / RUN_CONFIG).is_file():
+            raise UserError(f"--out {run_dir} is inside the run directory {folder}, which that run's checkpoint "
+                            "rotation and export replace; pick a directory outside it, e.g. next to it")
+        if is_prepared_data(folder):
+            raise UserError(f"--out {run_dir} is inside the prepared data directory {folder} (which `prepare` "
+                            "replaces as a whole); pick a run directory outside it")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {run_dir} is a file, not a directory; pick another --out")
     if out.is_dir() and not (out / RUN_CONFIG).is_file():
@@ -54,6 +64,11 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
                             "write a run among them; pick an empty or new directory")
     if out.is_dir():
         check_no_links(run_dir)
+        export = out / "export"
+        if export.is_dir() and os.path.ismount(export):
+            raise UserError(f"{run_dir / 'export'} is a mount point: train replaces the export as a whole at the "
+                            "end (a rename), which a mount point refuses; unmount it, or mount the volume at "
+                            "RUN_DIR itself")
 
 
 def _shown(path: Path) -> str:
@@ -81,13 +96,21 @@ def check_creatable(run_dir: Path) -> None:
 
 
 def check_no_links(run_dir: Path) -> None:
-    """Refuse RUN_DIR when a file train writes there is a symbolic link (as a linked .lock is refused)."""
+    """Refuse RUN_DIR when a file train writes there is a link, symbolic or hard (as a linked .lock is
+    refused): train would append to or rewrite a file that is also someone's own, under another name."""
     for name in WRITTEN_FILES:
         path = run_dir / name
         if path.is_symlink():
             raise UserError(f"{path} is a symbolic link (to {os.readlink(path)}), not the file train writes "
                             "there: train would write into the file it points at; remove it (or pick "
                             "another --out), then run the same command again")
+        with contextlib.suppress(OSError):
+            links = path.stat().st_nlink
+            if path.is_file() and links > 1:
+                raise UserError(f"{path} is a hard link ({links} names for one file), not the file train writes "
+                                "there: train would change the file under its other names too; replace it with "
+                                f"a copy (cp {path} {path}.copy && mv {path}.copy {path}) or pick another --out, "
+                                "then run the same command again")
 
 
 class RunDirClaim:
