@@ -163,6 +163,18 @@ BAD_CONFIGS = [
     ("data prefix that climbs out", {JOB: {"enabled": True, "dataPrefix": "../other"}}, (), f"{JOB}.dataPrefix",
      "'../other' has an empty, . or .. part, which S3 and GCS keep as part of the object names (a bucket has no "
      "parent or current directory). Fix: pulumi config set --path 'trainstack:job.dataPrefix' other"),
+    ("data prefix with a space", {JOB: {"enabled": True, "dataPrefix": "my data"}}, (), f"{JOB}.dataPrefix",
+     "'my data' has characters outside letters, digits, '.', '_', '-' and '/' (object keys allow them, but every "
+     "command that names the prefix would need quoting). Fix: pulumi config set --path 'trainstack:job.dataPrefix' "
+     "my-data"),
+    ("data prefix with a shell character", {JOB: {"dataPrefix": "sets/$(id)"}}, (), f"{JOB}.dataPrefix",
+     "has characters outside letters"),
+    ("VPC block in loopback space", {"trainstack:vpcCidr": "127.0.0.0/16"}, (), "trainstack:vpcCidr",
+     "127.0.0.0/16 must be a private block (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10)"),
+    ("VPC block in link-local space", {"trainstack:vpcCidr": "169.254.0.0/16"}, (), "trainstack:vpcCidr",
+     "must be a private block"),
+    ("VPC block in reserved space", {"trainstack:vpcCidr": "240.0.0.0/16"}, (), "trainstack:vpcCidr",
+     "must be a private block"),
     ("data prefix with an empty part", {JOB: {"dataPrefix": "sets//v1"}}, (), f"{JOB}.dataPrefix",
      "'sets//v1' has an empty, . or .. part"),
     ("unknown cloud", {"trainstack:cloud": "azure"}, (), "trainstack:cloud",

@@ -40,6 +40,8 @@ from trainstack.infra.config import (
     set_hint,
 )
 from trainstack.infra.config.reader import (
+    PRIVATE_BLOCKS_TEXT,
+    RFC1918_BLOCKS,
     Section,
     as_bool,
     as_choice,
@@ -51,6 +53,7 @@ from trainstack.infra.config.reader import (
     check_scaling,
     check_stack_keys,
     ipv4_block,
+    is_private_block,
     top,
     unroutable_reason,
 )
@@ -103,7 +106,6 @@ AWS_PROVIDER_KEYS = ("region", "profile")
 
 _IAM_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>\d{12}):(?P<kind>role|user)/(?P<path>[\w+=,.@/-]+)$")
 # Addresses the public endpoint never sees (they reach it only through the private one).
-_RFC1918 = tuple(ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
 _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
 
@@ -271,8 +273,8 @@ def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
     cidr = top(raw, "vpcCidr", as_str, "10.0.0.0/16")
     network = ipv4_block(cidr, cidr_key, set_hint(cidr_key, "10.0.0.0/16"))
     # Two subnets per zone, each a /20 or larger when the VPC is a /16: see network.py.
-    if network.prefixlen > 20 or not network.is_private:
-        raise ConfigError(cidr_key, f"{cidr} must be a private block of size /20 or larger",
+    if network.prefixlen > 20 or not is_private_block(network):
+        raise ConfigError(cidr_key, f"{cidr} must be a private block ({PRIVATE_BLOCKS_TEXT}) of size /20 or larger",
                           set_hint(cidr_key, "10.0.0.0/16"))
     if network.prefixlen < VPC_LARGEST_PREFIX:
         raise ConfigError(cidr_key, f"{cidr} is larger than a VPC may be (AWS allows /{VPC_LARGEST_PREFIX} to /28)",
@@ -545,7 +547,7 @@ def _parse_api_endpoint(raw: Mapping[str, str]) -> ApiEndpointConfig:
         if unroutable is not None:
             raise ConfigError(cidrs_key, f"{cidr} is in the {unroutable} block: no client reaches the public "
                               "endpoint from there", "list public addresses, e.g. 203.0.113.7/32")
-        if any(network.subnet_of(block) for block in _RFC1918):
+        if any(network.subnet_of(block) for block in RFC1918_BLOCKS):
             raise ConfigError(cidrs_key, f"{cidr} is a private block: the public endpoint never sees those addresses "
                               "(from inside the VPC the private endpoint answers)",
                               "list public addresses, e.g. 203.0.113.7/32")

@@ -29,6 +29,7 @@ from trainstack.infra.core.namespaces import (
 from trainstack.infra.kubernetes.training_job import SecretEnv
 
 KEY = f"{NAMESPACE}:job"
+_DATA_PREFIX = re.compile(r"[A-Za-z0-9._/-]+")
 # The keys from before "pod" and "node" had one meaning each ("node" meant a pod here): still read, each
 # renamed by _renamed with a warning, so JOB_KEYS (what Section accepts) lists the new names only.
 RENAMED_KEYS = {"nodesMin": "podsMin", "nodesMax": "podsMax", "gpusPerNode": "gpusPerPod",
@@ -115,6 +116,13 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str,
         raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has an empty, . or .. part, which S3 and GCS keep "
                           "as part of the object names (a bucket has no parent or current directory)",
                           set_hint(f"{KEY}.dataPrefix", shlex.quote(kept)))
+    if not _DATA_PREFIX.fullmatch(data_prefix):
+        # S3 and GCS take almost any key, but a space or a shell character would need quoting in every
+        # printed command (uploadDataCommand) and in the trainer's --data; the safe set needs none.
+        kept = re.sub(r"[^A-Za-z0-9._/-]+", "-", data_prefix).strip("-/") or "data"
+        raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has characters outside letters, digits, '.', '_', "
+                          "'-' and '/' (object keys allow them, but every command that names the prefix would need "
+                          "quoting)", set_hint(f"{KEY}.dataPrefix", shlex.quote(kept)))
     train: dict[str, Any] = section.get("train", parse_train, {})
     secret_env = section.get("secretEnv", _secret_env, ())
     _check_wandb_key(train, secret_env)

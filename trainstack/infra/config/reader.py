@@ -153,6 +153,19 @@ UNROUTABLE_BLOCKS: Mapping[str, ipaddress.IPv4Network] = {
 }
 
 
+# Where a cluster's own networks may lie: RFC 1918's private blocks and RFC 6598's shared space, which both
+# clouds accept for VPCs and subnets (AWS VPC user guide, vpc-cidr-blocks.html; Google Cloud VPC docs,
+# subnets "Valid IPv4 ranges"). Python's is_private also admits 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16 and
+# 240.0.0.0/4, which Google lists as prohibited subnet ranges and AWS refuses for a VPC.
+RFC1918_BLOCKS = tuple(ipaddress.IPv4Network(b) for b in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+PRIVATE_BLOCKS = (*RFC1918_BLOCKS, ipaddress.IPv4Network("100.64.0.0/10"))
+PRIVATE_BLOCKS_TEXT = "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10"
+
+
+def is_private_block(network: ipaddress.IPv4Network) -> bool:
+    return any(network.subnet_of(block) for block in PRIVATE_BLOCKS)
+
+
 def unroutable_reason(cidr: str, *, allow_shared: bool = False) -> str | None:
     """Which special-purpose block `cidr` lies in, or None; 0.0.0.0/0 (any address) is routable."""
     network = ipaddress.IPv4Network(cidr)

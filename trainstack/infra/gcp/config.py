@@ -25,6 +25,7 @@ from trainstack.infra.config import (
     set_hint,
 )
 from trainstack.infra.config.reader import (
+    PRIVATE_BLOCKS_TEXT,
     Section,
     as_bool,
     as_choice,
@@ -36,6 +37,7 @@ from trainstack.infra.config.reader import (
     check_scaling,
     check_stack_keys,
     ipv4_block,
+    is_private_block,
     top,
     top_section,
     unroutable_reason,
@@ -363,8 +365,9 @@ def _parse_gpu_pools_and_job(raw: Mapping[str, str]) -> tuple[tuple[GpuPoolConfi
 
 def _cidr(value: str, key: str, *, largest_prefix: int) -> str:
     network = ipv4_block(value, key, f"use a block like 10.0.0.0/{largest_prefix}")
-    if not network.is_private or network.prefixlen > largest_prefix:
-        raise ConfigError(key, f"{value} must be a private block of size /{largest_prefix} or larger",
+    if not is_private_block(network) or network.prefixlen > largest_prefix:
+        raise ConfigError(key, f"{value} must be a private block ({PRIVATE_BLOCKS_TEXT}) of size /{largest_prefix} "
+                          "or larger",
                           set_hint(key, f"10.0.0.0/{largest_prefix}"))
     return str(network)
 
@@ -381,7 +384,7 @@ def _parse_network(raw: Mapping[str, str]) -> NetworkConfig:
     }
     master = section.get("masterCidr", as_str, "172.16.0.32/28")
     master_block = ipv4_block(master, f"{key}.masterCidr", set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
-    if master_block.prefixlen != 28 or not master_block.is_private:
+    if master_block.prefixlen != 28 or not is_private_block(master_block):
         raise ConfigError(f"{key}.masterCidr", f"{master} must be a private /28 (GKE's control-plane range)",
                           set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
     named = {**blocks, "masterCidr": str(master_block)}
