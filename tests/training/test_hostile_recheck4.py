@@ -96,3 +96,32 @@ def test_an_export_mount_point_is_refused_before_training(data_dir, finished_run
     before = tree(run)
     one_line_error(train(data_dir, run, "--max-steps", "4"), f"{run / 'export'} is a mount point", "unmount it")
     assert tree(run) == before
+
+
+@pytest.mark.parametrize("name, make", [
+    ("tensorboard", lambda p: p.write_text("x")),     # n81: tensorboard's makedirs traceback on resume
+    ("checkpoints", lambda p: p.write_text("x")),
+    ("metrics.jsonl", lambda p: os.mkfifo(p)),         # n91: train blocked forever on the FIFO
+    ("run_config.json", lambda p: p.mkdir()),
+])
+def test_a_run_dir_entry_of_the_wrong_kind_is_refused(data_dir, finished_run, tmp_path, name, make):
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    target = run / name
+    if target.is_dir():
+        shutil.rmtree(target)
+    elif target.exists():
+        target.unlink()
+    make(target)
+    before = listing(run)
+    one_line_error(train(data_dir, run, "--max-steps", "4"), str(target), "move it aside")
+    assert listing(run) == before
+
+
+def test_evaluate_on_a_fifo_says_what_it_is(finished_run, tmp_path):
+    """n77: a FIFO was reported as a --data that does not exist."""
+    from tests.support.training_runs import cli
+
+    pipe = tmp_path / "pipe.txt"
+    os.mkfifo(pipe)
+    one_line_error(cli(["evaluate", str(finished_run), "--data", str(pipe)]), f"--data {pipe} is a FIFO (named pipe)")

@@ -25,6 +25,7 @@ from training.data import tokenizer as tokenizers
 from training.data.dataset import META_FILE, TokenWindows, load_meta, micro_batches
 from training.elastic.distributed import pick_device
 from trainstack.contract.errors import UserError
+from trainstack.contract.paths import kind_of
 
 
 def load_model(name_or_path: str):
@@ -82,6 +83,9 @@ def _windows(data: Path, tok, block_size: int, model_vocab: int) -> tuple[object
     if data.is_dir():
         raise UserError(f"{data} is a directory but not a prepared DATA_DIR (no {META_FILE}); pass a DATA_DIR "
                         "or a text file")
+    if kind_of(data):
+        raise UserError(f"--data {data} is {kind_of(data)}, not a file; save the text to a file first, or pass a "
+                        "prepared DATA_DIR")
     if not data.is_file():
         raise UserError(f"--data {data} does not exist; pass a prepared DATA_DIR or a text file")
     try:

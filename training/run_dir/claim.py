@@ -16,6 +16,7 @@ from pathlib import Path
 from training.data.ours import is_prepared_data
 from training.run_dir.lock import LOCK, RunLock
 from trainstack.contract.errors import UserError
+from trainstack.contract.paths import kind_of
 
 RUN_CONFIG = "run_config.json"
 # What `train` itself puts in RUN_DIR (also half-written, by a killed run).
@@ -64,6 +65,7 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
                             "write a run among them; pick an empty or new directory")
     if out.is_dir():
         check_no_links(run_dir)
+        check_kinds(run_dir)
         export = out / "export"
         if export.is_dir() and os.path.ismount(export):
             raise UserError(f"{run_dir / 'export'} is a mount point: train replaces the export as a whole at the "
@@ -93,6 +95,23 @@ def check_creatable(run_dir: Path) -> None:
                 raise UserError(f"--out {run_dir}: {folder} is a file, not a directory; pick an --out under "
                                 "a directory")
             return
+
+
+# The folders train makes in RUN_DIR (tensorboard's writer, the checkpoints, ...): one that is a file or
+# a pipe would end in a library's traceback, or block, minutes in.
+MADE_FOLDERS = ("checkpoints", "tokenizer", "tensorboard", "export", "wandb")
+
+
+def check_kinds(run_dir: Path) -> None:
+    """Refuse RUN_DIR when a file train writes is not a regular file (a FIFO blocks train forever, a
+    folder fails late) or a folder train makes is not a folder."""
+    for names, expected, test in ((WRITTEN_FILES, "a file", Path.is_file), (MADE_FOLDERS, "a folder", Path.is_dir)):
+        for name in names:
+            path = run_dir / name
+            if (path.exists() or path.is_symlink()) and not path.is_symlink() and not test(path):
+                actual = kind_of(path) or ("a folder" if path.is_dir() else "a file")
+                raise UserError(f"{path} is {actual}, not {expected} as train writes there; move it aside (or pick "
+                                "another --out), then run the same command again")
 
 
 def check_no_links(run_dir: Path) -> None:
