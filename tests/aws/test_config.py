@@ -163,6 +163,10 @@ BAD_CONFIGS = [
     ("data prefix that climbs out", {JOB: {"enabled": True, "dataPrefix": "../other"}}, (), f"{JOB}.dataPrefix",
      "'../other' has an empty, . or .. part, which S3 and GCS keep as part of the object names (a bucket has no "
      "parent or current directory). Fix: pulumi config set --path 'trainstack:job.dataPrefix' other"),
+    ("queue name over 63 characters", {JOB: {"enabled": True, "queueName": "q" * 64}}, (), f"{JOB}.queueName",
+     "64 characters; a Kubernetes LocalQueue name holds at most 63"),
+    ("namespace over 63 characters", {JOB: {"namespace": "n" * 64}}, (), f"{JOB}.namespace",
+     "64 characters; a Kubernetes namespace name holds at most 63"),
     ("data prefix with a space", {JOB: {"enabled": True, "dataPrefix": "my data"}}, (), f"{JOB}.dataPrefix",
      "'my data' has characters outside letters, digits, '.', '_', '-' and '/' (object keys allow them, but every "
      "command that names the prefix would need quoting). Fix: pulumi config set --path 'trainstack:job.dataPrefix' "

@@ -29,6 +29,7 @@ from trainstack.infra.core.namespaces import (
 from trainstack.infra.kubernetes.training_job import SecretEnv
 
 KEY = f"{NAMESPACE}:job"
+_K8S_NAME_MAX = 63
 _DATA_PREFIX = re.compile(r"[A-Za-z0-9._/-]+")
 # The keys from before "pod" and "node" had one meaning each ("node" meant a pod here): still read, each
 # renamed by _renamed with a warning, so JOB_KEYS (what Section accepts) lists the new names only.
@@ -100,6 +101,10 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str,
             raise ConfigError(f"{KEY}.name", f"{len(value)} characters; the chart names the Job, its Service and "
                               f"its pods' hostnames after it, so it holds at most {_JOB_NAME_MAX}",
                               set_hint(f"{KEY}.name", default))
+        if len(value) > _K8S_NAME_MAX:  # namespaces and LocalQueues are DNS labels (RFC 1123)
+            raise ConfigError(f"{KEY}.{name_key}", f"{len(value)} characters; a Kubernetes "
+                              f"{'namespace' if name_key == 'namespace' else 'LocalQueue'} name holds at most "
+                              f"{_K8S_NAME_MAX}", set_hint(f"{KEY}.{name_key}", default))
         if not _K8S_NAME.fullmatch(value) or (name_key == "name" and value[0].isdigit()):
             raise ConfigError(f"{KEY}.{name_key}", f"{value!r} is not a valid name (lowercase letters, digits and "
                               "-, starting with a letter)", set_hint(f"{KEY}.{name_key}", default))

@@ -279,7 +279,6 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
     if placement == "COMPACT" and capacity == "FLEX_START":
         raise ConfigError(f"{key}.placement", f"COMPACT is not offered with FLEX_START on {machine_type}",
                           set_hint(f"{key}.placement", "ANY"))
-    default_ssds = gpu_direct.local_ssd_count if gpu_direct else 0
     hyperdisk_only = machine_type.startswith(HYPERDISK_ONLY_SERIES)
     disk_type = pool.get("diskType", as_choice, "hyperdisk-balanced" if hyperdisk_only else "pd-ssd",
                          choices=DISK_TYPES)
@@ -306,7 +305,7 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
         capacity=capacity,
         reservation=reservation,
         compact_placement=placement == "COMPACT",
-        local_ssd_count=pool.get("localSsdCount", as_int, default_ssds, minimum=0, maximum=32),
+        local_ssd_count=_local_ssd_count(pool, key, machine_type, gpu_direct),
         gpu_direct=gpu_direct,
         driver_version=pool.get("driverVersion", as_choice, "DEFAULT", choices=DRIVER_VERSIONS),
         topology_aware=topology_aware,
@@ -361,6 +360,27 @@ def _parse_gpu_pools_and_job(raw: Mapping[str, str]) -> tuple[tuple[GpuPoolConfi
                           f"{pool_key} is {job_pool.max_nodes}",
                           f"raise {pool_key} to {nodes_for_max} or lower {NAMESPACE}:job.podsMax")
     return pools, job_pool, job
+
+
+# Local SSD counts an N1 machine may have (Compute Engine "Choose a valid number of Local SSD disks",
+# cloud.google.com/compute/docs/disks/local-ssd#choose_number_local_ssds).
+N1_LOCAL_SSD_COUNTS = (0, *range(1, 9), 16, 24)
+
+
+def _local_ssd_count(pool: Section, key: str, machine_type: str, gpu_direct: GpuDirectProfile | None) -> int:
+    """A machine with bundled local SSDs (A3, A4) takes all of them or none as ephemeral storage: GKE
+    refuses another count for a series that "dictates a specific number" (EphemeralStorageLocalSsdConfig);
+    N1 takes the counts Compute Engine lists."""
+    default = gpu_direct.local_ssd_count if gpu_direct else 0
+    count = pool.get("localSsdCount", as_int, default, minimum=0, maximum=32)
+    if gpu_direct is not None and count not in (0, gpu_direct.local_ssd_count):
+        raise ConfigError(f"{key}.localSsdCount", f"{machine_type} comes with {gpu_direct.local_ssd_count} local SSDs, "
+                          f"and GKE uses all of them or none, not {count}",
+                          set_hint(f"{key}.localSsdCount", str(gpu_direct.local_ssd_count)))
+    if n1_vcpus(machine_type) is not None and count not in N1_LOCAL_SSD_COUNTS:
+        raise ConfigError(f"{key}.localSsdCount", f"an N1 machine takes 1 to 8, 16 or 24 local SSDs, not {count}",
+                          set_hint(f"{key}.localSsdCount", "8"))
+    return count
 
 
 def _cidr(value: str, key: str, *, largest_prefix: int) -> str:
