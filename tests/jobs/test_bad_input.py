@@ -98,6 +98,26 @@ def test_no_outputs_file(cluster, cli, tmp_path):
     assert code == 2 and "cannot read it" in _one_line(err)
 
 
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "large"])
+def test_an_outputs_file_that_is_not_one_is_refused_without_reading_it_all(kind, cluster, cli, tmp_path):
+    """Re-check 4 j23: `--outputs /dev/zero` was read until a MemoryError traceback."""
+    import os
+
+    path = tmp_path / "outputs.json"
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it would wait for a writer forever
+    elif kind == "large":
+        with path.open("wb") as f:
+            f.truncate(17 * 2**20)  # sparse: no disk used
+    else:
+        path = Path(kind)
+    code, _, err = cli("list", "--outputs", str(path))
+    line = _one_line(err)
+    assert code == 2, err
+    assert {"/dev/zero": "is a character device", "fifo": "is a FIFO", "large": "is over 16 MiB"}[kind] in line
+    assert cluster.calls == []
+
+
 def test_no_pulumi_cli(cluster, cli):
     code, _, err = cli("list", "--stack", "aws")  # PATH holds only the fake helm and kubectl
     assert code == 2 and "the pulumi CLI is not on PATH" in _one_line(err)

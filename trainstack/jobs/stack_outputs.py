@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from trainstack.contract.paths import kind_of
 from trainstack.jobs.errors import UsageError
 
 REQUIRED = ("kubeconfig", "jobSubmission", "estimatedHourlyUsd")
@@ -50,15 +51,25 @@ class StackOutputs:
     pools: Mapping[str, Any] = field(default_factory=dict)
 
 
+# A stack's outputs are a few KiB; the cap keeps a wrong --outputs (a data set, a device) from using up memory.
+MAX_OUTPUTS_BYTES = 16 * 2**20
+
+
 def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
     """The raw outputs, from a file (`pulumi stack output --json --show-secrets > FILE`) or from Pulumi."""
     if outputs_file is not None:
         path = Path(outputs_file)
+        fix = "pulumi stack output --json --show-secrets --stack <stack> > outputs.json"
+        if kind_of(path):  # /dev/zero would be read until memory runs out, a FIFO until its writer closes
+            raise UsageError(f"--outputs {outputs_file} is {kind_of(path)}, not a file", fix)
         try:
-            data = path.read_bytes()
+            with path.open("rb") as f:
+                data = f.read(MAX_OUTPUTS_BYTES + 1)
         except OSError as error:
-            raise UsageError(f"--outputs {outputs_file}: cannot read it ({error.strerror})",
-                             "pulumi stack output --json --show-secrets --stack <stack> > outputs.json") from None
+            raise UsageError(f"--outputs {outputs_file}: cannot read it ({error.strerror})", fix) from None
+        if len(data) > MAX_OUTPUTS_BYTES:
+            raise UsageError(f"--outputs {outputs_file} is over {MAX_OUTPUTS_BYTES // 2**20} MiB, far more than a "
+                             "stack's outputs; is it the right file?", fix)
         try:
             # JSON is UTF-8 (RFC 8259 section 8.1); PowerShell's `>` writes UTF-16 with a byte-order mark.
             text = data.decode("utf-8-sig")
@@ -69,7 +80,7 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
         where = f"--outputs {outputs_file}"
     else:
         if stack is None:
-            raise UsageError("no stack given", "add --stack <aws|gcp|gcp-a3> (or --outputs FILE)")
+            raise UsageError("no stack given", "add --stack <stack> (aws, aws-p5, gcp, gcp-a3, gcp-a4) or --outputs FILE")
         command = ["pulumi", "stack", "output", "--json", "--show-secrets", "--stack", stack]
         try:
             done = subprocess.run(command, capture_output=True, text=True, check=False)
