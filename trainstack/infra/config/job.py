@@ -202,6 +202,14 @@ def _as_written(error: ConfigError, renamed: Mapping[str, str]) -> ConfigError:
                        f"&& {fix}")
 
 
+# torchrun's per-worker environment (torch/distributed/elastic/agent/server/local_elastic_agent.py) and
+# what the chart's templates set (workloads/charts/training-job/templates).
+_RESERVED_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+                 "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "HOME", "HF_HOME",
+                 "XDG_CACHE_HOME", "CLOUDSDK_CONFIG", "PYTHONUNBUFFERED", "LD_LIBRARY_PATH")
+_RESERVED_ENV_PREFIXES = ("TORCHELASTIC_", "TORCH_ELASTIC_", "TRAINSTACK_", "NCCL_CHECK_")
+
+
 def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:
     """[{name, secretName, key}]: each variable is read from a Secret in the job's namespace (secretKeyRef)."""
     items = decoded(value)
@@ -219,6 +227,11 @@ def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:
         name, secret, secret_key = (item[k] for k in _SECRET_ENV_KEYS)
         if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
             raise ConfigError(f"{at}.name", f"{name!r} is not an environment variable name", set_hint(f"{at}.name", "WANDB_API_KEY"))
+        if name in _RESERVED_ENV or name.startswith(_RESERVED_ENV_PREFIXES):
+            # torchrun sets these for each worker, and the chart its own: a Secret's value would replace
+            # them (Kubernetes keeps the last of two env entries of one name) and split or hang the job.
+            raise ConfigError(f"{at}.name", f"{name} is set by torchrun or the chart for each pod; a Secret must not "
+                              "replace it", f"name the variable something else (e.g. MY_{name}) and read that")
         if not isinstance(secret, str) or not _SECRET_NAME.fullmatch(secret):
             raise ConfigError(f"{at}.secretName", f"{secret!r} is not a Secret name (lowercase letters, digits, - and .)",
                               set_hint(f"{at}.secretName", "wandb"))
