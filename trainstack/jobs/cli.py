@@ -40,8 +40,20 @@ def _pods_flag(args: argparse.Namespace) -> tuple[tuple[int, int] | None, str]:
     return _pods(args.nodes, "--nodes"), "--nodes"
 
 
+class _ArgumentError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad or missing argument is one line in the CLI's words, not argparse's usage block (subcommands
+    inherit the class)."""
+
+    def error(self, message: str):
+        raise _ArgumentError(f"{self.prog}: {message}. Fix: see `{self.prog} --help`")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trainstack", description="Training jobs on a trainstack cluster.")
+    parser = _Parser(prog="trainstack", description="Training jobs on a trainstack cluster.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, text: str) -> argparse.ArgumentParser:
@@ -302,7 +314,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first -- is the job's (argparse would read a trainer's --lr as ours).
     rest = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = _parser().parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    try:
+        args = _parser().parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    except _ArgumentError as error:
+        print(error, file=sys.stderr)
+        return USAGE_EXIT_CODE
     args.rest = rest
     try:
         outputs = load(args.stack, args.outputs)
