@@ -28,7 +28,7 @@ def test_out_inside_another_run_is_refused(data_dir, finished_run, inner):
     a run made inside them was deleted without a word."""
     before = tree(finished_run)
     one_line_error(train(data_dir, finished_run / inner, "--max-steps", "2"), f"is inside the run directory "
-                   f"{finished_run}", "pick a directory outside it")
+                   f"{finished_run}", "a directory of its own, outside it")
     assert tree(finished_run) == before
 
 

@@ -51,7 +51,7 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
         # run puts inside them would be deleted by the other run's next start.
         if (folder / RUN_CONFIG).is_file():
             raise UserError(f"--out {run_dir} is inside the run directory {folder}, which that run's checkpoint "
-                            "rotation and export replace; pick a directory outside it, e.g. next to it")
+                            "rotation and export replace; give this run a directory of its own, outside it (e.g. next to it)")
         if is_prepared_data(folder):
             raise UserError(f"--out {run_dir} is inside the prepared data directory {folder} (which `prepare` "
                             "replaces as a whole); pick a run directory outside it")
