@@ -319,3 +319,17 @@ def test_stack_file_parses_to_the_a4_shape():
 def test_resource_graph_matches_the_golden_file(up):
     # UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/gcp/test_a4.py, then review the diff.
     assert_matches_golden(up, GOLDEN)
+
+
+def test_topology_without_kueue_is_named_in_a_warning(monkeypatch):
+    """Re-check 4 v02: topologyAware with job.queue false had no effect, without a word."""
+    import pulumi
+
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    parse_gcp_config(as_cli_config(a4_config({"trainstack:job": {"enabled": True, "queue": False}})), stack="gcp-a4")
+    assert any("job.queue is false, so there is no Kueue and topologyAware on a4 has no effect" in w
+               for w in warnings), warnings
+    warnings.clear()
+    parse_gcp_config(as_cli_config(a4_config()), stack="gcp-a4")
+    assert not any("topologyAware" in w for w in warnings), warnings

@@ -551,6 +551,10 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
     cidrs = _parse_authorized_networks(raw)
 
     gpu_pools, job_pool, job = _parse_gpu_pools_and_job(raw)
+    if not job.queue and any(p.topology_aware for p in gpu_pools):
+        # Topology-aware placement is Kueue's; without Kueue the pools' topology has nothing to act on.
+        pulumi.log.warn(f"{NAMESPACE}:job.queue is false, so there is no Kueue and topologyAware on "
+                        f"{', '.join(p.name for p in gpu_pools if p.topology_aware)} has no effect")
     filestore = _parse_filestore(raw)
     if filestore is None and job.enabled:
         raise ConfigError(f"{NAMESPACE}:sharedFilesystem.enabled", "false while the job is enabled: its checkpoints "
