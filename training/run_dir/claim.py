@@ -99,7 +99,8 @@ def check_creatable(run_dir: Path) -> None:
 
 # The folders train makes in RUN_DIR (tensorboard's writer, the checkpoints, ...): one that is a file or
 # a pipe would end in a library's traceback, or block, minutes in.
-MADE_FOLDERS = ("checkpoints", "tokenizer", "tensorboard", "export", "wandb")
+# (tokenizer/ is not among them: a resume writes a damaged one again, a file included.)
+MADE_FOLDERS = ("checkpoints", "tensorboard", "export", "wandb")
 
 
 def check_kinds(run_dir: Path) -> None:
@@ -110,8 +111,8 @@ def check_kinds(run_dir: Path) -> None:
             path = run_dir / name
             if (path.exists() or path.is_symlink()) and not path.is_symlink() and not test(path):
                 actual = kind_of(path) or ("a folder" if path.is_dir() else "a file")
-                raise UserError(f"{path} is {actual}, not {expected} as train writes there; move it aside (or pick "
-                                "another --out), then run the same command again")
+                raise UserError(f"{path} is {actual}, not {expected} as train writes there; move it aside or remove it "
+                                "(or pick another --out), then run the same command again")
 
 
 def check_no_links(run_dir: Path) -> None:
