@@ -142,8 +142,9 @@ def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
         return {"name": f"{name}-8a9b0c1", "arn": f"arn:aws:iam::{ACCOUNT}:role/{name}-8a9b0c1"}
     if type_ == LAUNCH_TEMPLATE:
         return {"latestVersion": 1}
-    if type_ == PLACEMENT_GROUP:
-        return {"name": f"{name}-5a6b7c8", "placementGroupId": "pg-0123456789abcdef0"}
+    if type_ == PLACEMENT_GROUP:  # the stack's own group, or one named by gpuNodes.placementGroup read by name
+        return {"name": f"{name}-5a6b7c8", "placementGroupId": "pg-0123456789abcdef0", "strategy": "cluster",
+                "region": "us-west-2"}
     if type_ == CAPACITY_RESERVATION:  # an On-Demand Capacity Reservation read by ID: the aws-p5 group's own
         return {"instanceType": "p5.48xlarge", "availabilityZone": "us-west-2a", "instanceCount": 2}
     if type_ == KEY_PAIR:

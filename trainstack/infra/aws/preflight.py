@@ -19,6 +19,13 @@
   (terraform-provider-aws findCapacityReservationByID treats those as not found), but it exposes no state
   or reservation type, so a pending ODCR or a Capacity Block ID given with ON_DEMAND is not caught here.
   Without this a mismatch creates the group and surfaces only as launches that fail at scale-up.
+- For a group that launches into an existing placement group (gpuNodes.placementGroup): is it a `cluster`
+  group of the stack's region? pulumi_aws 7.51.1 has no placement-group invoke, so it is read as a resource
+  (aws.ec2.PlacementGroup.get, by name, its import ID): terraform-provider-aws reads it with
+  ec2:DescribePlacementGroups by group name (internal/service/ec2/find.go findPlacementGroupByName), which
+  answers for the provider's region only (aws:region). A name that no group of the region has, or a deleted
+  group, fails that read and with it the preview; a `spread` or `partition` group is refused in one line.
+  Without this a wrong name or strategy surfaces only when the autoscaler's first launch fails.
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
 - When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
@@ -123,6 +130,22 @@ def checked_reservation(reservation_id: str, *, instance_type: str, zone: str, w
         raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} is {state}: nothing launches into it. Fix: use an "
                               "active or scheduled Capacity Block (aws ec2 describe-capacity-reservations --filters "
                               "Name=reservation-type,Values=capacity-block)")
+    return True
+
+
+PLACEMENT_GROUP_KEY = f"{NAMESPACE}:gpuNodes.placementGroup"
+
+
+def checked_placement_group(name: str, strategy: str | None) -> bool:
+    """An existing placement group for an EFA group packs its nodes: strategy `cluster` (EC2 user guide
+    placement-strategies.html; a spread group holds at most 7 instances per zone, a partition group
+    spreads them over racks)."""
+    if strategy != "cluster":
+        raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {name} is a {strategy or 'strategy-less'} placement group, "
+                              "but EFA nodes need a cluster group (one low-latency network segment). Fix: name a "
+                              "cluster placement group (aws ec2 describe-placement-groups --filters "
+                              f"Name=strategy,Values=cluster), or pulumi config rm --path {PLACEMENT_GROUP_KEY} "
+                              "to let the stack create one")
     return True
 
 
@@ -277,4 +300,10 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
                                                    opts=pulumi.ResourceOptions(parent=parent, provider=provider))
             checks.append(pulumi.Output.all(odcr.instance_type, odcr.availability_zone).apply(
                 lambda answer: checked(checked_reservation)(reservation, instance_type=answer[0], zone=answer[1], **group)))
+    placement_group = cfg.gpu_nodes.efa.placement_group if cfg.gpu_nodes.efa is not None else None
+    if placement_group is not None:
+        existing = aws.ec2.PlacementGroup.get("gpu-placement-group", placement_group,
+                                              opts=pulumi.ResourceOptions(parent=parent, provider=provider))
+        checks.append(existing.strategy.apply(
+            lambda strategy: checked(checked_placement_group)(placement_group, strategy)))
     return pulumi.Output.all(*checks).apply(lambda _: [])

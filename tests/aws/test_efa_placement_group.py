@@ -1,0 +1,91 @@
+"""aws-p5 preflight of gpuNodes.placementGroup: an existing group the EFA nodes launch into is read by
+name (ec2:DescribePlacementGroups in the stack's region) before anything is created, and must be a
+`cluster` group (trainstack/infra/aws/preflight.py checked_placement_group)."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+from tests import pulumi_harness
+from tests.aws.p5_runs import GPU, STACK, p5_config, run_p5
+from tests.aws.stack_runs import PLACEMENT_GROUP, provider_calls, provider_outputs
+from tests.aws.stack_runs import run_main as run_aws_main
+
+NAMED = {GPU: {"placementGroup": "p5-reserved"}}
+
+
+class _GroupNotFound(Exception):
+    """What a read of a name that no group of the region has does: the read, and the preview, fail."""
+
+
+def _recording_monitors(monkeypatch) -> list:
+    monitors = []
+
+    class Recording(pulumi_harness._RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    return monitors
+
+
+def _group_answering(**changes):
+    def outputs(type_: str, name: str, inputs: dict) -> dict:
+        answer = provider_outputs(type_, name, inputs)
+        return {**answer, **changes} if type_ == PLACEMENT_GROUP else answer
+    return outputs
+
+
+def _group_not_found(type_: str, name: str, inputs: dict) -> dict:
+    if type_ == PLACEMENT_GROUP:
+        raise _GroupNotFound("no placement group p5-reserved in us-west-2")
+    return provider_outputs(type_, name, inputs)
+
+
+def _nothing_but_components_providers_and_reads(monitors) -> None:
+    created = {r.type for r in monitors[0].recorded if not r.read}
+    assert created and all(t.startswith(("trainstack:", "pulumi:providers:")) for t in created), created
+
+
+def test_a_named_placement_group_is_read_by_its_name_in_the_preview(monkeypatch):
+    asked = []
+    new_resource = pulumi_harness._Mocks.new_resource
+
+    def recording(self, args):
+        if args.typ == PLACEMENT_GROUP:
+            asked.append(args.resource_id)
+        return new_resource(self, args)
+
+    monkeypatch.setattr(pulumi_harness._Mocks, "new_resource", recording)
+    result = run_p5(p5_config(NAMED), preview=True)
+    (read,) = result.by_type(PLACEMENT_GROUP)
+    assert read.read is True
+    assert asked == ["p5-reserved"]  # the import ID of a placement group is its name
+
+
+def test_no_placement_group_is_read_when_the_stack_creates_its_own():
+    result = run_p5(preview=True)
+    assert [r.read for r in result.by_type(PLACEMENT_GROUP)] == [False]
+
+
+@pytest.mark.parametrize("strategy", ["spread", "partition"])
+def test_preflight_refuses_a_placement_group_that_is_not_a_cluster_group(strategy, monkeypatch):
+    monitors = _recording_monitors(monkeypatch)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_aws_main(p5_config(NAMED), stack=STACK, preview=True, calls=provider_calls,
+                     outputs=_group_answering(strategy=strategy))
+    message = str(raised.value)
+    assert message.startswith(f"{GPU}.placementGroup: p5-reserved is a {strategy} placement group, but EFA nodes "
+                              "need a cluster group")
+    assert "\n" not in message and ". Fix: " in message
+    _nothing_but_components_providers_and_reads(monitors)
+
+
+def test_a_placement_group_the_region_does_not_have_stops_the_preview_before_anything_billable(monkeypatch):
+    monitors = _recording_monitors(monkeypatch)
+    with pytest.raises(Exception, match="p5-reserved"):
+        run_aws_main(p5_config(NAMED), stack=STACK, preview=True, calls=provider_calls, outputs=_group_not_found)
+    _nothing_but_components_providers_and_reads(monitors)
+
