@@ -72,7 +72,7 @@ SUBNETS = [f"{vpc}-subnet" for vpc in VPCS]
 
 def direct_gpu_networks() -> None:
     google = gcp.Provider("part-gcp", project="ml-research-123", region="us-central1", default_labels={})
-    GpuNetworks("part", GpuNetworksArgs(region="us-central1", name_prefix="research-tcpx", count=4),
+    GpuNetworks("part", GpuNetworksArgs(region="us-central1", name_prefix="research-tcpx", gpu_nics=4),
                 opts=pulumi.ResourceOptions(providers={"gcp": google}))
 
 

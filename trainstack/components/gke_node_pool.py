@@ -111,7 +111,7 @@ def gpu_network_pairs(component: str, pool: GpuPoolConfig, args: GkeGpuNodePoolA
             raise InputError(f"{component}: {named[0]}: {pool.machine_type} has no GPUDirect NICs to attach. Fix: "
                              f"remove {' and '.join(named)}, or choose an A3 machine type")
         return []
-    count = pool.gpu_direct.networks
+    count = pool.gpu_direct.gpu_nics
 
     def counted(key: str, names: list) -> list:
         if len(names) != count:
