@@ -1,6 +1,7 @@
 """aws-p5 preflight of gpuNodes.placementGroup: an existing group the EFA nodes launch into is read by
 name (ec2:DescribePlacementGroups in the stack's region) before anything is created, and must be a
-`cluster` group (trainstack/infra/aws/preflight.py checked_placement_group)."""
+`cluster` group (trainstack/infra/aws/preflight.py checked_placement_group); with a reservation, the
+group must be the one the reservation was made in (checked_reservation_placement)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,21 @@ import pytest
 
 from tests import pulumi_harness
 from tests.aws.p5_runs import GPU, STACK, p5_config, run_p5
-from tests.aws.stack_runs import PLACEMENT_GROUP, provider_calls, provider_outputs
+from tests.aws.stack_runs import (
+    CAPACITY_RESERVATION,
+    GET_CAPACITY_BLOCK_RESERVATION,
+    PLACEMENT_GROUP,
+    capacity_block_answer,
+    placement_group_arn,
+    provider_calls,
+    provider_outputs,
+)
 from tests.aws.stack_runs import run_main as run_aws_main
 
 NAMED = {GPU: {"placementGroup": "p5-reserved"}}
+RESERVATION = "cr-0123456789abcdef0"
+ODCR = {"capacityReservationId": RESERVATION}
+BLOCK = {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": RESERVATION}
 
 
 class _GroupNotFound(Exception):
@@ -36,6 +48,30 @@ def _group_answering(**changes):
         answer = provider_outputs(type_, name, inputs)
         return {**answer, **changes} if type_ == PLACEMENT_GROUP else answer
     return outputs
+
+
+def _reservation_made_in(group: str | None, named_group: str = "p5-reserved"):
+    """Outputs where the named group reads as `named_group` and the ODCR was made in `group` (None: in none,
+    read as an empty ARN; an absent one is unknown in a preview, and the check then runs at `up`, still first)."""
+    def outputs(type_: str, name: str, inputs: dict) -> dict:
+        answer = provider_outputs(type_, name, inputs)
+        if type_ == PLACEMENT_GROUP:
+            return {**answer, "name": named_group, "arn": placement_group_arn(named_group)}
+        if type_ == CAPACITY_RESERVATION:
+            return {**answer, "placementGroupArn": placement_group_arn(group) if group else ""}
+        return answer
+    return outputs
+
+
+reservation_made_in_the_named_group = _reservation_made_in("p5-reserved")
+
+
+def _block_made_in(group: str):
+    def calls(token: str, args: dict) -> dict:
+        if token == GET_CAPACITY_BLOCK_RESERVATION:
+            return capacity_block_answer(args["id"], placementGroupArn=placement_group_arn(group))
+        return provider_calls(token, args)
+    return calls
 
 
 def _group_not_found(type_: str, name: str, inputs: dict) -> dict:
@@ -89,3 +125,37 @@ def test_a_placement_group_the_region_does_not_have_stops_the_preview_before_any
         run_aws_main(p5_config(NAMED), stack=STACK, preview=True, calls=provider_calls, outputs=_group_not_found)
     _nothing_but_components_providers_and_reads(monitors)
 
+
+
+@pytest.mark.parametrize(("gpu", "calls", "outputs", "line"), [
+    (ODCR, provider_calls, _reservation_made_in("p5-reserved"),
+     f"{GPU}.capacityReservationId: {RESERVATION} was made in the cluster placement group p5-reserved, and the group "
+     f"names none. Fix: pulumi config set --path {GPU}.placementGroup p5-reserved"),
+    (BLOCK, _block_made_in("ultra-7"), provider_outputs,
+     f"{GPU}.capacityReservationId: {RESERVATION} was made in the cluster placement group ultra-7, and the group "
+     f"names none. Fix: pulumi config set --path {GPU}.placementGroup ultra-7"),
+    ({**ODCR, **NAMED[GPU]}, provider_calls, _reservation_made_in(None),
+     f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, which was made in no placement "
+     f"group: its instances cannot launch there. Fix: pulumi config rm --path {GPU}.placementGroup"),
+    ({**ODCR, **NAMED[GPU]}, provider_calls, _reservation_made_in("p5-other"),
+     f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, which was made in p5-other: "
+     f"its instances cannot launch there. Fix: pulumi config set --path {GPU}.placementGroup p5-other"),
+], ids=["ODCR in a group, none named", "block in a group, none named", "group named, ODCR in none",
+        "group named, ODCR in another"])
+def test_preflight_refuses_a_placement_group_the_reservation_was_not_made_in(gpu, calls, outputs, line, monkeypatch):
+    monitors = _recording_monitors(monkeypatch)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_aws_main(p5_config({GPU: gpu}), stack=STACK, preview=True, calls=calls, outputs=outputs)
+    assert str(raised.value) == line
+    _nothing_but_components_providers_and_reads(monitors)
+
+
+@pytest.mark.parametrize("gpu", [ODCR, BLOCK], ids=["on-demand reservation", "capacity block"])
+def test_a_reservation_made_in_no_group_needs_none(gpu):
+    run_aws_main(p5_config({GPU: gpu}), stack=STACK, preview=True, calls=provider_calls, outputs=provider_outputs)
+
+
+def test_a_reservation_made_in_the_named_group_passes():
+    result = run_aws_main(p5_config({GPU: {**ODCR, **NAMED[GPU]}}), stack=STACK, preview=True, calls=provider_calls,
+                          outputs=reservation_made_in_the_named_group)
+    assert {r.type for r in result.registrations if r.read} == {PLACEMENT_GROUP, CAPACITY_RESERVATION}

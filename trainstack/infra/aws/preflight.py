@@ -26,6 +26,9 @@
   answers for the provider's region only (aws:region). A name that no group of the region has, or a deleted
   group, fails that read and with it the preview; a `spread` or `partition` group is refused in one line.
   Without this a wrong name or strategy surfaces only when the autoscaler's first launch fails.
+- With both: was the reservation made in that placement group? A reservation made in one (its
+  placement_group_arn) needs gpuNodes.placementGroup to name it, and a named group must be the
+  reservation's: a launch constrained to a group the reserved capacity is not in fails.
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
 - When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
@@ -146,6 +149,33 @@ def checked_placement_group(name: str, strategy: str | None) -> bool:
                               "cluster placement group (aws ec2 describe-placement-groups --filters "
                               f"Name=strategy,Values=cluster), or pulumi config rm --path {PLACEMENT_GROUP_KEY} "
                               "to let the stack create one")
+    return True
+
+
+def _group_name(arn: str) -> str:
+    """arn:aws:ec2:<region>:<account>:placement-group/<name> -> <name>."""
+    return arn.rpartition("/")[2]
+
+
+def checked_reservation_placement(reservation_id: str, reservation_group_arn: str | None,
+                                  named_group: str | None, named_group_arn: str | None) -> bool:
+    """The group launches in the placement group its reservation was made in, and in none if it was made in none.
+
+    A reservation made in a cluster placement group is used by launches into that group (EC2 user guide
+    capacity-reservations-launch.html: choose the cluster placement group and the reservation); a launch
+    constrained to a group the reserved capacity is not in fails with InsufficientInstanceCapacity
+    (terraform-aws-modules/terraform-aws-eks PR #3730, for On-Demand Capacity Reservations and Capacity Blocks).
+    """
+    if reservation_group_arn and named_group is None:
+        name = _group_name(reservation_group_arn)
+        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} was made in the cluster placement group {name}, "
+                              f"and the group names none. Fix: pulumi config set --path {PLACEMENT_GROUP_KEY} {name}")
+    if named_group is not None and reservation_group_arn != named_group_arn:
+        made_in = f"in {_group_name(reservation_group_arn)}" if reservation_group_arn else "in no placement group"
+        fix = (f"pulumi config set --path {PLACEMENT_GROUP_KEY} {_group_name(reservation_group_arn)}"
+               if reservation_group_arn else f"pulumi config rm --path {PLACEMENT_GROUP_KEY}")
+        raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
+                              f"which was made {made_in}: its instances cannot launch there. Fix: {fix}")
     return True
 
 
@@ -287,23 +317,30 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
             lambda result: checked(checked_efa_instance_type)(result, efa_type, interfaces)))
         checks.append(aws.ssm.get_parameter_output(name=nvidia_ami_parameter(cfg.kubernetes_version), opts=invoke).apply(
             lambda result: checked(checked_nvidia_ami)(result, cfg.kubernetes_version, cfg.region)))
+    placement_group = cfg.gpu_nodes.efa.placement_group if cfg.gpu_nodes.efa is not None else None
+    named_group_arn: pulumi.Output[str] | None = None
+    if placement_group is not None:
+        existing = aws.ec2.PlacementGroup.get("gpu-placement-group", placement_group,
+                                              opts=pulumi.ResourceOptions(parent=parent, provider=provider))
+        named_group_arn = existing.arn
+        checks.append(existing.strategy.apply(
+            lambda strategy: checked(checked_placement_group)(placement_group, strategy)))
     reservation = cfg.gpu_nodes.capacity_reservation_id
     if reservation is not None and cfg.gpu_nodes.efa is not None:
         group = {"wanted_type": cfg.gpu_nodes.instance_types[0], "wanted_zone": cfg.gpu_nodes.efa.zone}
         if cfg.gpu_nodes.capacity_type == "CAPACITY_BLOCK":
-            checks.append(aws.ec2.get_capacity_block_reservation_output(id=reservation, opts=invoke).apply(
+            block = aws.ec2.get_capacity_block_reservation_output(id=reservation, opts=invoke)
+            checks.append(block.apply(
                 lambda block: checked(checked_reservation)(
                     reservation, instance_type=block.instance_type, zone=block.availability_zone, state=block.state,
                     reservation_type=block.reservation_type, **group)))
+            reservation_group_arn = block.placement_group_arn
         else:
             odcr = aws.ec2.CapacityReservation.get("gpu-capacity-reservation", reservation,
                                                    opts=pulumi.ResourceOptions(parent=parent, provider=provider))
             checks.append(pulumi.Output.all(odcr.instance_type, odcr.availability_zone).apply(
                 lambda answer: checked(checked_reservation)(reservation, instance_type=answer[0], zone=answer[1], **group)))
-    placement_group = cfg.gpu_nodes.efa.placement_group if cfg.gpu_nodes.efa is not None else None
-    if placement_group is not None:
-        existing = aws.ec2.PlacementGroup.get("gpu-placement-group", placement_group,
-                                              opts=pulumi.ResourceOptions(parent=parent, provider=provider))
-        checks.append(existing.strategy.apply(
-            lambda strategy: checked(checked_placement_group)(placement_group, strategy)))
+            reservation_group_arn = odcr.placement_group_arn
+        checks.append(pulumi.Output.all(reservation_group_arn, named_group_arn).apply(
+            lambda arns: checked(checked_reservation_placement)(reservation, arns[0], placement_group, arns[1])))
     return pulumi.Output.all(*checks).apply(lambda _: [])
