@@ -159,3 +159,11 @@ def test_a_reservation_made_in_the_named_group_passes():
     result = run_aws_main(p5_config({GPU: {**ODCR, **NAMED[GPU]}}), stack=STACK, preview=True, calls=provider_calls,
                           outputs=reservation_made_in_the_named_group)
     assert {r.type for r in result.registrations if r.read} == {PLACEMENT_GROUP, CAPACITY_RESERVATION}
+
+
+def test_a_reservation_answer_without_its_placement_group_is_checked_at_up_before_anything():
+    # The default ODCR answer has no placementGroupArn: unknown in a preview (the check waits), None in an up.
+    config = p5_config({GPU: {**ODCR, **NAMED[GPU]}})
+    run_aws_main(config, stack=STACK, preview=True, calls=provider_calls, outputs=provider_outputs)
+    with pytest.raises(pulumi.RunError, match="which was made in no placement group"):
+        run_aws_main(config, stack=STACK, preview=False, calls=provider_calls, outputs=provider_outputs)
