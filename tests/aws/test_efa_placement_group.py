@@ -113,8 +113,11 @@ def test_preflight_refuses_a_placement_group_that_is_not_a_cluster_group(strateg
         run_aws_main(p5_config(NAMED), stack=STACK, preview=True, calls=provider_calls,
                      outputs=_group_answering(strategy=strategy))
     message = str(raised.value)
-    assert message.startswith(f"{GPU}.placementGroup: p5-reserved is a {strategy} placement group, but EFA nodes "
-                              "need a cluster group")
+    reason = {"spread": "a spread group holds at most 7 running instances per zone",
+              "partition": "a partition group spreads them over separate racks, and trainstack keeps an EFA group's "
+                           "all-reduce traffic in one low-latency network segment"}[strategy]
+    assert message.startswith(f"{GPU}.placementGroup: p5-reserved is a {strategy} placement group, and trainstack "
+                              f"launches EFA nodes into a cluster group only: {reason}. Fix: ")
     assert "\n" not in message and ". Fix: " in message
     _nothing_but_components_providers_and_reads(monitors)
 

@@ -24,7 +24,8 @@
   (aws.ec2.PlacementGroup.get, by name, its import ID): terraform-provider-aws reads it with
   ec2:DescribePlacementGroups by group name (internal/service/ec2/find.go findPlacementGroupByName), which
   answers for the provider's region only (aws:region). A name that no group of the region has, or a deleted
-  group, fails that read and with it the preview; a `spread` or `partition` group is refused in one line.
+  group, fails that read and with it the preview; a `spread` group (at most 7 running instances per zone) or
+  a `partition` group (trainstack's choice: its racks split the EFA traffic) is refused in one line.
   Without this a wrong name or strategy surfaces only when the autoscaler's first launch fails.
 - With both: was the reservation made in that placement group? A reservation made in one (its
   placement_group_arn) needs gpuNodes.placementGroup to name it, and a named group must be the
@@ -140,12 +141,22 @@ PLACEMENT_GROUP_KEY = f"{NAMESPACE}:gpuNodes.placementGroup"
 
 
 def checked_placement_group(name: str, strategy: str | None) -> bool:
-    """An existing placement group for an EFA group packs its nodes: strategy `cluster` (EC2 user guide
-    placement-strategies.html; a spread group holds at most 7 instances per zone, a partition group
-    spreads them over racks)."""
+    """An existing placement group for an EFA group is a `cluster` group, as the one the stack creates is.
+
+    A spread group holds at most 7 running instances per zone (EC2 user guide placement-strategies.html),
+    too few for a training group. A partition group could hold them, but spreads them over separate racks:
+    refusing it is trainstack's choice, to keep the all-reduce traffic of an EFA group in one low-latency
+    network segment.
+    """
     if strategy != "cluster":
+        reasons = {
+            "spread": "a spread group holds at most 7 running instances per zone",
+            "partition": "a partition group spreads them over separate racks, and trainstack keeps an EFA group's "
+                         "all-reduce traffic in one low-latency network segment",
+        }
+        reason = reasons.get(strategy or "", "only a cluster group packs them into one low-latency network segment")
         raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {name} is a {strategy or 'strategy-less'} placement group, "
-                              "but EFA nodes need a cluster group (one low-latency network segment). Fix: name a "
+                              f"and trainstack launches EFA nodes into a cluster group only: {reason}. Fix: name a "
                               "cluster placement group (aws ec2 describe-placement-groups --filters "
                               f"Name=strategy,Values=cluster), or pulumi config rm --path {PLACEMENT_GROUP_KEY} "
                               "to let the stack create one")
