@@ -203,6 +203,19 @@ def placement_group_arn(group_name: str) -> str:
     return f"arn:aws:ec2:us-west-2:{ACCOUNT}:placement-group/{group_name}"
 
 
+def reservation_made_in(group: str | None, named_group: str = "p5-reserved"):
+    """Outputs where the group named by gpuNodes.placementGroup reads as `named_group` and the On-Demand Capacity
+    Reservation was made in placement group `group` (None: in none, read as an empty ARN)."""
+    def outputs(type_: str, name: str, inputs: dict) -> dict:
+        answer = provider_outputs(type_, name, inputs)
+        if type_ == PLACEMENT_GROUP:
+            return {**answer, "name": named_group, "arn": placement_group_arn(named_group)}
+        if type_ == CAPACITY_RESERVATION:
+            return {**answer, "placementGroupArn": placement_group_arn(group) if group else ""}
+        return answer
+    return outputs
+
+
 def capacity_block_answer(reservation_id: str, **changes: str) -> dict:
     """What ec2:DescribeCapacityReservations says about a Capacity Block for two p5.48xlarge in us-west-2a."""
     return {"id": reservation_id, "instanceType": "p5.48xlarge", "availabilityZone": "us-west-2a",

@@ -29,6 +29,7 @@ from tests.aws.stack_runs import (
     filter_values,
     instance_type_answer,
     provider_calls,
+    reservation_made_in,
 )
 from tests.aws.stack_runs import run_main as run_aws_main
 from tests.golden import assert_matches_golden
@@ -125,9 +126,8 @@ def test_a_reservation_launches_without_a_new_placement_group(capacity):
 
 @pytest.mark.parametrize("capacity", [{}, {"capacityReservationId": RESERVATION}], ids=["no reservation", "reservation"])
 def test_a_named_placement_group_is_used_and_none_is_created(capacity):
-    from tests.aws.test_efa_placement_group import reservation_made_in_the_named_group
     result = run_aws_main(p5_config({GPU: {**capacity, "placementGroup": "p5-reserved"}}), stack="aws-p5",
-                          calls=provider_calls, outputs=reservation_made_in_the_named_group)
+                          calls=provider_calls, outputs=reservation_made_in("p5-reserved"))
     assert _gpu_template(result).inputs["placement"] == {"groupName": "p5-reserved"}
     # Only preflight's read of the named group (tests/aws/test_efa_placement_group.py), no new group.
     assert [r.read for r in result.by_type(PLACEMENT_GROUP)] == [True]

@@ -18,6 +18,7 @@ from tests.aws.stack_runs import (
     placement_group_arn,
     provider_calls,
     provider_outputs,
+    reservation_made_in,
 )
 from tests.aws.stack_runs import run_main as run_aws_main
 
@@ -48,22 +49,6 @@ def _group_answering(**changes):
         answer = provider_outputs(type_, name, inputs)
         return {**answer, **changes} if type_ == PLACEMENT_GROUP else answer
     return outputs
-
-
-def _reservation_made_in(group: str | None, named_group: str = "p5-reserved"):
-    """Outputs where the named group reads as `named_group` and the ODCR was made in `group` (None: in none,
-    read as an empty ARN; an absent one is unknown in a preview, and the check then runs at `up`, still first)."""
-    def outputs(type_: str, name: str, inputs: dict) -> dict:
-        answer = provider_outputs(type_, name, inputs)
-        if type_ == PLACEMENT_GROUP:
-            return {**answer, "name": named_group, "arn": placement_group_arn(named_group)}
-        if type_ == CAPACITY_RESERVATION:
-            return {**answer, "placementGroupArn": placement_group_arn(group) if group else ""}
-        return answer
-    return outputs
-
-
-reservation_made_in_the_named_group = _reservation_made_in("p5-reserved")
 
 
 def _block_made_in(group: str):
@@ -131,16 +116,16 @@ def test_a_placement_group_the_region_does_not_have_stops_the_preview_before_any
 
 
 @pytest.mark.parametrize(("gpu", "calls", "outputs", "line"), [
-    (ODCR, provider_calls, _reservation_made_in("p5-reserved"),
+    (ODCR, provider_calls, reservation_made_in("p5-reserved"),
      f"{GPU}.capacityReservationId: {RESERVATION} was made in the cluster placement group p5-reserved, and the group "
      f"names none. Fix: pulumi config set --path {GPU}.placementGroup p5-reserved"),
     (BLOCK, _block_made_in("ultra-7"), provider_outputs,
      f"{GPU}.capacityReservationId: {RESERVATION} was made in the cluster placement group ultra-7, and the group "
      f"names none. Fix: pulumi config set --path {GPU}.placementGroup ultra-7"),
-    ({**ODCR, **NAMED[GPU]}, provider_calls, _reservation_made_in(None),
+    ({**ODCR, **NAMED[GPU]}, provider_calls, reservation_made_in(None),
      f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, which was made in no placement "
      f"group: its instances cannot launch there. Fix: pulumi config rm --path {GPU}.placementGroup"),
-    ({**ODCR, **NAMED[GPU]}, provider_calls, _reservation_made_in("p5-other"),
+    ({**ODCR, **NAMED[GPU]}, provider_calls, reservation_made_in("p5-other"),
      f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, which was made in p5-other: "
      f"its instances cannot launch there. Fix: pulumi config set --path {GPU}.placementGroup p5-other"),
 ], ids=["ODCR in a group, none named", "block in a group, none named", "group named, ODCR in none",
@@ -160,7 +145,7 @@ def test_a_reservation_made_in_no_group_needs_none(gpu):
 
 def test_a_reservation_made_in_the_named_group_passes():
     result = run_aws_main(p5_config({GPU: {**ODCR, **NAMED[GPU]}}), stack=STACK, preview=True, calls=provider_calls,
-                          outputs=reservation_made_in_the_named_group)
+                          outputs=reservation_made_in("p5-reserved"))
     assert {r.type for r in result.registrations if r.read} == {PLACEMENT_GROUP, CAPACITY_RESERVATION}
 
 
