@@ -13,6 +13,7 @@ from tests.aws.p5_runs import GPU, STACK, p5_config, run_p5
 from tests.aws.stack_runs import (
     CAPACITY_RESERVATION,
     GET_CAPACITY_BLOCK_RESERVATION,
+    LAUNCH_TEMPLATE,
     PLACEMENT_GROUP,
     capacity_block_answer,
     placement_group_arn,
@@ -122,13 +123,14 @@ def test_a_placement_group_the_region_does_not_have_stops_the_preview_before_any
     (BLOCK, _block_made_in("ultra-7"), provider_outputs,
      f"{GPU}.capacityReservationId: {RESERVATION} was made in the cluster placement group ultra-7, and the group "
      f"names none. Fix: pulumi config set --path {GPU}.placementGroup ultra-7"),
-    ({**ODCR, **NAMED[GPU]}, provider_calls, reservation_made_in(None),
-     f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, which was made in no placement "
-     f"group: its instances cannot launch there. Fix: pulumi config rm --path {GPU}.placementGroup"),
+    ({**BLOCK, **NAMED[GPU]}, provider_calls, provider_outputs,
+     f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, a Capacity Block made in no "
+     "placement group: trainstack launches a Capacity Block by its ID alone, as AWS ParallelCluster does. Fix: "
+     f"pulumi config rm --path {GPU}.placementGroup"),
     ({**ODCR, **NAMED[GPU]}, provider_calls, reservation_made_in("p5-other"),
      f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, which was made in p5-other: "
      f"its instances cannot launch there. Fix: pulumi config set --path {GPU}.placementGroup p5-other"),
-], ids=["ODCR in a group, none named", "block in a group, none named", "group named, ODCR in none",
+], ids=["ODCR in a group, none named", "block in a group, none named", "group named, block in none",
         "group named, ODCR in another"])
 def test_preflight_refuses_a_placement_group_the_reservation_was_not_made_in(gpu, calls, outputs, line, monkeypatch):
     monitors = _recording_monitors(monkeypatch)
@@ -149,9 +151,31 @@ def test_a_reservation_made_in_the_named_group_passes():
     assert {r.type for r in result.registrations if r.read} == {PLACEMENT_GROUP, CAPACITY_RESERVATION}
 
 
-def test_a_reservation_answer_without_its_placement_group_is_checked_at_up_before_anything():
+def _warnings(monkeypatch) -> list[str]:
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    return warnings
+
+
+PARTIAL_FILL_WARNING = (
+    f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, which was made in no placement "
+    "group: EC2 uses the reservation for a launch into p5-reserved too, but may fill only part of the count there. "
+    f"To launch into all of it: pulumi config rm --path {GPU}.placementGroup")
+
+
+def test_a_named_group_for_an_odcr_made_in_no_group_deploys_with_one_warning(monkeypatch):
+    warnings = _warnings(monkeypatch)
+    result = run_aws_main(p5_config({GPU: {**ODCR, **NAMED[GPU]}}), stack=STACK, calls=provider_calls,
+                          outputs=reservation_made_in(None))
+    assert [w for w in warnings if w.startswith(f"{GPU}.placementGroup")] == [PARTIAL_FILL_WARNING]
+    assert result.by_type(LAUNCH_TEMPLATE)
+
+
+def test_an_odcr_answer_without_its_placement_group_is_checked_at_up(monkeypatch):
     # The default ODCR answer has no placementGroupArn: unknown in a preview (the check waits), None in an up.
+    warnings = _warnings(monkeypatch)
     config = p5_config({GPU: {**ODCR, **NAMED[GPU]}})
     run_aws_main(config, stack=STACK, preview=True, calls=provider_calls, outputs=provider_outputs)
-    with pytest.raises(pulumi.RunError, match="which was made in no placement group"):
-        run_aws_main(config, stack=STACK, preview=False, calls=provider_calls, outputs=provider_outputs)
+    assert not [w for w in warnings if w.startswith(f"{GPU}.placementGroup")]
+    run_aws_main(config, stack=STACK, preview=False, calls=provider_calls, outputs=provider_outputs)
+    assert [w for w in warnings if w.startswith(f"{GPU}.placementGroup")] == [PARTIAL_FILL_WARNING]

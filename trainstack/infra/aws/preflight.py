@@ -28,8 +28,10 @@
   a `partition` group (trainstack's choice: its racks split the EFA traffic) is refused in one line.
   Without this a wrong name or strategy surfaces only when the autoscaler's first launch fails.
 - With both: was the reservation made in that placement group? A reservation made in one (its
-  placement_group_arn) needs gpuNodes.placementGroup to name it, and a named group must be the
-  reservation's: a launch constrained to a group the reserved capacity is not in fails.
+  placement_group_arn) needs gpuNodes.placementGroup to name it, and a named group other than the
+  reservation's is refused: a launch constrained to a group the reserved capacity is not in fails. A
+  named group for an On-Demand Capacity Reservation made in none is a warning (EC2 uses the reservation
+  there too, but may fill only part of the count); for a Capacity Block made in none, a refusal.
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
 - When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
@@ -169,24 +171,39 @@ def _group_name(arn: str) -> str:
 
 
 def checked_reservation_placement(reservation_id: str, reservation_group_arn: str | None,
-                                  named_group: str | None, named_group_arn: str | None) -> bool:
-    """The group launches in the placement group its reservation was made in, and in none if it was made in none.
+                                  named_group: str | None, named_group_arn: str | None, *,
+                                  capacity_block: bool = False) -> bool:
+    """The group launches in the placement group its reservation was made in, if it was made in one.
 
     A reservation made in a cluster placement group is used by launches into that group (EC2 user guide
     capacity-reservations-launch.html: choose the cluster placement group and the reservation); a launch
     constrained to a group the reserved capacity is not in fails with InsufficientInstanceCapacity
     (terraform-aws-modules/terraform-aws-eks PR #3730, for On-Demand Capacity Reservations and Capacity Blocks).
+    An On-Demand Capacity Reservation made in no group is still used by a launch into a group (EC2 user guide
+    limitations-placement-groups.html), but may fill only part of the count (eksctl-io/eksctl issue #7949):
+    a warning, not a refusal. A Capacity Block is launched into by its ID, and AWS ParallelCluster refuses a
+    placement group with one (aws/aws-parallelcluster PR #6311): still refused.
     """
     if reservation_group_arn and named_group is None:
         name = _group_name(reservation_group_arn)
         raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} was made in the cluster placement group {name}, "
                               f"and the group names none. Fix: pulumi config set --path {PLACEMENT_GROUP_KEY} {name}")
     if named_group is not None and reservation_group_arn != named_group_arn:
-        made_in = f"in {_group_name(reservation_group_arn)}" if reservation_group_arn else "in no placement group"
-        fix = (f"pulumi config set --path {PLACEMENT_GROUP_KEY} {_group_name(reservation_group_arn)}"
-               if reservation_group_arn else f"pulumi config rm --path {PLACEMENT_GROUP_KEY}")
+        if not reservation_group_arn and not capacity_block:
+            pulumi.log.warn(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
+                            "which was made in no placement group: EC2 uses the reservation for a launch into "
+                            f"{named_group} too, but may fill only part of the count there. To launch into all of "
+                            f"it: pulumi config rm --path {PLACEMENT_GROUP_KEY}")
+            return True
+        if not reservation_group_arn:
+            raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of "
+                                  f"{reservation_id}, a Capacity Block made in no placement group: trainstack launches "
+                                  "a Capacity Block by its ID alone, as AWS ParallelCluster does. Fix: pulumi config "
+                                  f"rm --path {PLACEMENT_GROUP_KEY}")
+        name = _group_name(reservation_group_arn)
         raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
-                              f"which was made {made_in}: its instances cannot launch there. Fix: {fix}")
+                              f"which was made in {name}: its instances cannot launch there. Fix: pulumi config set "
+                              f"--path {PLACEMENT_GROUP_KEY} {name}")
     return True
 
 
@@ -353,5 +370,7 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
                 lambda answer: checked(checked_reservation)(reservation, instance_type=answer[0], zone=answer[1], **group)))
             reservation_group_arn = odcr.placement_group_arn
         checks.append(pulumi.Output.all(reservation_group_arn, named_group_arn).apply(
-            lambda arns: checked(checked_reservation_placement)(reservation, arns[0], placement_group, arns[1])))
+            lambda arns: checked(checked_reservation_placement)(
+                reservation, arns[0], placement_group, arns[1],
+                capacity_block=cfg.gpu_nodes.capacity_type == "CAPACITY_BLOCK")))
     return pulumi.Output.all(*checks).apply(lambda _: [])
