@@ -11,6 +11,7 @@ import pytest
 from tests import pulumi_harness
 from tests.aws.p5_runs import GPU, STACK, p5_config, run_p5
 from tests.aws.stack_runs import (
+    ACCOUNT,
     CAPACITY_RESERVATION,
     GET_CAPACITY_BLOCK_RESERVATION,
     LAUNCH_TEMPLATE,
@@ -149,6 +150,42 @@ def test_a_reservation_made_in_the_named_group_passes():
     result = run_aws_main(p5_config({GPU: {**ODCR, **NAMED[GPU]}}), stack=STACK, preview=True, calls=provider_calls,
                           outputs=reservation_made_in("p5-reserved"))
     assert {r.type for r in result.registrations if r.read} == {PLACEMENT_GROUP, CAPACITY_RESERVATION}
+
+
+OTHER_ACCOUNT = "210987654321"
+
+
+def _shared_group_answers(type_: str, name: str, inputs: dict) -> dict:
+    """An ODCR made in cluster placement group ultra-7 of another account, shared with the caller's."""
+    answer = provider_outputs(type_, name, inputs)
+    if type_ == CAPACITY_RESERVATION:
+        return {**answer, "placementGroupArn": f"arn:aws:ec2:us-west-2:{OTHER_ACCOUNT}:placement-group/ultra-7"}
+    return answer
+
+
+def test_preflight_refuses_a_reservation_in_a_placement_group_shared_from_another_account(monkeypatch):
+    monitors = _recording_monitors(monkeypatch)
+    with pytest.raises(pulumi.RunError) as raised:
+        run_aws_main(p5_config({GPU: ODCR}), stack=STACK, preview=True, calls=provider_calls,
+                     outputs=_shared_group_answers)
+    assert str(raised.value) == (
+        f"{GPU}.capacityReservationId: {RESERVATION} was made in placement group ultra-7 of account {OTHER_ACCOUNT}, "
+        f"shared with this account ({ACCOUNT}): trainstack launches by group name, which EC2 accepts only for the "
+        f"owner's groups. Fix: deploy from account {OTHER_ACCOUNT}, or use a reservation made in a placement group of "
+        "this account")
+    _nothing_but_components_providers_and_reads(monitors)
+
+
+def test_the_reservation_and_the_named_group_are_compared_by_name_not_by_arn():
+    # A read of the named group whose answer carries no ARN: the names still match.
+    named_group_without_arn = reservation_made_in("p5-reserved")
+
+    def outputs(type_: str, name: str, inputs: dict) -> dict:
+        answer = named_group_without_arn(type_, name, inputs)
+        return {k: v for k, v in answer.items() if k != "arn"} if type_ == PLACEMENT_GROUP else answer
+
+    run_aws_main(p5_config({GPU: {**ODCR, **NAMED[GPU]}}), stack=STACK, preview=False, calls=provider_calls,
+                 outputs=outputs)
 
 
 def _warnings(monkeypatch) -> list[str]:

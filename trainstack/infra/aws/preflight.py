@@ -31,7 +31,10 @@
   placement_group_arn) needs gpuNodes.placementGroup to name it, and a named group other than the
   reservation's is refused: a launch constrained to a group the reserved capacity is not in fails. A
   named group for an On-Demand Capacity Reservation made in none is a warning (EC2 uses the reservation
-  there too, but may fill only part of the count); for a Capacity Block made in none, a refusal.
+  there too, but may fill only part of the count); for a Capacity Block made in none, a refusal. A
+  reservation made in a group of another account (shared: its ARN's account is not the caller's,
+  sts:GetCallerIdentity) is refused: the launch template names the group by name, which EC2 accepts
+  only for the owner's groups.
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
 - When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
@@ -170,8 +173,13 @@ def _group_name(arn: str) -> str:
     return arn.rpartition("/")[2]
 
 
+def _group_account(arn: str) -> str:
+    """arn:aws:ec2:<region>:<account>:placement-group/<name> -> <account>, the group's owner."""
+    return arn.split(":")[4]
+
+
 def checked_reservation_placement(reservation_id: str, reservation_group_arn: str | None,
-                                  named_group: str | None, named_group_arn: str | None, *,
+                                  named_group: str | None, caller_account: str, *,
                                   capacity_block: bool = False) -> bool:
     """The group launches in the placement group its reservation was made in, if it was made in one.
 
@@ -183,12 +191,24 @@ def checked_reservation_placement(reservation_id: str, reservation_group_arn: st
     limitations-placement-groups.html), but may fill only part of the count (eksctl-io/eksctl issue #7949):
     a warning, not a refusal. A Capacity Block is launched into by its ID, and AWS ParallelCluster refuses a
     placement group with one (aws/aws-parallelcluster PR #6311): still refused.
+
+    A reservation made in a group another account shared with this one cannot be used: the launch template
+    names its group by name, and EC2 accepts a shared group only by ID (EC2 user guide
+    share-placement-group.html; DescribePlacementGroups errors for a shared group's name). Groups are compared
+    by name, the launch template's key, not by whole ARN.
     """
-    if reservation_group_arn and named_group is None:
-        name = _group_name(reservation_group_arn)
-        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} was made in the cluster placement group {name}, "
-                              f"and the group names none. Fix: pulumi config set --path {PLACEMENT_GROUP_KEY} {name}")
-    if named_group is not None and reservation_group_arn != named_group_arn:
+    reservation_group = _group_name(reservation_group_arn) if reservation_group_arn else None
+    if reservation_group_arn and _group_account(reservation_group_arn) != caller_account:
+        owner = _group_account(reservation_group_arn)
+        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} was made in placement group {reservation_group} "
+                              f"of account {owner}, shared with this account ({caller_account}): trainstack launches "
+                              "by group name, which EC2 accepts only for the owner's groups. Fix: deploy from "
+                              f"account {owner}, or use a reservation made in a placement group of this account")
+    if reservation_group and named_group is None:
+        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} was made in the cluster placement group "
+                              f"{reservation_group}, and the group names none. Fix: pulumi config set --path "
+                              f"{PLACEMENT_GROUP_KEY} {reservation_group}")
+    if named_group is not None and reservation_group != named_group:
         if not reservation_group_arn and not capacity_block:
             pulumi.log.warn(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
                             "which was made in no placement group: EC2 uses the reservation for a launch into "
@@ -200,10 +220,9 @@ def checked_reservation_placement(reservation_id: str, reservation_group_arn: st
                                   f"{reservation_id}, a Capacity Block made in no placement group: trainstack launches "
                                   "a Capacity Block by its ID alone, as AWS ParallelCluster does. Fix: pulumi config "
                                   f"rm --path {PLACEMENT_GROUP_KEY}")
-        name = _group_name(reservation_group_arn)
         raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
-                              f"which was made in {name}: its instances cannot launch there. Fix: pulumi config set "
-                              f"--path {PLACEMENT_GROUP_KEY} {name}")
+                              f"which was made in {reservation_group}: its instances cannot launch there. Fix: pulumi "
+                              f"config set --path {PLACEMENT_GROUP_KEY} {reservation_group}")
     return True
 
 
@@ -346,11 +365,9 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
         checks.append(aws.ssm.get_parameter_output(name=nvidia_ami_parameter(cfg.kubernetes_version), opts=invoke).apply(
             lambda result: checked(checked_nvidia_ami)(result, cfg.kubernetes_version, cfg.region)))
     placement_group = cfg.gpu_nodes.efa.placement_group if cfg.gpu_nodes.efa is not None else None
-    named_group_arn: pulumi.Output[str] | None = None
     if placement_group is not None:
         existing = aws.ec2.PlacementGroup.get("gpu-placement-group", placement_group,
                                               opts=pulumi.ResourceOptions(parent=parent, provider=provider))
-        named_group_arn = existing.arn
         checks.append(existing.strategy.apply(
             lambda strategy: checked(checked_placement_group)(placement_group, strategy)))
     reservation = cfg.gpu_nodes.capacity_reservation_id
@@ -369,8 +386,9 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
             checks.append(pulumi.Output.all(odcr.instance_type, odcr.availability_zone).apply(
                 lambda answer: checked(checked_reservation)(reservation, instance_type=answer[0], zone=answer[1], **group)))
             reservation_group_arn = odcr.placement_group_arn
-        checks.append(pulumi.Output.all(reservation_group_arn, named_group_arn).apply(
-            lambda arns: checked(checked_reservation_placement)(
-                reservation, arns[0], placement_group, arns[1],
+        caller = aws.get_caller_identity_output(opts=invoke)
+        checks.append(pulumi.Output.all(reservation_group_arn, caller.account_id).apply(
+            lambda answers: checked(checked_reservation_placement)(
+                reservation, answers[0], placement_group, answers[1],
                 capacity_block=cfg.gpu_nodes.capacity_type == "CAPACITY_BLOCK")))
     return pulumi.Output.all(*checks).apply(lambda _: [])
