@@ -33,11 +33,11 @@ def gpu_direct_profile(component: str, machine_type: str) -> GpuDirectProfile:
     return profile
 
 
-def per_network(names: pulumi.Input[list[str]], count: int) -> list[pulumi.Input[str]]:
-    """One input per GPU network, from a list that may be another component's output as a whole."""
+def per_network(names: pulumi.Input[list[str]], gpu_nics: int) -> list[pulumi.Input[str]]:
+    """One input per GPU NIC, from a list that may be another component's output as a whole."""
     if isinstance(names, list):
         return names
-    return [pulumi.Output.from_input(names).apply(lambda values, i=i: values[i]) for i in range(count)]
+    return [pulumi.Output.from_input(names).apply(lambda values, i=i: values[i]) for i in range(gpu_nics)]
 
 
 @dataclass(kw_only=True)
@@ -114,8 +114,8 @@ class GpuDirect(pulumi.ComponentResource):
         for field in ("vpc_names", "subnet_names"):
             value = getattr(args, field)
             if isinstance(value, list) and len(value) != profile.gpu_nics:  # known now: checked now
-                validation.fail(component, f"{field} must list the {profile.gpu_nics} GPU networks of "
-                                f"{args.machine_type}, got {len(value)}")
+                validation.fail(component, f"{field} must list one name per GPU NIC of {args.machine_type} "
+                                f"({profile.gpu_nics}), got {len(value)}")
             names[field] = per_network(value, profile.gpu_nics)
         accelerator = args.accelerator or FIXED_GPU_MACHINES[args.machine_type].accelerator
         direct_args = InfraGpuDirectArgs(provider=stand_in_provider(), profile=profile, accelerator=accelerator,
