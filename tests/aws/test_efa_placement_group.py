@@ -126,8 +126,8 @@ def test_a_placement_group_the_region_does_not_have_stops_the_preview_before_any
      f"names none. Fix: pulumi config set --path {GPU}.placementGroup ultra-7"),
     ({**BLOCK, **NAMED[GPU]}, provider_calls, provider_outputs,
      f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, a Capacity Block made in no "
-     "placement group: trainstack launches a Capacity Block by its ID alone, as AWS ParallelCluster does. Fix: "
-     f"pulumi config rm --path {GPU}.placementGroup"),
+     "placement group: trainstack launches into such a block in no group (AWS ParallelCluster refuses a placement "
+     f"group with a Capacity Block). Fix: pulumi config rm --path {GPU}.placementGroup"),
     ({**ODCR, **NAMED[GPU]}, provider_calls, reservation_made_in("p5-other"),
      f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, which was made in p5-other: "
      f"its instances cannot launch there. Fix: pulumi config set --path {GPU}.placementGroup p5-other"),

@@ -189,8 +189,8 @@ def checked_reservation_placement(reservation_id: str, reservation_group_arn: st
     (terraform-aws-modules/terraform-aws-eks PR #3730, for On-Demand Capacity Reservations and Capacity Blocks).
     An On-Demand Capacity Reservation made in no group is still used by a launch into a group (EC2 user guide
     limitations-placement-groups.html), but may fill only part of the count (eksctl-io/eksctl issue #7949):
-    a warning, not a refusal. A Capacity Block is launched into by its ID, and AWS ParallelCluster refuses a
-    placement group with one (aws/aws-parallelcluster PR #6311): still refused.
+    a warning, not a refusal. A named group for a Capacity Block made in no group is still refused: AWS
+    ParallelCluster refuses a placement group with a Capacity Block (aws/aws-parallelcluster PR #6311).
 
     A reservation made in a group another account shared with this one cannot be used: the launch template
     names its group by name, and EC2 accepts a shared group only by ID (EC2 user guide
@@ -218,8 +218,8 @@ def checked_reservation_placement(reservation_id: str, reservation_group_arn: st
         if not reservation_group_arn:
             raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of "
                                   f"{reservation_id}, a Capacity Block made in no placement group: trainstack launches "
-                                  "a Capacity Block by its ID alone, as AWS ParallelCluster does. Fix: pulumi config "
-                                  f"rm --path {PLACEMENT_GROUP_KEY}")
+                                  "into such a block in no group (AWS ParallelCluster refuses a placement group with "
+                                  f"a Capacity Block). Fix: pulumi config rm --path {PLACEMENT_GROUP_KEY}")
         raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
                               f"which was made in {reservation_group}: its instances cannot launch there. Fix: pulumi "
                               f"config set --path {PLACEMENT_GROUP_KEY} {reservation_group}")
