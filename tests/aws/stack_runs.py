@@ -142,8 +142,9 @@ def provider_outputs(type_: str, name: str, inputs: dict) -> dict:
         return {"name": f"{name}-8a9b0c1", "arn": f"arn:aws:iam::{ACCOUNT}:role/{name}-8a9b0c1"}
     if type_ == LAUNCH_TEMPLATE:
         return {"latestVersion": 1}
-    if type_ == PLACEMENT_GROUP:
-        return {"name": f"{name}-5a6b7c8", "placementGroupId": "pg-0123456789abcdef0"}
+    if type_ == PLACEMENT_GROUP:  # the stack's own group, or one named by gpuNodes.placementGroup read by name
+        return {"name": f"{name}-5a6b7c8", "placementGroupId": "pg-0123456789abcdef0", "strategy": "cluster",
+                "region": "us-west-2", "arn": placement_group_arn(f"{name}-5a6b7c8")}
     if type_ == CAPACITY_RESERVATION:  # an On-Demand Capacity Reservation read by ID: the aws-p5 group's own
         return {"instanceType": "p5.48xlarge", "availabilityZone": "us-west-2a", "instanceCount": 2}
     if type_ == KEY_PAIR:
@@ -196,6 +197,23 @@ def provider_calls(token: str, args: dict) -> dict:
     if token == GET_CAPACITY_BLOCK_RESERVATION:  # a Capacity Block for the aws-p5 group, running now
         return capacity_block_answer(args["id"])
     raise NotImplementedError(f"unmocked invoke {token}")
+
+
+def placement_group_arn(group_name: str) -> str:
+    return f"arn:aws:ec2:us-west-2:{ACCOUNT}:placement-group/{group_name}"
+
+
+def reservation_made_in(group: str | None, named_group: str = "p5-reserved"):
+    """Outputs where the group named by gpuNodes.placementGroup reads as `named_group` and the On-Demand Capacity
+    Reservation was made in placement group `group` (None: in none, read as an empty ARN)."""
+    def outputs(type_: str, name: str, inputs: dict) -> dict:
+        answer = provider_outputs(type_, name, inputs)
+        if type_ == PLACEMENT_GROUP:
+            return {**answer, "name": named_group, "arn": placement_group_arn(named_group)}
+        if type_ == CAPACITY_RESERVATION:
+            return {**answer, "placementGroupArn": placement_group_arn(group) if group else ""}
+        return answer
+    return outputs
 
 
 def capacity_block_answer(reservation_id: str, **changes: str) -> dict:

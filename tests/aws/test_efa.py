@@ -29,7 +29,10 @@ from tests.aws.stack_runs import (
     filter_values,
     instance_type_answer,
     provider_calls,
+    provider_outputs,
+    reservation_made_in,
 )
+from tests.aws.stack_runs import run_main as run_aws_main
 from tests.golden import assert_matches_golden
 from tests.stack_runs import assert_one_config_error_line
 from trainstack.infra.aws.efa import EFA_INSTANCE_TYPES
@@ -122,11 +125,18 @@ def test_a_reservation_launches_without_a_new_placement_group(capacity):
     assert result.by_type(PLACEMENT_GROUP) == []
 
 
-@pytest.mark.parametrize("capacity", [{}, {"capacityReservationId": RESERVATION}], ids=["no reservation", "reservation"])
-def test_a_named_placement_group_is_used_and_none_is_created(capacity):
-    result = run_p5(p5_config({GPU: {**capacity, "placementGroup": "p5-reserved"}}))
+@pytest.mark.parametrize(("capacity", "outputs"), [
+    ({}, provider_outputs),
+    ({"capacityReservationId": RESERVATION}, provider_outputs),
+    ({"capacityReservationId": RESERVATION}, reservation_made_in("p5-reserved")),
+], ids=["no reservation", "reservation made in no group", "reservation made in the group"])
+def test_a_named_placement_group_is_used_and_none_is_created(capacity, outputs):
+    # A reservation made in no group still deploys (with a warning: tests/aws/test_efa_placement_group.py).
+    result = run_aws_main(p5_config({GPU: {**capacity, "placementGroup": "p5-reserved"}}), stack="aws-p5",
+                          calls=provider_calls, outputs=outputs)
     assert _gpu_template(result).inputs["placement"] == {"groupName": "p5-reserved"}
-    assert result.by_type(PLACEMENT_GROUP) == []
+    # Only preflight's read of the named group (tests/aws/test_efa_placement_group.py), no new group.
+    assert [r.read for r in result.by_type(PLACEMENT_GROUP)] == [True]
 
 
 def test_the_efa_device_plugin_runs_on_the_gpu_nodes_at_its_pinned_version(up):

@@ -309,7 +309,7 @@ def test_stack_file_parses_to_the_a4_shape():
                               stack="gcp-a4")
     (a4,) = config.gpu_pools
     assert a4.gpu_direct is GPU_DIRECT["a4-highgpu-8g"] and a4.gpu_direct.rdma
-    assert (a4.gpu_direct.networks, a4.gpu_direct.extra_gvnics) == (8, 1)  # RDMA NICs, second gVNIC
+    assert (a4.gpu_direct.gpu_nics, a4.gpu_direct.extra_gvnics) == (8, 1)  # RDMA NICs, second gVNIC
     assert (a4.accelerator_type, a4.gpus_per_node) == ("nvidia-b200", 8)
     assert (a4.capacity, a4.compact_placement, a4.local_ssd_count, a4.topology_aware) == ("ON_DEMAND", True, 32, True)
     assert config.job.queue and config.job.queue_name == "a4-queue"

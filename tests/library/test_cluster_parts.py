@@ -242,7 +242,7 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
      "zone: 'europe-west4-a' is not a zone of region us-central1"),
     ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "pool": {"capacity": "CHEAP"}}, "pool.capacity"),
     ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "pool": {"machineType": "a3-highgpu-8g"}},
-     "gpuNetworkNames: not set, and a3-highgpu-8g attaches 4 GPU networks"),
+     "gpuNetworkNames: not set, and a3-highgpu-8g attaches 4 GPU NICs"),
     ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "gpuNetworkNames": ["a"], "gpuSubnetworkNames": ["b"]},
      "gpuNetworkNames: a2-highgpu-1g has no GPUDirect NICs"),
     ("FilestoreShare", {**CASES["FilestoreShare"][1], "capacityGb": 100}, "capacityGb: a BASIC_SSD Filestore share"),
@@ -401,7 +401,7 @@ A3_POOL = {**CASES["GkeGpuNodePool"][1], "poolName": "h100", "pool": {"machineTy
      "clusterName: GKE 1.28.15-gke.1000000 of cluster research is older than GPUDirect-TCPX needs "
      "(1.28.15-gke.3163000 or newer). Fix: "),
     (A3_POOL, {gcp_runs.GET_CLUSTER: existing_cluster("1.33.2-gke.1000000", multi_networking=False)},
-     "clusterName: cluster research has multi-networking off, and a3-highgpu-8g attaches 4 GPU networks"),
+     "clusterName: cluster research has multi-networking off, and a3-highgpu-8g attaches 4 GPU NICs"),
 ])
 def test_a_pool_the_zone_or_cluster_cannot_take_stops_before_the_node_pool(monkeypatch, inputs, answers, line):
     # The stack's preflight of a GPU pool, asked of the zone and the cluster the part is given.
@@ -433,8 +433,8 @@ def test_gpu_networks_from_an_output_are_counted_before_the_node_pool(monkeypatc
             gpu_subnetwork_names=pulumi.Output.from_input([f"tcpx-{i}" for i in range(4)])))
 
     message, registered = refused(monkeypatch, program, answering(**{gcp_runs.GET_CLUSTER: A3_CLUSTER}))
-    assert message == ("GkeGpuNodePool 'h100': gpuNetworkNames: a3-highgpu-8g attaches 4 GPU networks, got 5. Fix: "
-                       "list all 4, in NIC order"), message
+    assert message == ("GkeGpuNodePool 'h100': gpuNetworkNames: a3-highgpu-8g attaches 4 GPU NICs, got 5 names. Fix: "
+                       "list one per GPU NIC, in NIC order"), message
     assert "gcp:container/nodePool:NodePool" not in registered, registered
 
 

@@ -72,7 +72,7 @@ SUBNETS = [f"{vpc}-subnet" for vpc in VPCS]
 
 def direct_gpu_networks() -> None:
     google = gcp.Provider("part-gcp", project="ml-research-123", region="us-central1", default_labels={})
-    GpuNetworks("part", GpuNetworksArgs(region="us-central1", name_prefix="research-tcpx", count=4),
+    GpuNetworks("part", GpuNetworksArgs(region="us-central1", name_prefix="research-tcpx", gpu_nics=4),
                 opts=pulumi.ResourceOptions(providers={"gcp": google}))
 
 
@@ -142,7 +142,7 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
     ("GpuDirectNetworks", {"project": "p", "region": "us-central1", "machineType": "a2-highgpu-8g",
                            "namePrefix": "x"}, "'a2-highgpu-8g' has no GPUDirect NICs"),
     ("GpuDirect", {"kubeconfig": KUBECONFIG, "machineType": "a3-megagpu-8g", "vpcNames": VPCS,
-                   "subnetNames": SUBNETS}, "vpc_names must list the 8 GPU networks of a3-megagpu-8g, got 4"),
+                   "subnetNames": SUBNETS}, "vpc_names must list one name per GPU NIC of a3-megagpu-8g (8), got 4"),
     ("AwsStack", {"region": "us-west-2"}, "apiPublicAccessCidrs: not set"),
     ("GcpStack", {"project": "ml-research-123", "job": {"enabled": True, "podsMax": 3},
                   "gpuPools": {"t4": {"max": 1}}}, "job.podsMax: 3 pods need 3 GPU nodes"),

@@ -100,3 +100,13 @@ def test_the_users_pod_annotation_wins_over_the_preferred_topology():
 def test_a_preferred_topology_must_be_a_node_label():
     with pytest.raises(helm.HelmError, match="/kueue/preferredTopology"):
         render(deep_merge(RDMA, {"kueue": {"preferredTopology": "not a label!"}}))
+
+
+@pytest.mark.parametrize("values", [RDMA, CHECK], ids=["trainer", "allreduce check"])
+def test_rdma_mode_keeps_the_hardened_profile_and_adds_no_capability(values):
+    # Google's A4 test pods add none (container-engine-accelerators gpudirect-rdma/nccl-test-a4.yaml at
+    # 992db81); IPC_LOCK would not reach the non-root trainer anyway (_gpu_networking_rdma.tpl).
+    (container,) = template(values)["spec"]["containers"]
+    context = container["securityContext"]
+    assert (context["privileged"], context["allowPrivilegeEscalation"], context["runAsNonRoot"]) == (False, False, True)
+    assert context["capabilities"] == {"drop": ["ALL"]}

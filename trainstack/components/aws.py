@@ -83,7 +83,7 @@ class EksGpuNodes:
     zone: str | None = None
     """The EFA group's one zone, for its placement group and subnet (default: the first availability zone)."""
     placement_group: str | None = None
-    """An existing placement group the EFA group launches into (default: a new cluster placement group, none with a reservation)."""
+    """An existing cluster placement group of the region the EFA group launches into; preflight reads it (default: a new cluster placement group, none with a reservation)."""
 
 
 @dataclass(kw_only=True)

@@ -111,22 +111,23 @@ def gpu_network_pairs(component: str, pool: GpuPoolConfig, args: GkeGpuNodePoolA
             raise InputError(f"{component}: {named[0]}: {pool.machine_type} has no GPUDirect NICs to attach. Fix: "
                              f"remove {' and '.join(named)}, or choose an A3 machine type")
         return []
-    count = pool.gpu_direct.networks
+    gpu_nics = pool.gpu_direct.gpu_nics
 
     def counted(key: str, names: list) -> list:
-        if len(names) != count:
-            raise InputError(f"{component}: {key}: {pool.machine_type} attaches {count} GPU networks, got "
-                             f"{len(names)}. Fix: list all {count}, in NIC order")
+        if len(names) != gpu_nics:
+            raise InputError(f"{component}: {key}: {pool.machine_type} attaches {gpu_nics} GPU NICs, got "
+                             f"{len(names)} names. Fix: list one per GPU NIC, in NIC order")
         return names
 
     lists = {}
     for key, value in given.items():
         if value is None:
-            raise InputError(f"{component}: {key}: not set, and {pool.machine_type} attaches {count} GPU networks "
+            raise InputError(f"{component}: {key}: not set, and {pool.machine_type} attaches {gpu_nics} GPU NICs "
                              f"(GPUDirect-{pool.gpu_direct.mode.upper()}). Fix: pass GpuDirectNetworks' outputs, or "
                              "set pool.gpuDirect to none")
         # A literal list is counted now; an output once it resolves, before the node pool reads its entries.
         lists[key] = counted(key, value) if isinstance(value, list) else \
             pulumi.Output.from_input(value).apply(lambda names, key=key: counted(key, names))
-    return list(zip(per_network(lists["gpuNetworkNames"], count), per_network(lists["gpuSubnetworkNames"], count),
+    return list(zip(per_network(lists["gpuNetworkNames"], gpu_nics),
+                    per_network(lists["gpuSubnetworkNames"], gpu_nics),
                     strict=True))

@@ -31,7 +31,7 @@ def checked_cluster(result: gcp.container.GetClusterResult, profile: GpuDirectPr
                          "(GkeCluster's kubernetesVersion), or set pool.gpuDirect to none")
     if not result.enable_multi_networking:
         raise InputError(f"clusterName: cluster {result.name} has multi-networking off, and {machine_type} attaches "
-                         f"{profile.networks} GPU networks (GPUDirect-{profile.mode.upper()}). Fix: set the cluster's "
+                         f"{profile.gpu_nics} GPU NICs (GPUDirect-{profile.mode.upper()}). Fix: set the cluster's "
                          "multiNetworking to true, or set pool.gpuDirect to none")
     return True
 

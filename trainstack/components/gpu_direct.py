@@ -33,11 +33,11 @@ def gpu_direct_profile(component: str, machine_type: str) -> GpuDirectProfile:
     return profile
 
 
-def per_network(names: pulumi.Input[list[str]], count: int) -> list[pulumi.Input[str]]:
-    """One input per GPU network, from a list that may be another component's output as a whole."""
+def per_network(names: pulumi.Input[list[str]], gpu_nics: int) -> list[pulumi.Input[str]]:
+    """One input per GPU NIC, from a list that may be another component's output as a whole."""
     if isinstance(names, list):
         return names
-    return [pulumi.Output.from_input(names).apply(lambda values, i=i: values[i]) for i in range(count)]
+    return [pulumi.Output.from_input(names).apply(lambda values, i=i: values[i]) for i in range(gpu_nics)]
 
 
 @dataclass(kw_only=True)
@@ -72,7 +72,7 @@ class GpuDirectNetworks(pulumi.ComponentResource):
         google = gcp.Provider(f"{name}-gcp", project=args.project, region=args.region,
                               default_labels=dict(args.labels or {}), opts=pulumi.ResourceOptions(parent=self))
         networks = InfraGpuNetworks(name, InfraGpuNetworksArgs(
-            region=args.region, name_prefix=args.name_prefix, count=profile.networks),
+            region=args.region, name_prefix=args.name_prefix, gpu_nics=profile.gpu_nics),
             opts=pulumi.ResourceOptions(parent=self, providers={"gcp": google}))
         self.network_names = pulumi.Output.all(*networks.network_names)
         self.subnetwork_names = pulumi.Output.all(*networks.subnetwork_names)
@@ -113,10 +113,10 @@ class GpuDirect(pulumi.ComponentResource):
         names = {}
         for field in ("vpc_names", "subnet_names"):
             value = getattr(args, field)
-            if isinstance(value, list) and len(value) != profile.networks:  # known now: checked now
-                validation.fail(component, f"{field} must list the {profile.networks} GPU networks of "
-                                f"{args.machine_type}, got {len(value)}")
-            names[field] = per_network(value, profile.networks)
+            if isinstance(value, list) and len(value) != profile.gpu_nics:  # known now: checked now
+                validation.fail(component, f"{field} must list one name per GPU NIC of {args.machine_type} "
+                                f"({profile.gpu_nics}), got {len(value)}")
+            names[field] = per_network(value, profile.gpu_nics)
         accelerator = args.accelerator or FIXED_GPU_MACHINES[args.machine_type].accelerator
         direct_args = InfraGpuDirectArgs(provider=stand_in_provider(), profile=profile, accelerator=accelerator,
                                          **names)

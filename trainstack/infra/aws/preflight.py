@@ -19,6 +19,22 @@
   (terraform-provider-aws findCapacityReservationByID treats those as not found), but it exposes no state
   or reservation type, so a pending ODCR or a Capacity Block ID given with ON_DEMAND is not caught here.
   Without this a mismatch creates the group and surfaces only as launches that fail at scale-up.
+- For a group that launches into an existing placement group (gpuNodes.placementGroup): is it a `cluster`
+  group of the stack's region? pulumi_aws 7.51.1 has no placement-group invoke, so it is read as a resource
+  (aws.ec2.PlacementGroup.get, by name, its import ID): terraform-provider-aws reads it with
+  ec2:DescribePlacementGroups by group name (internal/service/ec2/find.go findPlacementGroupByName), which
+  answers for the provider's region only (aws:region). A name that no group of the region has, or a deleted
+  group, fails that read and with it the preview; a `spread` group (at most 7 running instances per zone) or
+  a `partition` group (trainstack's choice: its racks split the EFA traffic) is refused in one line.
+  Without this a wrong name or strategy surfaces only when the autoscaler's first launch fails.
+- With both: was the reservation made in that placement group? A reservation made in one (its
+  placement_group_arn) needs gpuNodes.placementGroup to name it, and a named group other than the
+  reservation's is refused: a launch constrained to a group the reserved capacity is not in fails. A
+  named group for an On-Demand Capacity Reservation made in none is a warning (EC2 uses the reservation
+  there too, but may fill only part of the count); for a Capacity Block made in none, a refusal. A
+  reservation made in a group of another account (shared: its ARN's account is not the caller's,
+  sts:GetCallerIdentity) is refused: the launch template names the group by name, which EC2 accepts
+  only for the owner's groups.
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
 - When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
@@ -123,6 +139,90 @@ def checked_reservation(reservation_id: str, *, instance_type: str, zone: str, w
         raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} is {state}: nothing launches into it. Fix: use an "
                               "active or scheduled Capacity Block (aws ec2 describe-capacity-reservations --filters "
                               "Name=reservation-type,Values=capacity-block)")
+    return True
+
+
+PLACEMENT_GROUP_KEY = f"{NAMESPACE}:gpuNodes.placementGroup"
+
+
+def checked_placement_group(name: str, strategy: str | None) -> bool:
+    """An existing placement group for an EFA group is a `cluster` group, as the one the stack creates is.
+
+    A spread group holds at most 7 running instances per zone (EC2 user guide placement-strategies.html),
+    too few for a training group. A partition group could hold them, but spreads them over separate racks:
+    refusing it is trainstack's choice, to keep the all-reduce traffic of an EFA group in one low-latency
+    network segment.
+    """
+    if strategy != "cluster":
+        reasons = {
+            "spread": "a spread group holds at most 7 running instances per zone",
+            "partition": "a partition group spreads them over separate racks, and trainstack keeps an EFA group's "
+                         "all-reduce traffic in one low-latency network segment",
+        }
+        reason = reasons.get(strategy or "", "only a cluster group packs them into one low-latency network segment")
+        raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {name} is a {strategy or 'strategy-less'} placement group, "
+                              f"and trainstack launches EFA nodes into a cluster group only: {reason}. Fix: name a "
+                              "cluster placement group (aws ec2 describe-placement-groups --filters "
+                              f"Name=strategy,Values=cluster), or pulumi config rm --path {PLACEMENT_GROUP_KEY} "
+                              "to let the stack create one")
+    return True
+
+
+def _group_name(arn: str) -> str:
+    """arn:aws:ec2:<region>:<account>:placement-group/<name> -> <name>."""
+    return arn.rpartition("/")[2]
+
+
+def _group_account(arn: str) -> str:
+    """arn:aws:ec2:<region>:<account>:placement-group/<name> -> <account>, the group's owner."""
+    return arn.split(":")[4]
+
+
+def checked_reservation_placement(reservation_id: str, reservation_group_arn: str | None,
+                                  named_group: str | None, caller_account: str, *,
+                                  capacity_block: bool = False) -> bool:
+    """The group launches in the placement group its reservation was made in, if it was made in one.
+
+    A reservation made in a cluster placement group is used by launches into that group (EC2 user guide
+    capacity-reservations-launch.html: choose the cluster placement group and the reservation); a launch
+    constrained to a group the reserved capacity is not in fails with InsufficientInstanceCapacity
+    (terraform-aws-modules/terraform-aws-eks PR #3730, for On-Demand Capacity Reservations and Capacity Blocks).
+    An On-Demand Capacity Reservation made in no group is still used by a launch into a group (EC2 user guide
+    limitations-placement-groups.html), but may fill only part of the count (eksctl-io/eksctl issue #7949):
+    a warning, not a refusal. A named group for a Capacity Block made in no group is still refused: AWS
+    ParallelCluster refuses a placement group with a Capacity Block (aws/aws-parallelcluster PR #6311).
+
+    A reservation made in a group another account shared with this one cannot be used: the launch template
+    names its group by name, and EC2 accepts a shared group only by ID (EC2 user guide
+    share-placement-group.html; DescribePlacementGroups errors for a shared group's name). Groups are compared
+    by name, the launch template's key, not by whole ARN.
+    """
+    reservation_group = _group_name(reservation_group_arn) if reservation_group_arn else None
+    if reservation_group_arn and _group_account(reservation_group_arn) != caller_account:
+        owner = _group_account(reservation_group_arn)
+        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} was made in placement group {reservation_group} "
+                              f"of account {owner}, shared with this account ({caller_account}): trainstack launches "
+                              "by group name, which EC2 accepts only for the owner's groups. Fix: deploy from "
+                              f"account {owner}, or use a reservation made in a placement group of this account")
+    if reservation_group and named_group is None:
+        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} was made in the cluster placement group "
+                              f"{reservation_group}, and the group names none. Fix: pulumi config set --path "
+                              f"{PLACEMENT_GROUP_KEY} {reservation_group}")
+    if named_group is not None and reservation_group != named_group:
+        if not reservation_group_arn and not capacity_block:
+            pulumi.log.warn(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
+                            "which was made in no placement group: EC2 uses the reservation for a launch into "
+                            f"{named_group} too, but may fill only part of the count there. To launch into all of "
+                            f"it: pulumi config rm --path {PLACEMENT_GROUP_KEY}")
+            return True
+        if not reservation_group_arn:
+            raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of "
+                                  f"{reservation_id}, a Capacity Block made in no placement group: trainstack launches "
+                                  "into such a block in no group (AWS ParallelCluster refuses a placement group with "
+                                  f"a Capacity Block). Fix: pulumi config rm --path {PLACEMENT_GROUP_KEY}")
+        raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
+                              f"which was made in {reservation_group}: its instances cannot launch there. Fix: pulumi "
+                              f"config set --path {PLACEMENT_GROUP_KEY} {reservation_group}")
     return True
 
 
@@ -264,17 +364,31 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
             lambda result: checked(checked_efa_instance_type)(result, efa_type, interfaces)))
         checks.append(aws.ssm.get_parameter_output(name=nvidia_ami_parameter(cfg.kubernetes_version), opts=invoke).apply(
             lambda result: checked(checked_nvidia_ami)(result, cfg.kubernetes_version, cfg.region)))
+    placement_group = cfg.gpu_nodes.efa.placement_group if cfg.gpu_nodes.efa is not None else None
+    if placement_group is not None:
+        existing = aws.ec2.PlacementGroup.get("gpu-placement-group", placement_group,
+                                              opts=pulumi.ResourceOptions(parent=parent, provider=provider))
+        checks.append(existing.strategy.apply(
+            lambda strategy: checked(checked_placement_group)(placement_group, strategy)))
     reservation = cfg.gpu_nodes.capacity_reservation_id
     if reservation is not None and cfg.gpu_nodes.efa is not None:
         group = {"wanted_type": cfg.gpu_nodes.instance_types[0], "wanted_zone": cfg.gpu_nodes.efa.zone}
         if cfg.gpu_nodes.capacity_type == "CAPACITY_BLOCK":
-            checks.append(aws.ec2.get_capacity_block_reservation_output(id=reservation, opts=invoke).apply(
+            block = aws.ec2.get_capacity_block_reservation_output(id=reservation, opts=invoke)
+            checks.append(block.apply(
                 lambda block: checked(checked_reservation)(
                     reservation, instance_type=block.instance_type, zone=block.availability_zone, state=block.state,
                     reservation_type=block.reservation_type, **group)))
+            reservation_group_arn = block.placement_group_arn
         else:
             odcr = aws.ec2.CapacityReservation.get("gpu-capacity-reservation", reservation,
                                                    opts=pulumi.ResourceOptions(parent=parent, provider=provider))
             checks.append(pulumi.Output.all(odcr.instance_type, odcr.availability_zone).apply(
                 lambda answer: checked(checked_reservation)(reservation, instance_type=answer[0], zone=answer[1], **group)))
+            reservation_group_arn = odcr.placement_group_arn
+        caller = aws.get_caller_identity_output(opts=invoke)
+        checks.append(pulumi.Output.all(reservation_group_arn, caller.account_id).apply(
+            lambda answers: checked(checked_reservation_placement)(
+                reservation, answers[0], placement_group, answers[1],
+                capacity_block=cfg.gpu_nodes.capacity_type == "CAPACITY_BLOCK")))
     return pulumi.Output.all(*checks).apply(lambda _: [])

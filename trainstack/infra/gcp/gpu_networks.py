@@ -45,7 +45,7 @@ def roce_network_profile(project: str, zone: str) -> str:
 class GpuNetworksArgs:
     region: str
     name_prefix: str  # the cluster's name: GCE network names are per project
-    count: int  # GPU NICs per node
+    gpu_nics: int  # GPU NICs per node (GpuDirectProfile.gpu_nics)
     # RDMA machines: the RoCE network profile of the nodes' zone (roce_network_profile); the GPU NICs
     # are then subnets of one RDMA VPC instead of one VPC each.
     rdma_network_profile: str | None = None
@@ -66,7 +66,7 @@ class GpuNetworks(pulumi.ComponentResource):
         self.network_names, self.subnetwork_names = [], []
         self.gvnic_network_names, self.gvnic_subnetwork_names = [], []
         if args.rdma_network_profile is None:
-            for index, cidr in enumerate(gpu_subnet_ranges(args.count)):
+            for index, cidr in enumerate(gpu_subnet_ranges(args.gpu_nics)):
                 network, subnet = self._vpc_with_subnet(name, f"{args.name_prefix}-gpunet-{index}", index, cidr,
                                                         args.region, GPU_NETWORK_MTU, child)
                 self.network_names.append(network)
@@ -83,7 +83,7 @@ class GpuNetworks(pulumi.ComponentResource):
                 f"{name}-rdma", name=rdma_name, auto_create_subnetworks=False, routing_mode="REGIONAL",
                 mtu=RDMA_NETWORK_MTU, network_profile=args.rdma_network_profile, opts=child)
             # After the gVNIC blocks; RoCE VPCs take no firewall rules of trainstack's (upstream sets none).
-            for index, cidr in enumerate(gpu_subnet_ranges(args.count, first=args.extra_gvnics)):
+            for index, cidr in enumerate(gpu_subnet_ranges(args.gpu_nics, first=args.extra_gvnics)):
                 subnet = gcp.compute.Subnetwork(
                     f"{name}-rdma-{index}", name=f"{args.name_prefix}-sub-{index}", network=rdma.id, region=args.region,
                     ip_cidr_range=cidr, opts=child)

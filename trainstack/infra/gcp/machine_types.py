@@ -71,7 +71,7 @@ class GpuDirectProfile:
     """
 
     mode: str  # the chart's gpuNetworking.mode
-    networks: int  # GPU NICs per node: extra VPCs (TCPX/TCPXO) or subnets of the RDMA VPC (RDMA)
+    gpu_nics: int  # GPU NICs per node: extra VPCs (TCPX/TCPXO) or subnets of the RDMA VPC (RDMA)
     local_ssd_count: int  # the machine's bundled local NVMe SSDs, used as ephemeral storage
     min_versions: Mapping[str, str]
     # Pod size that leaves room for GKE's DaemonSets (and, on TCPX/TCPXO, the RxDM sidecar).
@@ -102,14 +102,14 @@ _RDMA_POD = {"requests": {"cpu": "200", "memory": "2000Gi"}, "limits": {"memory"
 # GPUDirect-RDMA machines: 8 RoCE NICs (one per GPU), 32 bundled local SSDs (cluster-toolkit
 # modules/compute/gke-node-pool/disk_definitions.tf), no GKE minimum listed upstream; cluster-toolkit's
 # daily A3 Ultra and A4 tests require 100 GB/s (all_gather_perf 1K-8G, examples/gke-a4/nccl-jobset-example.yaml).
-_RDMA = {"mode": "rdma", "networks": 8, "extra_gvnics": 1, "local_ssd_count": 32, "pod_resources": _RDMA_POD,
+_RDMA = {"mode": "rdma", "gpu_nics": 8, "extra_gvnics": 1, "local_ssd_count": 32, "pod_resources": _RDMA_POD,
          "nccl_min_bus_bandwidth_gbps": 100, "min_versions": {}}
 GPU_DIRECT: Mapping[str, GpuDirectProfile] = {
     "a3-highgpu-8g": GpuDirectProfile(
-        mode="tcpx", networks=4, local_ssd_count=16, pod_resources=_A3_POD, nccl_min_bus_bandwidth_gbps=25,
+        mode="tcpx", gpu_nics=4, local_ssd_count=16, pod_resources=_A3_POD, nccl_min_bus_bandwidth_gbps=25,
         min_versions={"1.27": "1.27.16-gke.2874000", "1.28": "1.28.15-gke.3163000", "1.29": "1.29.15-gke.2467000"}),
     "a3-megagpu-8g": GpuDirectProfile(
-        mode="tcpxo", networks=8, local_ssd_count=16, pod_resources=_A3_POD, nccl_min_bus_bandwidth_gbps=30,
+        mode="tcpxo", gpu_nics=8, local_ssd_count=16, pod_resources=_A3_POD, nccl_min_bus_bandwidth_gbps=30,
         min_versions={"1.28": "1.28.15-gke.3163000", "1.29": "1.29.15-gke.2467000", "1.30": "1.30.14-gke.1922000",
                       "1.31": "1.31.14-gke.1243000", "1.32": "1.32.11-gke.1174000"}),
     # A3 Ultra's gIB tuner file (cluster-toolkit examples/machine-learning/a3-ultragpu-8g/nemo-framework/

@@ -15,6 +15,10 @@
   types, so the GPU an N1 pool attaches (nvidia-tesla-t4) is not checked here: GKE refuses a zone
   without it when it creates the node pool.
 
+Not asked: whether the zone offers the RoCE network profile an RDMA pool's VPC names (<zone>-vpc-roce,
+gpu_networks.roce_network_profile). Compute Engine has networkProfiles.get, but pulumi-gcp 10.2.0 has
+no data source for it, so a zone without the profile fails at the RDMA VPC's create (docs/a4.md).
+
 Each answer is an Output whose apply raises a one-line pulumi.RunError; `gate()` combines them for
 every resource of the stack to depend on, so a wrong answer stops the preview (and `up
 --skip-preview`) before anything is registered. They need credentials; under mocks the tests answer them.

@@ -91,7 +91,7 @@ class GcpStack(pulumi.ComponentResource):
         # GPUDirect machines (A3, A3 Ultra, A4): their extra VPCs, once per networking mode, shared by the pools.
         gpu_networks = {
             profile.mode: GpuNetworks(f"{name}-{profile.mode}-networks", GpuNetworksArgs(
-                region=cfg.region, name_prefix=f"{cfg.cluster_name}-{profile.mode}", count=profile.networks,
+                region=cfg.region, name_prefix=f"{cfg.cluster_name}-{profile.mode}", gpu_nics=profile.gpu_nics,
                 rdma_network_profile=roce_network_profile(cfg.project, cfg.zone) if profile.rdma else None,
                 extra_gvnics=profile.extra_gvnics),
                 opts=after_apis)
