@@ -34,13 +34,16 @@ from trainstack.infra.aws.network import Network, NetworkArgs
 from trainstack.infra.aws.registry import Registry, RegistryArgs
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
 from trainstack.infra.config import NAMESPACE
-from trainstack.infra.core.contracts import ObjectStore, WorkloadIdentity
+from trainstack.infra.core.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
 from trainstack.infra.kubernetes.job_service_account import JOB_SERVICE_ACCOUNT
 from trainstack.infra.kubernetes.kueue import KUEUE_NAMESPACE
 from trainstack.infra.kubernetes.nccl_check_command import nccl_check_command
 from trainstack.infra.kubernetes.nvidia_device_plugin import DEFAULT_NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from trainstack.infra.kubernetes.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
 from trainstack.infra.kubernetes.training_job import chart_default_values, image_values
+
+# On Kueue's controller pods while the cluster serves ProvisioningRequests (provisioning_kueue_values).
+PROVISIONING_API_ANNOTATION = "trainstack/provisioning-request-api"
 
 
 def release_namespaces(cfg: AwsStackConfig) -> list[str]:
@@ -79,6 +82,21 @@ def eks_cluster_args(cfg: AwsStackConfig, *, vpc_id: pulumi.Input[str], public_s
         efa_subnet_id=efa_subnet_id,
     )
 
+def serves_provisioning_requests(cfg: AwsStackConfig, gpu: GpuPlacement) -> bool:
+    """Whether the cluster autoscaler must serve ProvisioningRequests: Kueue queues the jobs and the GPU
+    group's Topology has the provisioning admission check (the autoscaler grows it from zero)."""
+    return (cfg.cluster_autoscaler and cfg.job.queue and gpu.topology is not None
+            and gpu.topology.provisioning_class is not None)
+
+
+def provisioning_kueue_values() -> dict[str, Any]:
+    """A pod annotation on Kueue's controller while the stack serves ProvisioningRequests: switching
+    topology-aware placement on in a running stack then restarts Kueue after the CRD exists, so that it
+    enables its provisioning controller (kueue v0.19.2 cmd/kueue/main.go reads the API once, at start;
+    the chart puts controllerManager.manager.podAnnotations on the Deployment's pods)."""
+    return {"controllerManager": {"manager": {"podAnnotations": {PROVISIONING_API_ANNOTATION: "served"}}}}
+
+
 @dataclass(frozen=True, kw_only=True)
 class AwsStackArgs:
     config: AwsStackConfig
@@ -111,9 +129,13 @@ class AwsStack(pulumi.ComponentResource):
             private_subnet_ids=network.private_subnet_ids, tags=tags,
             efa_subnet_id=network.mount_subnet_ids[cfg.gpu_nodes.efa.zone] if cfg.gpu_nodes.efa else None,
         ), opts=child)
+        # Kueue asks the autoscaler for a topology pool's nodes by ProvisioningRequest (topology.py).
+        provisioning = serves_provisioning_requests(cfg, cluster.gpu_placement)
+        provisioning_api: list[pulumi.Resource] = []
         if cfg.cluster_autoscaler:
-            ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(cluster=cluster, region=cfg.region,
-                                                                          tags=tags), opts=child)
+            autoscaler = ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(
+                cluster=cluster, region=cfg.region, tags=tags, provisioning_requests=provisioning), opts=child)
+            provisioning_api = autoscaler.provisioning_request_api
         storage = EfsStorage(f"{name}-efs", EfsStorageArgs(
             cluster=cluster, network=network, claim_namespace=cfg.job.namespace,
             claim_name=shared_claim_name(cfg.job), protect=cfg.protect_shared_filesystem, tags=tags), opts=child)
@@ -151,7 +173,9 @@ class AwsStack(pulumi.ComponentResource):
             tags=tags,
         ), opts=child)
 
-        job_ready: list[pulumi.Resource] = [cluster.system_node_group]
+        # Kueue enables its provisioning controller only if the ProvisioningRequest API is served when it
+        # starts: the platform (Kueue with it) waits for the CRD, and on destroy goes before it.
+        job_ready: list[pulumi.Resource] = [cluster.system_node_group, *provisioning_api]
         efa = cfg.gpu_nodes.efa
         if efa is not None:
             job_ready.append(EfaDevicePlugin(f"{name}-efa-device-plugin", EfaDevicePluginArgs(
@@ -174,6 +198,7 @@ class AwsStack(pulumi.ComponentResource):
             install_device_plugin=True,
             job_values=job_values,
             gpu_local_disk=cluster.gpu_local_disk,
+            kueue_values=provisioning_kueue_values() if provisioning else {},
         # Kueue's controller (and its webhook) runs on the system nodes: the platform waits for them, as on GKE.
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
 
