@@ -3,9 +3,11 @@
 EKS labels a node with its EC2 instance topology: `topology.k8s.aws/network-node-layer-1` (the widest
 network node), `-2`, `-3`, and `-4` on types whose topology has four layers (EKS user guide
 ml-workload-topology.html). The labels come from the AWS cloud controller manager EKS runs in the
-control plane: it asks ec2:DescribeInstanceTopology (which AmazonEKSClusterPolicy grants) for the
-instance and sets one label per network node, widest first (kubernetes/cloud-provider-aws v1.32.0 and
-later, pkg/providers/v1/instances_v2.go getAdditionalLabels, pkg/providers/v1/topology.go). A node
+control plane: it asks ec2:DescribeInstanceTopology (which AmazonEKSClusterPolicy grants; pulumi-eks
+attaches that policy to the cluster role, nodejs/eks/cluster/cluster.ts) for the instance and sets one
+label per network node, widest first, when it initializes the node (kubernetes/cloud-provider-aws
+v1.32.0 and later, pkg/providers/v1/instances_v2.go getAdditionalLabels, pkg/providers/v1/topology.go;
+k8s.io/cloud-provider controllers/node/node_controller.go applies the AdditionalLabels). A node
 without them (a Region where EC2 describes no topology, an instance EC2 has no topology for) is left
 out of every topology by Kueue (kueue v0.19.2 pkg/util/tas/node.go NodeMatchesFlavor), so a job that
 waits for it is never admitted.
