@@ -82,6 +82,7 @@ def eks_cluster_args(cfg: AwsStackConfig, *, vpc_id: pulumi.Input[str], public_s
         efa_subnet_id=efa_subnet_id,
     )
 
+
 def serves_provisioning_requests(cfg: AwsStackConfig, gpu: GpuPlacement) -> bool:
     """Whether the cluster autoscaler must serve ProvisioningRequests: Kueue queues the jobs and the GPU
     group's Topology has the provisioning admission check (the autoscaler grows it from zero)."""
