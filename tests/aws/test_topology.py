@@ -70,6 +70,10 @@ def test_each_type_gets_as_many_layers_as_ec2_describes(instance_type, layers):
 def test_the_group_at_zero_is_provisioned_by_the_autoscaler_before_kueue_places_the_job(up):
     config = up.one(f"{KUEUE}:ProvisioningRequestConfig").inputs
     assert config["spec"]["provisioningClassName"] == ATOMIC_SCALE_UP_CLASS
+    # A slow or short p5 launch lets bookings expire: Kueue retries for days instead of deactivating
+    # the job after its default 3 retries (kueue v0.19.2 provisioningrequestconfig_types.go).
+    assert config["spec"]["retryStrategy"] == {"backoffLimitCount": 1000, "backoffBaseSeconds": 60,
+                                               "backoffMaxSeconds": 600}
     check = up.one(f"{KUEUE}:AdmissionCheck").inputs
     assert check["spec"]["parameters"]["name"] == config["metadata"]["name"]
     flavor = up.one(f"{KUEUE}:ResourceFlavor").inputs["metadata"]["name"]
