@@ -121,6 +121,17 @@ def test_the_job_prefers_one_host_and_the_chart_renders_it_in_efa_mode(up):
     assert up.exports["jobSubmission"]["values"]["kueue"]["preferredTopology"] == "kubernetes.io/hostname"
 
 
+def test_switching_topology_on_replaces_the_stacks_running_job(up):
+    # What docs/upgrading.md warns about: the first `up` of an aws-p5 stack from before topology-aware
+    # placement adds kueue.preferredTopology to the job's values, a replace-on-change path of a
+    # delete-before-replace release, so the running Job is deleted and created again.
+    off = run_p5(p5_config({**JOB_ENABLED, GPU: {"topologyAware": False}})).one(RELEASE, "train")
+    on = up.one(RELEASE, "train")
+    assert off.inputs["values"]["kueue"] == {"queueName": "training"}
+    assert on.inputs["values"]["kueue"] == {"queueName": "training", "preferredTopology": "kubernetes.io/hostname"}
+    assert "values.kueue" in on.replace_on_changes and on.delete_before_replace
+
+
 def _without_tas(result) -> None:
     assert result.by_type(f"{KUEUE}:Topology") == [] and result.by_type(f"{KUEUE}:AdmissionCheck") == []
     assert result.by_type(CRD) == []
