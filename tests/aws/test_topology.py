@@ -177,7 +177,7 @@ def test_without_kueue_the_autoscaler_serves_no_provisioning_requests():
     assert result.by_type(CRD) == [] and "enable-provisioning-requests" not in _autoscaler_args(result)
 
 
-def test_the_topology_is_the_autoscaler_class_only_when_the_group_scales_from_zero():
+def test_the_topology_is_the_autoscaler_class_only_when_the_autoscaler_sizes_the_group():
     instance = EFA_INSTANCE_TYPES["p5.48xlarge"]
-    assert efa_topology(instance, scales_from_zero=True).provisioning_class == ATOMIC_SCALE_UP_CLASS
-    assert efa_topology(instance, scales_from_zero=False).provisioning_class is None
+    assert efa_topology(instance, autoscaled=True).provisioning_class == ATOMIC_SCALE_UP_CLASS
+    assert efa_topology(instance, autoscaled=False).provisioning_class is None

@@ -313,7 +313,7 @@ class EksCluster(pulumi.ComponentResource):
             ready=[self.gpu_node_group],
             # Kueue places a multi-node job by the nodes' EC2 instance topology (topology.py); from zero,
             # only once the cluster autoscaler has added the nodes (its ProvisioningRequest class).
-            topology=efa_topology(gpu.efa.instance, scales_from_zero=args.autoscaled)
+            topology=efa_topology(gpu.efa.instance, autoscaled=args.autoscaled)
             if gpu.efa is not None and gpu.topology_aware else None)
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.kubernetes_version = args.kubernetes_version

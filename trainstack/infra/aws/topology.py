@@ -39,13 +39,15 @@ TOPOLOGY_REGIONS = frozenset({
 })
 
 
-def efa_topology(instance: EfaInstanceType, *, scales_from_zero: bool) -> NodeTopology:
+def efa_topology(instance: EfaInstanceType, *, autoscaled: bool) -> NodeTopology:
     """The Kueue Topology levels of an EFA group's nodes: every network layer of the type, then the host.
 
-    A group the cluster autoscaler grows from zero gets the ProvisioningRequest admission check: Kueue
-    assigns a topology only over nodes that exist, so the autoscaler adds them first (kueue v0.19.2
-    site/content/en/docs/concepts/topology_aware_scheduling.md, "ClusterAutoscaler support").
+    A group the cluster autoscaler sizes gets the ProvisioningRequest admission check: Kueue assigns a
+    topology only over nodes that exist, so the autoscaler adds any that are missing first (kueue
+    v0.19.2 site/content/en/docs/concepts/topology_aware_scheduling.md, "ClusterAutoscaler support").
+    A group that already has the nodes (min > 0) gets the check too; the autoscaler then finds the
+    capacity on them and adds nothing.
     """
     layers = tuple(f"{NETWORK_NODE_LABEL_PREFIX}{layer}" for layer in range(1, instance.topology_layers + 1))
     return NodeTopology(levels=(*layers, HOSTNAME_LABEL),
-                        provisioning_class=ATOMIC_SCALE_UP_CLASS if scales_from_zero else None)
+                        provisioning_class=ATOMIC_SCALE_UP_CLASS if autoscaled else None)

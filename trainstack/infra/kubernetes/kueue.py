@@ -132,7 +132,7 @@ class KueueArgs:
     # Further queues, one per further GPU pool, in the same namespace: the fields above are the first's.
     more_queues: Sequence[PoolQueue] = ()
     # Topology Aware Scheduling on this queue's flavor: a Topology of these node labels, which the
-    # flavor names (and a ProvisioningRequest admission check when the pool scales from zero).
+    # flavor names (and a ProvisioningRequest admission check when the cluster autoscaler sizes the pool).
     topology: NodeTopology | None = None
 
     def validate(self, component: str) -> None:
