@@ -9,6 +9,7 @@ Kueue v0.19.2's CRD schemas and its provisioning admission check, and the cluste
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -21,11 +22,15 @@ from tests.aws.stack_runs import JOB_ENABLED as AWS_JOB_ENABLED
 from tests.aws.stack_runs import RELEASE, config_with, run_main
 from tests.stack_runs import assert_one_config_error_line
 from tests.workloads.chart import render
-from trainstack.infra.aws.cluster_autoscaler import PROVISIONING_REQUEST_CRD
+from trainstack.infra.aws.cluster_autoscaler import PROVISIONING_REQUEST_CRD, PROVISIONING_REQUEST_CRD_SHA256
 from trainstack.infra.aws.config import parse_aws_config
 from trainstack.infra.aws.efa import EFA_INSTANCE_TYPES
-from trainstack.infra.aws.stack import PROVISIONING_API_ANNOTATION
-from trainstack.infra.aws.topology import ATOMIC_SCALE_UP_CLASS, efa_topology
+from trainstack.infra.aws.topology import (
+    ATOMIC_SCALE_UP_CLASS,
+    PROVISIONING_API_ANNOTATION,
+    efa_topology,
+    serves_provisioning_requests,
+)
 from trainstack.infra.core.versions import KUEUE_API_VERSION
 
 KUEUE = f"kubernetes:{KUEUE_API_VERSION}"
@@ -99,6 +104,17 @@ def test_the_autoscaler_serves_provisioning_requests_with_the_pinned_crd(up):
     # Kueue v0.19.2 vendors the autoscaler's v1 client: the CRD must serve v1.
     assert [v["name"] for v in crd.inputs["spec"]["versions"] if v["served"] and v["storage"]] == ["v1"]
     assert crd.urn in up.one(RELEASE, "trainstack-autoscaler").dependencies
+
+
+def test_the_vendored_crd_is_the_upstream_file_its_header_and_constant_name():
+    # The pinned digest is of kubernetes/autoscaler cluster-autoscaler-1.35.2
+    # cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml; an edit of the
+    # vendored body, or a bump that updates only the file, fails here.
+    text = PROVISIONING_REQUEST_CRD.read_bytes()
+    header, separator, body = text.partition(b"\n---\n")
+    assert separator and hashlib.sha256(b"---\n" + body).hexdigest() == PROVISIONING_REQUEST_CRD_SHA256
+    assert PROVISIONING_REQUEST_CRD_SHA256.encode() in header
+    assert all(line.startswith(b"#") for line in header.splitlines())
 
 
 def test_kueue_starts_after_the_crd_and_restarts_when_it_appears(up):
@@ -181,3 +197,13 @@ def test_the_topology_is_the_autoscaler_class_only_when_the_autoscaler_sizes_the
     instance = EFA_INSTANCE_TYPES["p5.48xlarge"]
     assert efa_topology(instance, autoscaled=True).provisioning_class == ATOMIC_SCALE_UP_CLASS
     assert efa_topology(instance, autoscaled=False).provisioning_class is None
+
+
+def test_the_autoscaler_serves_provisioning_requests_only_for_a_queued_topology_it_sizes():
+    sized = efa_topology(EFA_INSTANCE_TYPES["p5.48xlarge"], autoscaled=True)
+    assert serves_provisioning_requests(sized, autoscaler=True, queued=True)
+    assert not serves_provisioning_requests(sized, autoscaler=True, queued=False)
+    assert not serves_provisioning_requests(sized, autoscaler=False, queued=True)
+    assert not serves_provisioning_requests(efa_topology(EFA_INSTANCE_TYPES["p5.48xlarge"], autoscaled=False),
+                                            autoscaler=True, queued=True)
+    assert not serves_provisioning_requests(None, autoscaler=True, queued=True)

@@ -56,6 +56,9 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 SCALE_DOWN_UNNEEDED_TIME = "10m"
 SCALE_DOWN_DELAY_AFTER_ADD = "10m"
 PROVISIONING_REQUEST_CRD = Path(__file__).parent / "crds" / "provisioningrequests.autoscaling.x-k8s.io.yaml"
+# sha256 of the upstream file the CRD is vendored from (the vendored file from its `---` line on; the
+# comment header above it is ours): a bump of the file must change this too, and its header.
+PROVISIONING_REQUEST_CRD_SHA256 = "064b0c2c6156bdf39225a11a7d3e199107e1126c714f336e695a269395946782"
 
 # Read-only calls the autoscaler makes to discover groups and build node templates. These actions
 # take no resource-level permissions in IAM, hence "*".

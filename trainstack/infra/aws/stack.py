@@ -33,17 +33,15 @@ from trainstack.infra.aws.job_commands import job_commands
 from trainstack.infra.aws.network import Network, NetworkArgs
 from trainstack.infra.aws.registry import Registry, RegistryArgs
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
+from trainstack.infra.aws.topology import provisioning_kueue_values, serves_provisioning_requests
 from trainstack.infra.config import NAMESPACE
-from trainstack.infra.core.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
+from trainstack.infra.core.contracts import ObjectStore, WorkloadIdentity
 from trainstack.infra.kubernetes.job_service_account import JOB_SERVICE_ACCOUNT
 from trainstack.infra.kubernetes.kueue import KUEUE_NAMESPACE
 from trainstack.infra.kubernetes.nccl_check_command import nccl_check_command
 from trainstack.infra.kubernetes.nvidia_device_plugin import DEFAULT_NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from trainstack.infra.kubernetes.platform import TrainingPlatform, TrainingPlatformArgs, shared_claim_name
 from trainstack.infra.kubernetes.training_job import chart_default_values, image_values
-
-# On Kueue's controller pods while the cluster serves ProvisioningRequests (provisioning_kueue_values).
-PROVISIONING_API_ANNOTATION = "trainstack/provisioning-request-api"
 
 
 def release_namespaces(cfg: AwsStackConfig) -> list[str]:
@@ -83,21 +81,6 @@ def eks_cluster_args(cfg: AwsStackConfig, *, vpc_id: pulumi.Input[str], public_s
     )
 
 
-def serves_provisioning_requests(cfg: AwsStackConfig, gpu: GpuPlacement) -> bool:
-    """Whether the cluster autoscaler must serve ProvisioningRequests: Kueue queues the jobs and the GPU
-    group's Topology has the provisioning admission check (the autoscaler grows it from zero)."""
-    return (cfg.cluster_autoscaler and cfg.job.queue and gpu.topology is not None
-            and gpu.topology.provisioning_class is not None)
-
-
-def provisioning_kueue_values() -> dict[str, Any]:
-    """A pod annotation on Kueue's controller while the stack serves ProvisioningRequests: switching
-    topology-aware placement on in a running stack then restarts Kueue after the CRD exists, so that it
-    enables its provisioning controller (kueue v0.19.2 cmd/kueue/main.go reads the API once, at start;
-    the chart puts controllerManager.manager.podAnnotations on the Deployment's pods)."""
-    return {"controllerManager": {"manager": {"podAnnotations": {PROVISIONING_API_ANNOTATION: "served"}}}}
-
-
 @dataclass(frozen=True, kw_only=True)
 class AwsStackArgs:
     config: AwsStackConfig
@@ -131,7 +114,8 @@ class AwsStack(pulumi.ComponentResource):
             efa_subnet_id=network.mount_subnet_ids[cfg.gpu_nodes.efa.zone] if cfg.gpu_nodes.efa else None,
         ), opts=child)
         # Kueue asks the autoscaler for a topology pool's nodes by ProvisioningRequest (topology.py).
-        provisioning = serves_provisioning_requests(cfg, cluster.gpu_placement)
+        provisioning = serves_provisioning_requests(cluster.gpu_placement.topology, autoscaler=cfg.cluster_autoscaler,
+                                                    queued=cfg.job.queue)
         provisioning_api: list[pulumi.Resource] = []
         if cfg.cluster_autoscaler:
             autoscaler = ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(

@@ -15,6 +15,8 @@ waits for it is never admitted.
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainstack.infra.aws.efa import EfaInstanceType
 from trainstack.infra.core.contracts import NodeTopology
 
@@ -30,6 +32,8 @@ ATOMIC_SCALE_UP_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 # Regions where EC2 describes instance topology (EC2 user guide ec2-instance-topology-prerequisites.html,
 # "AWS Regions", read 2026-11-25; GovCloud and the European Sovereign Cloud are other partitions,
 # which the stack refuses anyway). Elsewhere the cloud controller manager sets no topology label.
+# On Kueue's controller pods while the cluster serves ProvisioningRequests (provisioning_kueue_values).
+PROVISIONING_API_ANNOTATION = "trainstack/provisioning-request-api"
 TOPOLOGY_REGIONS = frozenset({
     "us-east-1", "us-east-2", "us-west-1", "us-west-2", "af-south-1",
     "ap-southeast-3", "ap-east-1", "ap-south-2", "ap-southeast-4", "ap-south-1", "ap-northeast-3",
@@ -51,3 +55,18 @@ def efa_topology(instance: EfaInstanceType, *, autoscaled: bool) -> NodeTopology
     layers = tuple(f"{NETWORK_NODE_LABEL_PREFIX}{layer}" for layer in range(1, instance.topology_layers + 1))
     return NodeTopology(levels=(*layers, HOSTNAME_LABEL),
                         provisioning_class=ATOMIC_SCALE_UP_CLASS if autoscaled else None)
+
+
+def serves_provisioning_requests(topology: NodeTopology | None, *, autoscaler: bool, queued: bool) -> bool:
+    """Whether the cluster autoscaler must serve ProvisioningRequests: it runs (`autoscaler`), Kueue
+    queues the jobs (`queued`), and the GPU group's Topology has the provisioning admission check (the
+    autoscaler sizes the group: efa_topology)."""
+    return autoscaler and queued and topology is not None and topology.provisioning_class is not None
+
+
+def provisioning_kueue_values() -> dict[str, Any]:
+    """A pod annotation on Kueue's controller while the stack serves ProvisioningRequests: switching
+    topology-aware placement on in a running stack then restarts Kueue after the CRD exists, so that it
+    enables its provisioning controller (kueue v0.19.2 cmd/kueue/main.go reads the API once, at start;
+    the chart puts controllerManager.manager.podAnnotations on the Deployment's pods)."""
+    return {"controllerManager": {"manager": {"podAnnotations": {PROVISIONING_API_ANNOTATION: "served"}}}}
