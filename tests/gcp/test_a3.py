@@ -185,6 +185,9 @@ def test_topology_aware_placement_is_opt_in_on_a3(up):
     # A new flavor name: Pulumi creates the topology flavor and moves the queue to it (kueue.py).
     assert flavor["metadata"]["name"] == flavor["spec"]["topologyName"] == topology != "training-nodes"
     assert queue["resourceGroups"][0]["flavors"][0]["name"] == topology
+    # The opted-in pool scales from zero: its provisioning check retries for days, as on A4 and aws-p5.
+    retry = opted_in.one("kubernetes:kueue.x-k8s.io/v1beta2:ProvisioningRequestConfig").inputs["spec"]["retryStrategy"]
+    assert retry["backoffLimitCount"] == 1000
 
 
 def test_filestore_is_zonal_1tib_in_the_a3_zone(up):

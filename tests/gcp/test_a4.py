@@ -182,8 +182,10 @@ def test_kueue_places_the_pool_by_gke_topology_after_provisioning(up):
     check = up.one(f"{KUEUE}:AdmissionCheck").inputs
     assert queue["spec"]["admissionChecksStrategy"] == {"admissionChecks": [
         {"name": check["metadata"]["name"], "onFlavors": [flavor["metadata"]["name"]]}]}
-    assert up.one(f"{KUEUE}:ProvisioningRequestConfig").inputs["spec"]["provisioningClassName"] == \
-        "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+    provisioning = up.one(f"{KUEUE}:ProvisioningRequestConfig").inputs["spec"]
+    assert provisioning["provisioningClassName"] == "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+    # Scarce A4 capacity: Kueue keeps asking for days rather than deactivating after 3 retries.
+    assert provisioning["retryStrategy"]["backoffLimitCount"] == 1000
     # The two-node job's pods prefer the tightest domain; its queue admits exactly two of them.
     values = up.one(RELEASE, "train").inputs["values"]
     template = _job_pod(values)

@@ -86,7 +86,9 @@ def test_an_autoscaled_pool_gets_the_provisioning_admission_check_on_its_flavor(
     result = _run(topology=AUTOSCALED)
     config = result.one(PROVISIONING).inputs
     assert config["spec"] == {"provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
-                              "managedResources": ["nvidia.com/gpu"]}
+                              "managedResources": ["nvidia.com/gpu"],
+                              "retryStrategy": {"backoffLimitCount": 1000, "backoffBaseSeconds": 60,
+                                                "backoffMaxSeconds": 600}}
     check = result.one(ADMISSION_CHECK).inputs
     assert check["spec"] == {"controllerName": "kueue.x-k8s.io/provisioning-request",
                              "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
@@ -173,3 +175,14 @@ def test_a_topology_kueue_would_refuse_fails_before_anything_is_registered(topol
         assert message in str(error.value)
 
     assert [r.type for r in run_program(program).registrations] == [PROVIDER]
+
+
+def test_a_workload_short_of_capacity_keeps_asking_for_days_without_being_deactivated():
+    # Kueue's default (3 retries) deactivates the workload within about an hour of failed or expired
+    # requests (kueue v0.19.2 provisioningrequestconfig_types.go); each retry waits at least the
+    # capped backoff once the cap is reached, so the limit times the cap bounds how long it keeps asking.
+    retry = _run(topology=AUTOSCALED).one(PROVISIONING).inputs["spec"]["retryStrategy"]
+    assert all(isinstance(v, int) and 0 < v < 2**31 for v in retry.values())  # int32 fields
+    assert retry["backoffLimitCount"] * retry["backoffMaxSeconds"] >= 5 * 24 * 3600
+    # One request per workload every 10 minutes at most once backed off: no load on the autoscaler.
+    assert retry["backoffBaseSeconds"] <= retry["backoffMaxSeconds"] == 600

@@ -80,6 +80,11 @@ def test_the_wheel_carries_every_file_of_the_chart(wheel):
     assert shipped == expected
 
 
+def test_the_wheel_carries_the_provisioning_request_crd(wheel):
+    # The aws-p5 stack creates it from the package (trainstack/infra/aws/cluster_autoscaler.py).
+    assert "trainstack/infra/aws/crds/provisioningrequests.autoscaling.x-k8s.io.yaml" in zipfile.ZipFile(wheel).namelist()
+
+
 @pytest.mark.parametrize("scheme", ["--target", "--prefix"])
 def test_an_installed_trainstack_finds_its_chart_and_refuses_a_stack_without_the_image_context(wheel, tmp_path,
                                                                                                scheme):

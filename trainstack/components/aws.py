@@ -84,6 +84,8 @@ class EksGpuNodes:
     """The EFA group's one zone, for its placement group and subnet (default: the first availability zone)."""
     placement_group: str | None = None
     """An existing cluster placement group of the region the EFA group launches into; preflight reads it (default: a new cluster placement group, none with a reservation)."""
+    topology_aware: bool | None = None
+    """Kueue places multi-node jobs by the nodes' EC2 instance topology labels (default on with efa where EC2 describes topology)."""
 
 
 @dataclass(kw_only=True)

@@ -37,6 +37,7 @@ from trainstack.infra.aws.efa import EFA_POD_RESOURCES, EFA_RESOURCE, efa_networ
 from trainstack.infra.aws.efa_networking import EfaNetworking, EfaNetworkingArgs
 from trainstack.infra.aws.efa_node_config import efa_node_user_data
 from trainstack.infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
+from trainstack.infra.aws.topology import efa_topology
 from trainstack.infra.core import versions
 from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement
 from trainstack.infra.core.ordering import available_after
@@ -309,7 +310,11 @@ class EksCluster(pulumi.ComponentResource):
             pod_resources=EFA_POD_RESOURCES if gpu.efa is not None else {},
             # As on GKE: what the jobs run on is ready before them, and on destroy the job owner (and with it
             # every job) goes before the group, so the pods stop on live nodes rather than by EKS's drain.
-            ready=[self.gpu_node_group])
+            ready=[self.gpu_node_group],
+            # Kueue places a multi-node job by the nodes' EC2 instance topology (topology.py); from zero,
+            # only once the cluster autoscaler has added the nodes (its ProvisioningRequest class).
+            topology=efa_topology(gpu.efa.instance, autoscaled=args.autoscaled)
+            if gpu.efa is not None and gpu.topology_aware else None)
         self.cluster_name = pulumi.Output.from_input(args.cluster_name)
         self.kubernetes_version = args.kubernetes_version
         self.kubeconfig_json = pulumi.Output.secret(cluster.kubeconfig_json)

@@ -30,6 +30,7 @@ from trainstack.infra.aws.limits import (
     TAG_UNICODE_CATEGORIES,
     VPC_LARGEST_PREFIX,
 )
+from trainstack.infra.aws.topology import TOPOLOGY_REGIONS
 from trainstack.infra.config import (
     NAMESPACE,
     ConfigError,
@@ -155,6 +156,8 @@ class GpuNodeGroupConfig(NodeGroupConfig):
     efa: EfaConfig | None = None
     # An On-Demand Capacity Reservation (ON_DEMAND) or a Capacity Block for ML (CAPACITY_BLOCK) to launch into.
     capacity_reservation_id: str | None = None
+    # Kueue places a multi-node job's pods by the nodes' EC2 instance topology labels (EFA groups only).
+    topology_aware: bool = False
 
 
 @dataclass(frozen=True)
@@ -364,7 +367,8 @@ def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
 
 # The keys of trainstack:gpuNodes (the hosted stack's EksGpuNodes has exactly these).
 GPU_NODE_KEYS = ("instanceTypes", "min", "desired", "max", "diskSizeGb", "capacityType", "sshPublicKey",
-                 "ignoreScalingChanges", "efa", "efaInterfaces", "zone", "capacityReservationId", "placementGroup")
+                 "ignoreScalingChanges", "efa", "efaInterfaces", "zone", "capacityReservationId", "placementGroup",
+                 "topologyAware")
 _CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 
@@ -434,8 +438,24 @@ def _parse_capacity(gpu: Section, efa: EfaConfig | None) -> tuple[str, str | Non
     return capacity, reservation
 
 
+def _parse_topology_aware(gpu: Section, efa: EfaConfig | None, region: str) -> bool:
+    """gpuNodes.topologyAware: on by default on an EFA group where EC2 describes instance topology."""
+    key = f"{gpu.key}.topologyAware"
+    topology_aware = gpu.get("topologyAware", as_bool, efa is not None and region in TOPOLOGY_REGIONS)
+    if topology_aware and efa is None:
+        raise ConfigError(key, "true needs an EFA group (gpuNodes.efa): trainstack reads the EC2 instance topology "
+                          "labels only on EFA types, and Kueue admits no job onto nodes without them",
+                          set_hint(key, "false"))
+    if topology_aware and region not in TOPOLOGY_REGIONS:
+        raise ConfigError(key, f"true, but EC2 describes no instance topology in {region}, so EKS gives the nodes no "
+                          "topology.k8s.aws/network-node-layer labels and Kueue would admit nothing",
+                          set_hint(key, "false"))
+    return topology_aware
+
+
 def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tuple[str, ...] = (),
-                             existing_network: bool = False) -> tuple[GpuNodeGroupConfig, JobConfig]:
+                             existing_network: bool = False, *, region: str
+                             ) -> tuple[GpuNodeGroupConfig, JobConfig]:
     """The GPU node group and the job together: unless set, the node count follows the job (or, with the
     cluster autoscaler, the job's pending pods)."""
     gpu_key = f"{NAMESPACE}:gpuNodes"
@@ -473,6 +493,7 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
                           f"desired is {desired}", set_hint(f"{gpu_key}.desired", str(instances_to_start)))
     efa = _parse_efa(gpu, types, zones, existing_network)
     capacity, reservation = _parse_capacity(gpu, efa)
+    topology_aware = _parse_topology_aware(gpu, efa, region)
     ssh_key = gpu.get("sshPublicKey", as_str, None)
     if ssh_key is not None and not re.match(r"^(ssh-(rsa|ed25519)|ecdsa-sha2-nistp\d+) [A-Za-z0-9+/=]+", ssh_key):
         raise ConfigError(f"{gpu_key}.sshPublicKey", "expected an OpenSSH public key (ssh-ed25519 AAAA...)",
@@ -489,6 +510,7 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
         ignore_scaling_changes=ignore_scaling,
         efa=efa,
         capacity_reservation_id=reservation,
+        topology_aware=topology_aware,
     )
     return gpu_nodes, job
 
@@ -602,7 +624,8 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
 
     autoscaler = top(raw, "clusterAutoscaler", as_bool, True)
     network = _parse_network(raw, region)
-    gpu_nodes, job = _parse_gpu_nodes_and_job(raw, autoscaler, network.availability_zones, network.existing is not None)
+    gpu_nodes, job = _parse_gpu_nodes_and_job(raw, autoscaler, network.availability_zones, network.existing is not None,
+                                              region=region)
     admins, preview_role = _parse_access(raw)
     return AwsStackConfig(
         region=region,

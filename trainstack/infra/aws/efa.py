@@ -11,6 +11,10 @@ The one table of the EFA types trainstack builds node groups for. Sources:
 - GPUDirect RDMA (FI_EFA_USE_DEVICE_RDMA): "Supported instance types" of the EFA page
   (docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types): RDMA read and write on
   p5/p5e (Nitro v4), p5en (Nitro v5) and p6-b200 (Nitro v6).
+- Network topology layers: the EC2 user guide, "Prerequisites for Amazon EC2 topology"
+  (docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html, "Instance types"):
+  DescribeInstanceTopology returns 3 network nodes for p5, p5e and p5en, 4 for p6-b200; EKS labels a
+  node with one topology.k8s.aws/network-node-layer-N per node (trainstack/infra/aws/topology.py).
 """
 
 from __future__ import annotations
@@ -33,13 +37,14 @@ class EfaInstanceType:
     gpu: str  # as trainstack/infra/aws/cost.py GPU_OF_FAMILY names it
     efa_interfaces: int  # network cards, one EFA each
     gpudirect_rdma: bool  # RDMA read and write: NCCL moves GPU memory over EFA without a host copy
+    topology_layers: int  # network nodes in the instance's EC2 topology, widest first
 
 
 EFA_INSTANCE_TYPES: Mapping[str, EfaInstanceType] = {
-    "p5.48xlarge": EfaInstanceType(gpus=8, gpu="H100", efa_interfaces=32, gpudirect_rdma=True),
-    "p5e.48xlarge": EfaInstanceType(gpus=8, gpu="H200", efa_interfaces=32, gpudirect_rdma=True),
-    "p5en.48xlarge": EfaInstanceType(gpus=8, gpu="H200", efa_interfaces=16, gpudirect_rdma=True),
-    "p6-b200.48xlarge": EfaInstanceType(gpus=8, gpu="B200", efa_interfaces=8, gpudirect_rdma=True),
+    "p5.48xlarge": EfaInstanceType(gpus=8, gpu="H100", efa_interfaces=32, gpudirect_rdma=True, topology_layers=3),
+    "p5e.48xlarge": EfaInstanceType(gpus=8, gpu="H200", efa_interfaces=32, gpudirect_rdma=True, topology_layers=3),
+    "p5en.48xlarge": EfaInstanceType(gpus=8, gpu="H200", efa_interfaces=16, gpudirect_rdma=True, topology_layers=3),
+    "p6-b200.48xlarge": EfaInstanceType(gpus=8, gpu="B200", efa_interfaces=8, gpudirect_rdma=True, topology_layers=4),
 }
 DEFAULT_EFA_INSTANCE_TYPE = "p5.48xlarge"
 # The NCCL check's bar (GB/s, one all-reduce of 512M across two nodes): the chart's profiles/eks-efa.yaml

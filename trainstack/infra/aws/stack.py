@@ -33,6 +33,7 @@ from trainstack.infra.aws.job_commands import job_commands
 from trainstack.infra.aws.network import Network, NetworkArgs
 from trainstack.infra.aws.registry import Registry, RegistryArgs
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucket, SnapshotBucketArgs
+from trainstack.infra.aws.topology import provisioning_kueue_values, serves_provisioning_requests
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.core.contracts import ObjectStore, WorkloadIdentity
 from trainstack.infra.kubernetes.job_service_account import JOB_SERVICE_ACCOUNT
@@ -79,6 +80,7 @@ def eks_cluster_args(cfg: AwsStackConfig, *, vpc_id: pulumi.Input[str], public_s
         efa_subnet_id=efa_subnet_id,
     )
 
+
 @dataclass(frozen=True, kw_only=True)
 class AwsStackArgs:
     config: AwsStackConfig
@@ -111,9 +113,14 @@ class AwsStack(pulumi.ComponentResource):
             private_subnet_ids=network.private_subnet_ids, tags=tags,
             efa_subnet_id=network.mount_subnet_ids[cfg.gpu_nodes.efa.zone] if cfg.gpu_nodes.efa else None,
         ), opts=child)
+        # Kueue asks the autoscaler for a topology pool's nodes by ProvisioningRequest (topology.py).
+        provisioning = serves_provisioning_requests(cluster.gpu_placement.topology, autoscaler=cfg.cluster_autoscaler,
+                                                    queued=cfg.job.queue)
+        provisioning_api: list[pulumi.Resource] = []
         if cfg.cluster_autoscaler:
-            ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(cluster=cluster, region=cfg.region,
-                                                                          tags=tags), opts=child)
+            autoscaler = ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(
+                cluster=cluster, region=cfg.region, tags=tags, provisioning_requests=provisioning), opts=child)
+            provisioning_api = autoscaler.provisioning_request_api
         storage = EfsStorage(f"{name}-efs", EfsStorageArgs(
             cluster=cluster, network=network, claim_namespace=cfg.job.namespace,
             claim_name=shared_claim_name(cfg.job), protect=cfg.protect_shared_filesystem, tags=tags), opts=child)
@@ -151,7 +158,9 @@ class AwsStack(pulumi.ComponentResource):
             tags=tags,
         ), opts=child)
 
-        job_ready: list[pulumi.Resource] = [cluster.system_node_group]
+        # Kueue enables its provisioning controller only if the ProvisioningRequest API is served when it
+        # starts: the platform (Kueue with it) waits for the CRD, and on destroy goes before it.
+        job_ready: list[pulumi.Resource] = [cluster.system_node_group, *provisioning_api]
         efa = cfg.gpu_nodes.efa
         if efa is not None:
             job_ready.append(EfaDevicePlugin(f"{name}-efa-device-plugin", EfaDevicePluginArgs(
@@ -174,6 +183,7 @@ class AwsStack(pulumi.ComponentResource):
             install_device_plugin=True,
             job_values=job_values,
             gpu_local_disk=cluster.gpu_local_disk,
+            kueue_values=provisioning_kueue_values() if provisioning else {},
         # Kueue's controller (and its webhook) runs on the system nodes: the platform waits for them, as on GKE.
         ), opts=pulumi.ResourceOptions(parent=self, depends_on=job_ready))
 

@@ -92,10 +92,24 @@ def topology_spec(topology: NodeTopology) -> dict[str, Any]:
     return {"levels": [{"nodeLabel": level} for level in topology.levels]}
 
 
+# How often and how fast Kueue asks again for a workload's nodes. A request that fails, or whose
+# booking expires before the nodes join (the autoscaler's 10-minute reservation,
+# cluster-autoscaler-1.35.2 processors/provreq/processor.go), is retried after a backoff of
+# base*2^(n-1) seconds, capped at the max; past backoffLimitCount retries Kueue rejects the check and
+# deactivates the workload (.spec.active=false) until someone reactivates it. Kueue's default of 3
+# retries (60 s base, 1800 s max) gives up within about an hour, while scarce GPU capacity can take
+# days: 1000 retries at least 600 s apart keep a workload asking for about a week, and one request
+# per workload every 10 minutes at most is no load on the autoscaler. Fields, int32 with no other
+# bound: kueue v0.19.2 apis/kueue/v1beta2/provisioningrequestconfig_types.go
+# ProvisioningRequestRetryStrategy; its use: pkg/controller/admissionchecks/provisioning/controller.go.
+PROVISIONING_RETRY_STRATEGY = {"backoffLimitCount": 1000, "backoffBaseSeconds": 60, "backoffMaxSeconds": 600}
+
+
 def provisioning_config_spec(topology: NodeTopology) -> dict[str, Any]:
     """ProvisioningRequestConfig: the autoscaler provisions the GPU nodes a workload needs before Kueue
     assigns its pods to them (kueue v0.19.2 site/content/en/docs/concepts/admission_check/provisioning_request.md)."""
-    return {"provisioningClassName": topology.provisioning_class, "managedResources": [GPU_RESOURCE]}
+    return {"provisioningClassName": topology.provisioning_class, "managedResources": [GPU_RESOURCE],
+            "retryStrategy": dict(PROVISIONING_RETRY_STRATEGY)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +132,7 @@ class KueueArgs:
     # Further queues, one per further GPU pool, in the same namespace: the fields above are the first's.
     more_queues: Sequence[PoolQueue] = ()
     # Topology Aware Scheduling on this queue's flavor: a Topology of these node labels, which the
-    # flavor names (and a ProvisioningRequest admission check when the pool scales from zero).
+    # flavor names (and a ProvisioningRequest admission check when the cluster autoscaler sizes the pool).
     topology: NodeTopology | None = None
 
     def validate(self, component: str) -> None:

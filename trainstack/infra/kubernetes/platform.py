@@ -80,6 +80,9 @@ class TrainingPlatformArgs:
     # One node of the job's pool: its allocatable ephemeral-storage (the cloud's estimate), when known.
     # The job's pods must fit it, or the scheduler never places them and the queue holds their quota.
     gpu_local_disk: str | None = None
+    # Values for the Kueue chart itself (e.g. a pod annotation that restarts its controller when the
+    # cluster starts serving an API Kueue looks for only at start).
+    kueue_values: Mapping[str, Any] = field(default_factory=dict)
 
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):
@@ -281,6 +284,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 tolerations=args.gpu.tolerations,
                 topology=args.gpu.topology,
                 more_queues=more,
+                chart_values=args.kueue_values,
             ), opts=child_options(self, None, opts, depends_on=namespace_objects))
             job_args = replace(job_args, queue_name=kueue.local_queue_name)
 
