@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Sequence
@@ -278,6 +279,20 @@ async def _resolve_exports(outputs: dict[str, Any]) -> tuple[dict, frozenset[str
             secret.add(name)
         resolved[name] = await output.future() if await output.is_known() else UNKNOWN
     return resolved, frozenset(secret)
+
+
+def recording_monitors(monkeypatch) -> list:
+    """Every monitor the next runs create, to read what they registered (a run that stops on an error
+    returns no result to read it from)."""
+    monitors: list = []
+
+    class Recording(_RecordingMonitor):
+        def __init__(self, mocks):
+            super().__init__(mocks)
+            monitors.append(self)
+
+    monkeypatch.setattr(sys.modules[__name__], "_RecordingMonitor", Recording)
+    return monitors
 
 
 def _close_loop(loop: asyncio.AbstractEventLoop) -> None:

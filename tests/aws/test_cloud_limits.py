@@ -72,12 +72,7 @@ def test_limits_are_not_refused_at_the_limit():
 
 
 def test_a_zone_the_account_lacks_fails_the_preview_before_any_cloud_resource(monkeypatch):
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
 
     def calls(token: str, args: dict) -> dict:
         if token == GET_AVAILABILITY_ZONES:
@@ -85,7 +80,6 @@ def test_a_zone_the_account_lacks_fails_the_preview_before_any_cloud_resource(mo
                     "groupNames": []}
         return provider_calls(token, args)
 
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
     with pytest.raises(pulumi.RunError) as raised:
         run_main(config_with(), preview=True, calls=calls)
     message = str(raised.value)

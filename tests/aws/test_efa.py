@@ -257,14 +257,7 @@ def _not_offered_in(zone: str):
      "trainstack:kubernetesVersion: EKS publishes no AL2023_x86_64_NVIDIA AMI for Kubernetes 1.35 in us-west-2"),
 ])
 def test_preflight_refuses_what_the_account_does_not_offer_before_anything_billable(token, answer, line, monkeypatch):
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
-
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(pulumi.RunError) as raised:
         run_p5(preview=True, calls=_answering(token, answer))
 
@@ -407,14 +400,7 @@ def test_preflight_refuses_a_reservation_that_does_not_fit_the_group(capacity, c
     from tests.aws.stack_runs import provider_calls, provider_outputs
     from tests.aws.stack_runs import run_main as run_aws_main
 
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
-
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(pulumi.RunError) as raised:
         run_aws_main(p5_config({GPU: capacity}), stack="aws-p5", preview=True, calls=calls or provider_calls,
                      outputs=outputs or provider_outputs)

@@ -34,18 +34,6 @@ class _GroupNotFound(Exception):
     """What a read of a name that no group of the region has does: the read, and the preview, fail."""
 
 
-def _recording_monitors(monkeypatch) -> list:
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
-
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
-    return monitors
-
-
 def _group_answering(**changes):
     def outputs(type_: str, name: str, inputs: dict) -> dict:
         answer = provider_outputs(type_, name, inputs)
@@ -95,7 +83,7 @@ def test_no_placement_group_is_read_when_the_stack_creates_its_own():
 
 @pytest.mark.parametrize("strategy", ["spread", "partition"])
 def test_preflight_refuses_a_placement_group_that_is_not_a_cluster_group(strategy, monkeypatch):
-    monitors = _recording_monitors(monkeypatch)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(pulumi.RunError) as raised:
         run_aws_main(p5_config(NAMED), stack=STACK, preview=True, calls=provider_calls,
                      outputs=_group_answering(strategy=strategy))
@@ -110,7 +98,7 @@ def test_preflight_refuses_a_placement_group_that_is_not_a_cluster_group(strateg
 
 
 def test_a_placement_group_the_region_does_not_have_stops_the_preview_before_anything_billable(monkeypatch):
-    monitors = _recording_monitors(monkeypatch)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(Exception, match="p5-reserved"):
         run_aws_main(p5_config(NAMED), stack=STACK, preview=True, calls=provider_calls, outputs=_group_not_found)
     _nothing_but_components_providers_and_reads(monitors)
@@ -137,7 +125,7 @@ def test_a_placement_group_the_region_does_not_have_stops_the_preview_before_any
 def test_preflight_refuses_a_placement_group_the_reservation_was_not_made_in(gpu, calls, outputs, line, preview,
                                                                              monkeypatch):
     # At `up` too the refusal comes before anything billable is registered.
-    monitors = _recording_monitors(monkeypatch)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(pulumi.RunError) as raised:
         run_aws_main(p5_config({GPU: gpu}), stack=STACK, preview=preview, calls=calls, outputs=outputs)
     assert str(raised.value) == line
@@ -169,7 +157,7 @@ def _shared_group_answers(type_: str, name: str, inputs: dict) -> dict:
 
 
 def test_preflight_refuses_a_reservation_in_a_placement_group_shared_from_another_account(monkeypatch):
-    monitors = _recording_monitors(monkeypatch)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(pulumi.RunError) as raised:
         run_aws_main(p5_config({GPU: ODCR}), stack=STACK, preview=True, calls=provider_calls,
                      outputs=_shared_group_answers)

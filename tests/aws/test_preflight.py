@@ -63,14 +63,7 @@ def test_types_offered_in_every_zone_let_the_preview_through():
      "v2.1.0-eksbuild.1, not the pinned v3.3.0-eksbuild.1"),
 ])
 def test_a_wrong_answer_fails_the_preview_with_one_line_before_anything_billable(token, answer, line, monkeypatch):
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
-
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(pulumi.RunError) as raised:
         run_main(config_with(), preview=True, calls=_answering(token, answer))
 
@@ -87,14 +80,7 @@ def test_an_existing_network_skips_the_zone_check():
 
 def _registered_when_refused(monkeypatch, config, calls=provider_calls) -> tuple[str, set[str]]:
     """Run a preview that preflight must refuse: (its one error line, the resource types it registered)."""
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
-
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(pulumi.RunError) as raised:
         run_main(config, preview=True, calls=calls)
     return str(raised.value), {r.type for r in monitors[0].recorded}
@@ -164,14 +150,7 @@ def _as_preview_role(token: str, args: dict) -> dict:
 def test_the_preview_role_creating_the_cluster_in_a_real_up_is_refused_before_any_cloud_resource(monkeypatch):
     # `pulumi up` as the preview role on a region without the cluster: EKS makes the creator admin, and
     # the read-only entry for the same principal would fail the apply once the cluster exists.
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
-
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     preview_role = f"arn:aws:iam::{ACCOUNT}:role/github-preview"
     with pytest.raises(pulumi.RunError) as raised:
         run_main(config_with({"trainstack:previewRoleArn": preview_role}), preview=False, calls=_as_preview_role)
@@ -185,14 +164,7 @@ def test_the_preview_role_creating_the_cluster_in_a_real_up_is_refused_before_an
 def test_a_pulumi_cli_older_than_the_log_group_adoption_needs_is_refused_before_anything(monkeypatch):
     # Importing a log group with a diff (trainstack/infra/aws/cluster.py) needs the engine of pulumi/pulumi#19339; the
     # program asks the CLI (RequirePulumiVersion), which refuses itself when older.
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
-
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     monkeypatch.setattr(pulumi_harness, "CLI_VERSION", "3.173.0")
     with pytest.raises(Exception, match="Pulumi CLI version 3.173.0 does not satisfy the version range '>=3.174.0'"):
         run_main(config_with(), preview=True)

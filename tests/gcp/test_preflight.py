@@ -82,17 +82,11 @@ def test_the_control_plane_version_is_the_release_channels_not_any_valid_one():
 
 def _registered_when_refused(monkeypatch, token: str, answer: dict) -> tuple[str, set[str]]:
     """Run a preview whose preflight answer is wrong: (its one error line, the resource types registered)."""
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
 
     def calls(called: str, args: dict) -> dict:
         return answer if called == token else provider_calls(called, args)
 
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
     with pytest.raises(pulumi.RunError) as raised:
         run_main(config_with(), preview=True, calls=calls)
     return str(raised.value), {r.type for r in monitors[0].recorded}
@@ -117,12 +111,7 @@ def test_a_refused_preflight_registers_no_cloud_resource(monkeypatch, token, ans
 def test_a_fresh_project_without_the_apis_is_told_the_command_in_one_line(monkeypatch):
     # On a new project Compute Engine and GKE are off: the zone, version and machine-type questions would
     # answer with 403s. The APIs are asked first, and nothing else is asked before they answer.
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
 
     asked: list[str] = []
 
@@ -132,7 +121,6 @@ def test_a_fresh_project_without_the_apis_is_told_the_command_in_one_line(monkey
             return project_service(args, enabled=args["service"] != "compute.googleapis.com")
         return provider_calls(token, args)
 
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
     with pytest.raises(pulumi.RunError) as raised:
         run_main(config_with(), preview=True, calls=calls)
     line = str(raised.value)

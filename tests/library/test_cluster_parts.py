@@ -350,14 +350,7 @@ A3_CLUSTER = existing_cluster("1.33.2-gke.1000000")
 
 def refused(monkeypatch, program, calls, cloud: str = "gcp") -> tuple[str, set[str]]:
     """Run `program` where a preflight answer stops it: (the one error line, the resource types registered)."""
-    monitors = []
-
-    class Recording(pulumi_harness._RecordingMonitor):
-        def __init__(self, mocks):
-            super().__init__(mocks)
-            monitors.append(self)
-
-    monkeypatch.setattr(pulumi_harness, "_RecordingMonitor", Recording)
+    monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(pulumi.RunError) as raised:
         run(program, cloud, calls=calls)
     return str(raised.value), {r.type for r in monitors[0].recorded}
