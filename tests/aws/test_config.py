@@ -168,7 +168,7 @@ BAD_CONFIGS = [
     ("namespace over 63 characters", {JOB: {"namespace": "n" * 64}}, (), f"{JOB}.namespace",
      "64 characters; a Kubernetes namespace name holds at most 63"),
     ("data prefix with a space", {JOB: {"enabled": True, "dataPrefix": "my data"}}, (), f"{JOB}.dataPrefix",
-     "'my data' has characters outside letters, digits, '.', '_', '-' and '/' (object keys allow them, but every "
+     "'my data' has characters outside letters, digits, '.', '_', '-', '=' and '/' (object keys allow them, but every "
      "command that names the prefix would need quoting). Fix: pulumi config set --path 'trainstack:job.dataPrefix' "
      "my-data"),
     ("data prefix with a shell character", {JOB: {"dataPrefix": "sets/$(id)"}}, (), f"{JOB}.dataPrefix",
@@ -229,6 +229,12 @@ BAD_CONFIGS = [
      "WORLD_SIZE is set by torchrun or the chart for each pod; a Secret must not replace it"),
     ("secretEnv over torchelastic's", {JOB: {"secretEnv": [{"name": "TORCHELASTIC_RESTART_COUNT", "secretName": "w",
                                                            "key": "k"}]}}, (), f"{JOB}.secretEnv[0].name",
+     "is set by torchrun or the chart"),
+    ("secretEnv over the chart's rendezvous switch", {JOB: {"secretEnv": [{"name": "TORCH_DISABLE_SHARE_RDZV_TCP_STORE",
+                                                                        "secretName": "w", "key": "k"}]}}, (),
+     f"{JOB}.secretEnv[0].name", "is set by torchrun or the chart"),
+    ("secretEnv over torchrun's flag variables", {JOB: {"secretEnv": [{"name": "PET_NNODES", "secretName": "w",
+                                                                      "key": "k"}]}}, (), f"{JOB}.secretEnv[0].name",
      "is set by torchrun or the chart"),
     ("secretEnv as one object", {JOB: {"secretEnv": {"name": "WANDB_API_KEY"}}}, (), f"{JOB}.secretEnv",
      "expected a list of {name, secretName, key}"),
@@ -424,3 +430,10 @@ def test_old_job_keys_build_the_same_stack_with_one_warning_each(monkeypatch):
     assert [(r.urn, r.inputs) for r in old.registrations] == [(r.urn, r.inputs) for r in new.registrations]
     assert sorted(w for w in warnings if "deprecated" in w) == sorted(f"{JOB}.{o} is deprecated: rename it to {JOB}.{n} (same meaning: per pod of the "
                                       "job)" for o, n in RENAMED_KEYS.items())
+
+
+def test_a_hive_style_data_prefix_is_accepted():
+    """Re-check 5 s43: '=' needs no quoting in a shell word."""
+    config = parse_aws_config(as_cli_config({**stack_file_config(), **API_ACCESS,
+                                             "trainstack:job": {"dataPrefix": "runs/date=2026-11-25"}}), stack="aws")
+    assert config.job.data_prefix == "runs/date=2026-11-25"

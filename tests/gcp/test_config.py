@@ -63,6 +63,12 @@ BAD_CONFIGS = [
     ("A3 with part of its bundled local SSDs", {POOLS: {"h100": {"machineType": "a3-highgpu-8g",
                                                                "localSsdCount": 8}}}, (),
      f"{POOLS}.h100.localSsdCount", "a3-highgpu-8g comes with 16 local SSDs, and GKE uses all of them or none, not 8"),
+    ("A3 High 1g with part of its bundled local SSDs", {POOLS: {"h100": {"machineType": "a3-highgpu-1g",
+                                                                        "localSsdCount": 1}}}, (),
+     f"{POOLS}.h100.localSsdCount", "a3-highgpu-1g comes with 2 local SSDs"),
+    ("A2 Ultra with part of its bundled local SSDs", {POOLS: {"a100": {"machineType": "a2-ultragpu-8g",
+                                                                      "localSsdCount": 3}}}, (),
+     f"{POOLS}.a100.localSsdCount", "a2-ultragpu-8g comes with 8 local SSDs"),
     ("A4 with part of its bundled local SSDs", {POOLS: {"b200": {"machineType": "a4-highgpu-8g", "localSsdCount": 16}}}, (),
      f"{POOLS}.b200.localSsdCount", "a4-highgpu-8g comes with 32 local SSDs"),
     ("N1 with a local SSD count Compute Engine does not offer", pool(localSsdCount=9), (), f"{POOL}.localSsdCount",
@@ -113,9 +119,9 @@ BAD_CONFIGS = [
     ("control-plane range with host bits", {"trainstack:network": {"masterCidr": "172.16.0.33/28"}}, (),
      "trainstack:network.masterCidr", "has bits set past its /28 prefix"),
     ("subnet in loopback space", {"trainstack:network": {"subnetCidr": "127.0.0.0/20"}}, (),
-     "trainstack:network.subnetCidr", "127.0.0.0/20 must be a private block (10.0.0.0/8"),
+     "trainstack:network.subnetCidr", "127.0.0.0/20 must be an internal block (10.0.0.0/8"),
     ("services range in 'this network'", {"trainstack:network": {"servicesCidr": "0.0.0.0/20"}}, (),
-     "trainstack:network.servicesCidr", "must be a private block"),
+     "trainstack:network.servicesCidr", "must be an internal block"),
     ("control-plane range in loopback space", {"trainstack:network": {"masterCidr": "127.0.0.32/28"}}, (),
      "trainstack:network.masterCidr", "must be a private /28"),
     ("control-plane range of the wrong size", {"trainstack:network": {"masterCidr": "172.16.0.0/24"}}, (),
@@ -214,3 +220,17 @@ def test_fixed_gpu_machines_need_no_accelerator_keys():
 def test_stack_name_picks_gcp_without_the_cloud_key():
     result = run_main(config_with(remove=("trainstack:cloud",)), stack="gcp-dev")
     assert result.exports["clusterName"] == "trainstack-gcp-dev"
+
+
+@pytest.mark.parametrize("block", [{"podsCidr": "240.0.0.0/14"}, {"servicesCidr": "198.18.0.0/20"},
+                                   {"subnetCidr": "100.64.0.0/20"}])
+def test_ranges_google_lists_as_valid_are_accepted(block):
+    """Re-check 5 s01/s02: class E and the benchmarking range are valid subnet ranges on Google Cloud."""
+    raw = as_cli_config({**stack_file_config(), "gcp:project": PROJECT, "trainstack:network": block})
+    parse_gcp_config(raw, stack="gcp")
+
+
+def test_bundled_local_ssds_agree_with_the_gpu_direct_profiles():
+    from trainstack.infra.gcp.machine_types import BUNDLED_LOCAL_SSDS, GPU_DIRECT
+
+    assert {m: p.local_ssd_count for m, p in GPU_DIRECT.items()} == {m: BUNDLED_LOCAL_SSDS[m] for m in GPU_DIRECT}

@@ -46,6 +46,7 @@ from trainstack.contract.cli_integrations import SNAPSHOT_SCHEMES, check_snapsho
 from trainstack.contract.config import SnapshotConfig
 from trainstack.contract.errors import UserError
 from trainstack.contract.log import info, warn
+from trainstack.contract.paths import kind_of
 
 REACH_TIMEOUT_S = 30.0  # how long the first question to the store may take before it counts as unreachable
 # Clients that log each failed retry with its traceback (gcsfs: logger.exception in retry_request); with no
@@ -224,6 +225,9 @@ def within(timeout_s: float, call, uri: str):
     return box["result"]
 
 
+MAX_CREDENTIALS_BYTES = 2**20  # a key file is a few KiB
+
+
 def check_google_credentials(uri: str) -> None:
     """GOOGLE_APPLICATION_CREDENTIALS, when set, must be a credentials file google.auth can load.
 
@@ -234,6 +238,16 @@ def check_google_credentials(uri: str) -> None:
     path = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS", "")
     if not path:  # unset or empty: Workload Identity / the metadata server, as gcsfs finds them
         return
+    credentials = Path(path)
+    problem = None
+    if kind_of(credentials):  # a pipe is used up by one read, /dev/zero never ends: google.auth reads it twice
+        problem = f"it is {kind_of(credentials)}, not a file"
+    elif credentials.is_file() and credentials.stat().st_size > MAX_CREDENTIALS_BYTES:
+        problem = f"it holds {credentials.stat().st_size:,} bytes, far more than a key file"
+    if problem:
+        raise UserError(f"--snapshot-uri {uri}: GOOGLE_APPLICATION_CREDENTIALS={path} cannot be used ({problem}); "
+                        "point it at a service-account or `gcloud auth application-default login` JSON file, or "
+                        "unset it to use Workload Identity")
     import google.auth
     import google.auth.exceptions
 

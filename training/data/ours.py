@@ -8,15 +8,31 @@ from pathlib import Path
 from training.data.dataset import META_FILE
 from trainstack.contract.errors import UserError
 
+MAX_JSON_BYTES = 16 * 2**20  # meta.json and run_config.json are small; a larger file (or a device) is not ours
+
+
+def _small_json(path: Path):
+    """The JSON in a regular file of at most MAX_JSON_BYTES, else None (a device or a FIFO is never read)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_JSON_BYTES:
+            return None
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
 
 def is_prepared_data(folder: Path) -> bool:
     """A directory `prepare` wrote: its meta.json is prepare's (a JSON object with the splits), not any
     file of that name."""
-    try:
-        meta = json.loads((folder / META_FILE).read_text())
-    except (OSError, ValueError):
-        return False
+    meta = _small_json(folder / META_FILE)
     return isinstance(meta, dict) and "splits" in meta
+
+
+def is_run_dir(folder: Path) -> bool:
+    """A directory `train` wrote: its run_config.json is train's (the model and the tokenizer it was
+    started with), not another tool's file of that name."""
+    config = _small_json(folder / "run_config.json")
+    return isinstance(config, dict) and {"model", "tokenizer_fingerprint"} <= config.keys()
 
 
 def check_not_text_of_ours(src: str) -> None:
@@ -28,6 +44,16 @@ def check_not_text_of_ours(src: str) -> None:
     if is_prepared_data(folder):
         raise UserError(f"--data {src} is prepared data (its {META_FILE} is prepare's), not text; train on it with "
                         f"`python -m training train --data {src}`, or point --data at the text it was made from")
-    if (folder / "run_config.json").is_file():
+    if is_run_dir(folder):
         raise UserError(f"--data {src} is a training run's directory (it holds run_config.json), not text; point "
                         "--data at text files")
+
+
+def check_not_inside_a_run(out: Path, flag: str) -> None:
+    """An --out inside a training run's directory (at any depth): that run rotates its checkpoints and
+    replaces its export, and whatever lies inside them goes with them."""
+    for folder in out.resolve().parents:
+        if is_run_dir(folder):
+            raise UserError(f"{flag} {out} is inside the run directory {folder}, which that run's checkpoint "
+                            "rotation and export replace; give it a directory of its own, outside it (e.g. next "
+                            "to it)")

@@ -27,7 +27,7 @@ import numpy as np
 from training.data import prepare_lock
 from training.data import tokenizer as tok
 from training.data.dataset import FORMAT_VERSION, META_FILE
-from training.data.ours import check_not_text_of_ours
+from training.data.ours import check_not_inside_a_run, check_not_text_of_ours
 from training.data.sources import (
     Sources,
     discover,
@@ -160,6 +160,7 @@ def _check_out_before_writing(sources: list[str], out: Path) -> None:
             raise UserError(f"--out {out} is the --data directory; the prepared data needs a folder of its own: "
                             "pick a new --out")
         check_not_text_of_ours(src)
+    check_not_inside_a_run(out, "--out")
     _existing_meta(out)
 
 

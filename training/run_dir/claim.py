@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from training.data.ours import is_prepared_data
+from training.data.ours import check_not_inside_a_run, is_prepared_data, is_run_dir
 from training.run_dir.lock import LOCK, RunLock
 from trainstack.contract.errors import UserError
 from trainstack.contract.paths import kind_of
@@ -46,12 +46,8 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
     if out == data or data in out.parents:
         raise UserError(f"--out {run_dir} is inside the data directory {data_dir} (which `prepare` replaces as "
                         "a whole); pick a run directory outside it")
+    check_not_inside_a_run(run_dir, "--out")
     for folder in out.parents:
-        # That run rotates its checkpoints, replaces its export and rewrites its tokenizer: whatever this
-        # run puts inside them would be deleted by the other run's next start.
-        if (folder / RUN_CONFIG).is_file():
-            raise UserError(f"--out {run_dir} is inside the run directory {folder}, which that run's checkpoint "
-                            "rotation and export replace; give this run a directory of its own, outside it (e.g. next to it)")
         if is_prepared_data(folder):
             raise UserError(f"--out {run_dir} is inside the prepared data directory {folder} (which `prepare` "
                             "replaces as a whole); pick a run directory outside it")
@@ -67,10 +63,19 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
         check_no_links(run_dir)
         check_kinds(run_dir)
         export = out / "export"
-        if export.is_dir() and os.path.ismount(export):
-            raise UserError(f"{run_dir / 'export'} is a mount point: train replaces the export as a whole at the "
-                            "end (a rename), which a mount point refuses; unmount it, or mount the volume at "
-                            "RUN_DIR itself")
+        if export.is_symlink() or (export.is_dir() and os.path.ismount(export)):
+            # The rename would replace the link itself (or fail on the mount) and leave it as .export-previous-*.
+            what = "a symbolic link" if export.is_symlink() else "a mount point"
+            raise UserError(f"{run_dir / 'export'} is {what}: train replaces the export as a whole at the end (a "
+                            "rename), which would replace the link or fail on the mount; remove it (the export "
+                            "lands in RUN_DIR/export), or put RUN_DIR itself on that volume")
+        checkpoints = out / "checkpoints"
+        if checkpoints.is_symlink():
+            target = checkpoints.resolve()
+            other = next((f for f in (target, *target.parents) if f != out and is_run_dir(f)), None)
+            if other is not None:  # retention deletes old steps there: they would be the other run's
+                raise UserError(f"{checkpoints} is a link into the run {other}, whose checkpoints this run's "
+                                "retention would delete; remove the link (or pick another --out)")
 
 
 def _shown(path: Path) -> str:

@@ -60,7 +60,9 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
     if outputs_file is not None:
         path = Path(outputs_file)
         fix = "pulumi stack output --json --show-secrets --stack <stack> > outputs.json"
-        if kind_of(path):  # /dev/zero would be read until memory runs out, a FIFO until its writer closes
+        # /dev/zero would be read until memory runs out; a pipe is fine (--outputs <(pulumi stack output ...)
+        # keeps the secrets off disk), and the read below is bounded.
+        if kind_of(path) and not kind_of(path).startswith("a FIFO"):
             raise UsageError(f"--outputs {outputs_file} is {kind_of(path)}, not a file", fix)
         try:
             with path.open("rb") as f:

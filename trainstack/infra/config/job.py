@@ -30,7 +30,7 @@ from trainstack.infra.kubernetes.training_job import SecretEnv
 
 KEY = f"{NAMESPACE}:job"
 _K8S_NAME_MAX = 63
-_DATA_PREFIX = re.compile(r"[A-Za-z0-9._/-]+")
+_DATA_PREFIX = re.compile(r"[A-Za-z0-9._/=-]+")
 # The keys from before "pod" and "node" had one meaning each ("node" meant a pod here): still read, each
 # renamed by _renamed with a warning, so JOB_KEYS (what Section accepts) lists the new names only.
 RENAMED_KEYS = {"nodesMin": "podsMin", "nodesMax": "podsMax", "gpusPerNode": "gpusPerPod",
@@ -124,9 +124,9 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str,
     if not _DATA_PREFIX.fullmatch(data_prefix):
         # S3 and GCS take almost any key, but a space or a shell character would need quoting in every
         # printed command (uploadDataCommand) and in the trainer's --data; the safe set needs none.
-        kept = re.sub(r"[^A-Za-z0-9._/-]+", "-", data_prefix).strip("-/") or "data"
+        kept = re.sub(r"[^A-Za-z0-9._/=-]+", "-", data_prefix).strip("-/") or "data"
         raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has characters outside letters, digits, '.', '_', "
-                          "'-' and '/' (object keys allow them, but every command that names the prefix would need "
+                          "'-', '=' and '/' (object keys allow them, but every command that names the prefix would need "
                           "quoting)", set_hint(f"{KEY}.dataPrefix", shlex.quote(kept)))
     train: dict[str, Any] = section.get("train", parse_train, {})
     secret_env = section.get("secretEnv", _secret_env, ())
@@ -206,8 +206,11 @@ def _as_written(error: ConfigError, renamed: Mapping[str, str]) -> ConfigError:
 # what the chart's templates set (workloads/charts/training-job/templates).
 _RESERVED_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                  "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "HOME", "HF_HOME",
-                 "XDG_CACHE_HOME", "CLOUDSDK_CONFIG", "PYTHONUNBUFFERED", "LD_LIBRARY_PATH")
-_RESERVED_ENV_PREFIXES = ("TORCHELASTIC_", "TORCH_ELASTIC_", "TRAINSTACK_", "NCCL_CHECK_")
+                 "XDG_CACHE_HOME", "CLOUDSDK_CONFIG", "PYTHONUNBUFFERED", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH",
+                 "PYTHONPATH", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE")
+# PET_*: torchrun's flags as variables (torch/distributed/argparse_util.py env); NCCL_* and FI_*: the chart's
+# gpuNetworking modes set them per machine.
+_RESERVED_ENV_PREFIXES = ("TORCHELASTIC_", "TORCH_ELASTIC_", "TRAINSTACK_", "NCCL_", "PET_", "FI_")
 
 
 def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:

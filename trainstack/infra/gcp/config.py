@@ -57,6 +57,7 @@ from trainstack.infra.gcp.limits import (
     nearest_capacity,
 )
 from trainstack.infra.gcp.machine_types import (
+    BUNDLED_LOCAL_SSDS,
     FIXED_GPU_MACHINES,
     GPU_DIRECT,
     N1_ACCELERATORS,
@@ -373,21 +374,34 @@ def _local_ssd_count(pool: Section, key: str, machine_type: str, gpu_direct: Gpu
     N1 takes the counts Compute Engine lists."""
     default = gpu_direct.local_ssd_count if gpu_direct else 0
     count = pool.get("localSsdCount", as_int, default, minimum=0, maximum=32)
-    if gpu_direct is not None and count not in (0, gpu_direct.local_ssd_count):
-        raise ConfigError(f"{key}.localSsdCount", f"{machine_type} comes with {gpu_direct.local_ssd_count} local SSDs, "
+    bundled = BUNDLED_LOCAL_SSDS.get(machine_type)
+    if bundled is not None and count not in (0, bundled):
+        raise ConfigError(f"{key}.localSsdCount", f"{machine_type} comes with {bundled} local SSDs, "
                           f"and GKE uses all of them or none, not {count}",
-                          set_hint(f"{key}.localSsdCount", str(gpu_direct.local_ssd_count)))
+                          set_hint(f"{key}.localSsdCount", str(bundled)))
     if n1_vcpus(machine_type) is not None and count not in N1_LOCAL_SSD_COUNTS:
         raise ConfigError(f"{key}.localSsdCount", f"an N1 machine takes 1 to 8, 16 or 24 local SSDs, not {count}",
                           set_hint(f"{key}.localSsdCount", "8"))
     return count
 
 
+# Google Cloud VPC, subnets, "Valid IPv4 ranges" and "Prohibited IPv4 subnet ranges"
+# (cloud.google.com/vpc/docs/subnets): RFC 1918, RFC 6598 and the other special-purpose ranges Python
+# counts as private (192.0.0.0/24, 198.18.0.0/15, 240.0.0.0/4, ...) are valid; these never are.
+GCP_PROHIBITED_BLOCKS = tuple(ipaddress.IPv4Network(b) for b in (
+    "0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "255.255.255.255/32"))
+
+
+def _gcp_internal(network: ipaddress.IPv4Network) -> bool:
+    return ((is_private_block(network) or network.is_private)
+            and not any(network.overlaps(block) for block in GCP_PROHIBITED_BLOCKS))
+
+
 def _cidr(value: str, key: str, *, largest_prefix: int) -> str:
     network = ipv4_block(value, key, f"use a block like 10.0.0.0/{largest_prefix}")
-    if not is_private_block(network) or network.prefixlen > largest_prefix:
-        raise ConfigError(key, f"{value} must be a private block ({PRIVATE_BLOCKS_TEXT}) of size /{largest_prefix} "
-                          "or larger",
+    if not _gcp_internal(network) or network.prefixlen > largest_prefix:
+        raise ConfigError(key, f"{value} must be an internal block ({PRIVATE_BLOCKS_TEXT}, or another range Google "
+                          f"lists as valid for subnets) of size /{largest_prefix} or larger",
                           set_hint(key, f"10.0.0.0/{largest_prefix}"))
     return str(network)
 
@@ -404,7 +418,7 @@ def _parse_network(raw: Mapping[str, str]) -> NetworkConfig:
     }
     master = section.get("masterCidr", as_str, "172.16.0.32/28")
     master_block = ipv4_block(master, f"{key}.masterCidr", set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
-    if master_block.prefixlen != 28 or not is_private_block(master_block):
+    if master_block.prefixlen != 28 or not _gcp_internal(master_block):
         raise ConfigError(f"{key}.masterCidr", f"{master} must be a private /28 (GKE's control-plane range)",
                           set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
     named = {**blocks, "masterCidr": str(master_block)}

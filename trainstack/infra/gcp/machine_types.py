@@ -50,6 +50,19 @@ FIXED_GPU_MACHINES: Mapping[str, FixedGpus] = {
 }
 
 
+# Local SSDs these machine types always come with (Compute Engine "About Local SSD disks", the table of
+# machine types that automatically attach Local SSD: cloud.google.com/compute/docs/disks/local-ssd).
+# GKE uses all of them as ephemeral storage or none: a series that "dictates a specific number"
+# refuses another count (EphemeralStorageLocalSsdConfig).
+BUNDLED_LOCAL_SSDS: Mapping[str, int] = {
+    **{f"a2-ultragpu-{n}g": n for n in (1, 2, 4, 8)},
+    **{f"a3-highgpu-{n}g": 2 * n for n in (1, 2, 4, 8)},
+    "a3-megagpu-8g": 16,
+    "a3-ultragpu-8g": 32,
+    "a4-highgpu-8g": 32,
+}
+
+
 def n1_vcpus(machine_type: str) -> int | None:
     """vCPUs of an N1 machine type (`n1-standard-4` -> 4), or None if it is not one."""
     family, _, size = machine_type.rpartition("-")

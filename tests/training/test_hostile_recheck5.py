@@ -1,0 +1,98 @@
+"""Issue 21, fifth re-check: what round 4's fixes left open or refused wrongly: prepare into a run,
+links into another run, another tool's run_config.json, an export link, credentials that are not files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.support.training_runs import cli, one_line_error, train
+from tests.training.test_bad_input import tree
+from tests.training.test_hostile_inputs import listing
+
+
+@pytest.fixture(scope="module")
+def finished_run(data_dir, tmp_path_factory):
+    run = tmp_path_factory.mktemp("finished5") / "run"
+    assert train(data_dir, run, "--max-steps", "4", "--checkpoint-every", "2")[0] == 0
+    return run
+
+
+@pytest.mark.parametrize("inner", ["checkpoints/step_00000002/d", "export/d", "d"])
+def test_prepare_into_a_run_is_refused(finished_run, tmp_path, inner):
+    """c24/c25b: the run's next start deleted the prepared data."""
+    (tmp_path / "corpus.txt").write_text("some text to prepare\n" * 50)
+    before = tree(finished_run)
+    one_line_error(cli(["prepare", "--data", str(tmp_path / "corpus.txt"), "--out", str(finished_run / inner),
+                        "--tokenizer", "train:300"]), f"is inside the run directory {finished_run}")
+    assert tree(finished_run) == before
+
+
+def test_checkpoints_linked_into_another_run_is_refused(data_dir, finished_run, tmp_path):
+    """e23: retention deleted the other run's steps."""
+    other = tmp_path / "other"
+    shutil.copytree(finished_run, other)
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    shutil.rmtree(run / "checkpoints")
+    (run / "checkpoints").symlink_to(other / "checkpoints")
+    before = tree(other)
+    one_line_error(train(data_dir, run, "--max-steps", "8", "--keep-checkpoints", "1", "--checkpoint-every", "2"),
+                   f"is a link into the run {other}", "remove the link")
+    assert tree(other) == before
+
+
+def test_checkpoints_linked_to_a_plain_folder_is_used(data_dir, tmp_path):
+    """A link to a bigger disk is legitimate: only a link into another run is refused."""
+    elsewhere = tmp_path / "big-disk" / "ckpts"
+    elsewhere.mkdir(parents=True)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoints").symlink_to(elsewhere)
+    code, _, err = train(data_dir, run, "--max-steps", "2", "--checkpoint-every", "2")
+    assert code == 0, err
+    assert (elsewhere / "step_00000002").is_dir()
+
+
+def test_another_tools_run_config_above_out_is_not_a_run(data_dir, tmp_path):
+    """c06: any run_config.json above --out was taken for a run directory."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "run_config.json").write_text('{"lr": 0.1}')
+    code, _, err = train(data_dir, tmp_path / "proj" / "runs" / "a", "--max-steps", "1")
+    assert code == 0, err
+
+
+def test_an_export_link_is_refused_and_left_as_it_is(data_dir, finished_run, tmp_path):
+    """c08/e24: the link was replaced by a folder and left behind as .export-previous-*."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    elsewhere = tmp_path / "exports"
+    shutil.move(run / "export", elsewhere)
+    (run / "export").symlink_to(elsewhere)
+    before = listing(run)
+    one_line_error(train(data_dir, run, "--max-steps", "6"), f"{run / 'export'} is a symbolic link", "remove it")
+    assert listing(run) == before and (run / "export").is_symlink()
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
+def test_credentials_that_are_not_a_file_are_one_line(data_dir, tmp_path, monkeypatch, kind):
+    """c40/c41: /dev/zero ended in a MemoryError, a pipe without a writer hung."""
+    path = kind
+    if kind == "fifo":
+        path = str(tmp_path / "creds")
+        os.mkfifo(path)
+    monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
+    one_line_error(train(data_dir, tmp_path / "run", "--max-steps", "1", "--snapshot-uri", "gs://bucket/run"),
+                   f"GOOGLE_APPLICATION_CREDENTIALS={path} cannot be used (it is a")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_meta_json_above_out_that_is_a_device_is_not_read(data_dir, tmp_path):
+    """e21/e22: is_prepared_data read a linked /dev/zero until memory ran out."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "meta.json").symlink_to("/dev/zero")
+    code, _, err = train(data_dir, tmp_path / "proj" / "run", "--max-steps", "1")
+    assert code == 0, err
