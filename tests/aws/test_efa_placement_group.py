@@ -106,21 +106,15 @@ def test_a_placement_group_the_region_does_not_have_stops_the_preview_before_any
 
 
 @pytest.mark.parametrize(("gpu", "calls", "outputs", "line"), [
-    (ODCR, provider_calls, reservation_made_in("p5-reserved"),
-     f"{GPU}.capacityReservationId: {RESERVATION} was made in the cluster placement group p5-reserved, and the group "
-     f"names none. Fix: pulumi config set --path {GPU}.placementGroup p5-reserved"),
-    (BLOCK, _block_made_in("ultra-7"), provider_outputs,
-     f"{GPU}.capacityReservationId: {RESERVATION} was made in the cluster placement group ultra-7, and the group "
-     f"names none. Fix: pulumi config set --path {GPU}.placementGroup ultra-7"),
     ({**BLOCK, **NAMED[GPU]}, provider_calls, provider_outputs,
      f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, a Capacity Block made in no "
      "placement group: trainstack launches into such a block in no group (AWS ParallelCluster refuses a placement "
      f"group with a Capacity Block). Fix: pulumi config rm --path {GPU}.placementGroup"),
     ({**ODCR, **NAMED[GPU]}, provider_calls, reservation_made_in("p5-other"),
      f"{GPU}.placementGroup: p5-reserved is not the placement group of {RESERVATION}, which was made in p5-other: "
-     f"its instances cannot launch there. Fix: pulumi config set --path {GPU}.placementGroup p5-other"),
-], ids=["ODCR in a group, none named", "block in a group, none named", "group named, block in none",
-        "group named, ODCR in another"])
+     f"its instances cannot launch there. Fix: pulumi config rm --path {GPU}.placementGroup (the reservation places "
+     "them in its own group)"),
+], ids=["group named, block in none", "group named, ODCR in another"])
 @pytest.mark.parametrize("preview", [True, False], ids=["preview", "up"])
 def test_preflight_refuses_a_placement_group_the_reservation_was_not_made_in(gpu, calls, outputs, line, preview,
                                                                              monkeypatch):
@@ -130,6 +124,17 @@ def test_preflight_refuses_a_placement_group_the_reservation_was_not_made_in(gpu
         run_aws_main(p5_config({GPU: gpu}), stack=STACK, preview=preview, calls=calls, outputs=outputs)
     assert str(raised.value) == line
     _nothing_but_components_providers_and_reads(monitors)
+
+
+@pytest.mark.parametrize(("gpu", "calls", "outputs"), [
+    (ODCR, provider_calls, reservation_made_in("p5-reserved")),
+    (BLOCK, _block_made_in("ultra-7"), provider_outputs),
+], ids=["ODCR in a group", "block in a group"])
+def test_a_reservation_made_in_a_group_places_its_instances_with_no_group_named(gpu, calls, outputs):
+    """Re-review of the fix round: with no group named the launch template carries only the reservation,
+    which places its instances in its own group (aws/aws-parallelcluster PR #7252)."""
+    result = run_aws_main(p5_config({GPU: gpu}), stack=STACK, preview=False, calls=calls, outputs=outputs)
+    assert not [r for r in result.registrations if r.type == "aws:ec2/placementGroup:PlacementGroup" and not r.read]
 
 
 @pytest.mark.parametrize(("gpu", "outputs"), [(ODCR, reservation_made_in(None)), (BLOCK, provider_outputs)],
@@ -156,16 +161,20 @@ def _shared_group_answers(type_: str, name: str, inputs: dict) -> dict:
     return answer
 
 
-def test_preflight_refuses_a_reservation_in_a_placement_group_shared_from_another_account(monkeypatch):
+def test_a_reservation_in_a_group_shared_from_another_account_deploys_with_no_group_named():
+    """The reservation places its instances in the shared group; the stack names none (PR #7252)."""
+    run_aws_main(p5_config({GPU: ODCR}), stack=STACK, preview=False, calls=provider_calls, outputs=_shared_group_answers)
+
+
+def test_a_named_group_of_the_same_name_as_a_shared_one_is_refused(monkeypatch):
     monitors = pulumi_harness.recording_monitors(monkeypatch)
     with pytest.raises(pulumi.RunError) as raised:
-        run_aws_main(p5_config({GPU: ODCR}), stack=STACK, preview=True, calls=provider_calls,
-                     outputs=_shared_group_answers)
+        run_aws_main(p5_config({GPU: {**ODCR, "placementGroup": "ultra-7"}}), stack=STACK, preview=True,
+                     calls=provider_calls, outputs=_shared_group_answers)
     assert str(raised.value) == (
-        f"{GPU}.capacityReservationId: {RESERVATION} was made in placement group ultra-7 of account {OTHER_ACCOUNT}, "
-        f"shared with this account ({ACCOUNT}): trainstack launches by group name, which EC2 accepts only for the "
-        f"owner's groups. Fix: deploy from account {OTHER_ACCOUNT}, or use a reservation made in a placement group of "
-        "this account")
+        f"{GPU}.placementGroup: {RESERVATION} was made in placement group ultra-7 of account {OTHER_ACCOUNT}, shared "
+        f"with this account ({ACCOUNT}), and ultra-7 names a group of this account. Fix: pulumi config rm --path "
+        f"{GPU}.placementGroup (the reservation places its instances in its own group)")
     _nothing_but_components_providers_and_reads(monitors)
 
 

@@ -192,23 +192,23 @@ def checked_reservation_placement(reservation_id: str, reservation_group_arn: st
     a warning, not a refusal. A named group for a Capacity Block made in no group is still refused: AWS
     ParallelCluster refuses a placement group with a Capacity Block (aws/aws-parallelcluster PR #6311).
 
-    A reservation made in a group another account shared with this one cannot be used: the launch template
-    names its group by name, and EC2 accepts a shared group only by ID (EC2 user guide
-    share-placement-group.html; DescribePlacementGroups errors for a shared group's name). Groups are compared
-    by name, the launch template's key, not by whole ARN.
+    With no group named, the launch template carries only the reservation, and the reservation places its
+    instances in its own group, also one shared from another account (aws/aws-parallelcluster PR #7252:
+    with no group set "the ODCR decides the placement using its own PG", which lets users consume an ODCR
+    in a cross-account group): nothing to check. A named group is read by name, which only finds this
+    account's groups: one of another account's of the same name is not the reservation's. Groups are
+    compared by name, the launch template's key, and by owner.
     """
+    if named_group is None:
+        return True
     reservation_group = _group_name(reservation_group_arn) if reservation_group_arn else None
-    if reservation_group_arn and _group_account(reservation_group_arn) != caller_account:
-        owner = _group_account(reservation_group_arn)
-        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} was made in placement group {reservation_group} "
-                              f"of account {owner}, shared with this account ({caller_account}): trainstack launches "
-                              "by group name, which EC2 accepts only for the owner's groups. Fix: deploy from "
-                              f"account {owner}, or use a reservation made in a placement group of this account")
-    if reservation_group and named_group is None:
-        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} was made in the cluster placement group "
-                              f"{reservation_group}, and the group names none. Fix: pulumi config set --path "
-                              f"{PLACEMENT_GROUP_KEY} {reservation_group}")
-    if named_group is not None and reservation_group != named_group:
+    owner = _group_account(reservation_group_arn) if reservation_group_arn else caller_account
+    if owner != caller_account:
+        raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {reservation_id} was made in placement group "
+                              f"{reservation_group} of account {owner}, shared with this account ({caller_account}), "
+                              f"and {named_group} names a group of this account. Fix: pulumi config rm --path "
+                              f"{PLACEMENT_GROUP_KEY} (the reservation places its instances in its own group)")
+    if reservation_group != named_group:
         if not reservation_group_arn and not capacity_block:
             pulumi.log.warn(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
                             "which was made in no placement group: EC2 uses the reservation for a launch into "
@@ -222,7 +222,7 @@ def checked_reservation_placement(reservation_id: str, reservation_group_arn: st
                                   f"a Capacity Block). Fix: pulumi config rm --path {PLACEMENT_GROUP_KEY}")
         raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {named_group} is not the placement group of {reservation_id}, "
                               f"which was made in {reservation_group}: its instances cannot launch there. Fix: pulumi "
-                              f"config set --path {PLACEMENT_GROUP_KEY} {reservation_group}")
+                              f"config rm --path {PLACEMENT_GROUP_KEY} (the reservation places them in its own group)")
     return True
 
 

@@ -29,11 +29,11 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 # once it has asked, before the instances run. check-capacity.autoscaling.x-k8s.io only looks for
 # room on nodes that exist, which a group at zero never has.
 ATOMIC_SCALE_UP_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+# On Kueue's controller pods while the cluster serves ProvisioningRequests (provisioning_kueue_values).
+PROVISIONING_API_ANNOTATION = "trainstack/provisioning-request-api"
 # Regions where EC2 describes instance topology (EC2 user guide ec2-instance-topology-prerequisites.html,
 # "AWS Regions", read 2026-11-25; GovCloud and the European Sovereign Cloud are other partitions,
 # which the stack refuses anyway). Elsewhere the cloud controller manager sets no topology label.
-# On Kueue's controller pods while the cluster serves ProvisioningRequests (provisioning_kueue_values).
-PROVISIONING_API_ANNOTATION = "trainstack/provisioning-request-api"
 TOPOLOGY_REGIONS = frozenset({
     "us-east-1", "us-east-2", "us-west-1", "us-west-2", "af-south-1",
     "ap-southeast-3", "ap-east-1", "ap-south-2", "ap-southeast-4", "ap-south-1", "ap-northeast-3",

@@ -98,8 +98,9 @@ def topology_spec(topology: NodeTopology) -> dict[str, Any]:
 # base*2^(n-1) seconds, capped at the max; past backoffLimitCount retries Kueue rejects the check and
 # deactivates the workload (.spec.active=false) until someone reactivates it. Kueue's default of 3
 # retries (60 s base, 1800 s max) gives up within about an hour, while scarce GPU capacity can take
-# days: 1000 retries at least 600 s apart keep a workload asking for about a week, and one request
-# per workload every 10 minutes at most is no load on the autoscaler. Fields, int32 with no other
+# days: each round lasts the 10-minute booking (or until the request fails) plus a backoff of up to
+# 10 minutes, so 1000 retries keep a workload asking for two weeks or more, and one request per
+# workload every 10 minutes at most is no load on the autoscaler. Fields, int32 with no other
 # bound: kueue v0.19.2 apis/kueue/v1beta2/provisioningrequestconfig_types.go
 # ProvisioningRequestRetryStrategy; its use: pkg/controller/admissionchecks/provisioning/controller.go.
 PROVISIONING_RETRY_STRATEGY = {"backoffLimitCount": 1000, "backoffBaseSeconds": 60, "backoffMaxSeconds": 600}
