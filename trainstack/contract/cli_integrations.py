@@ -83,10 +83,10 @@ def check_snapshot_uri(uri: str) -> None:
     scheme, _, rest = uri.partition("://")
     if scheme not in SNAPSHOT_SCHEMES or not rest.strip("/"):
         raise UserError(f"--snapshot-uri {uri}: use s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or file:///PATH")
-    if scheme != "file" and any(part in (".", "..") for part in rest.split("/")[1:]):
+    if scheme != "file" and any(part in ("", ".", "..") for part in rest.rstrip("/").split("/")[1:]):
         # A bucket has no parent or current directory: S3 and GCS keep ".." as part of the object names.
-        raise UserError(f"--snapshot-uri {uri}: a . or .. part, which S3 and GCS keep as part of the object "
-                        "names (a bucket has no parent directory); write the prefix without it")
+        raise UserError(f"--snapshot-uri {uri}: an empty, . or .. part, which S3 and GCS keep as part of the "
+                        "object names (a bucket has no parent directory); write the prefix without it")
 
 
 def check_train_values(args: argparse.Namespace) -> None:
