@@ -303,3 +303,17 @@ def test_outputs_through_a_pipe_are_read(cluster, cli, outputs_file, tmp_path):
     code, out, err = cli("list", "--outputs", str(pipe))
     writer.join(5)
     assert code == 0, err
+
+
+def test_a_pipe_nothing_writes_to_is_one_line_within_the_wait(cluster, cli, tmp_path, monkeypatch):
+    """Re-check 6 k15: a FIFO with no writer behind --outputs waited forever."""
+    import os
+
+    from trainstack.jobs import stack_outputs
+
+    monkeypatch.setattr(stack_outputs, "PIPE_WAIT_S", 1.0)
+    pipe = tmp_path / "outputs.pipe"
+    os.mkfifo(pipe)
+    code, _, err = cli("list", "--outputs", str(pipe))
+    assert code == 2 and "is a pipe nothing writes to" in _one_line(err)
+    assert cluster.calls == []

@@ -237,7 +237,7 @@ def test_hosted_part_builds_what_the_infra_component_builds(component):
 
 @pytest.mark.parametrize(("component", "inputs", "problem"), [
     ("GkeCluster", {**CASES["GkeCluster"][1], "masterCidr": "10.0.0.0/24"},
-     "masterCidr: 10.0.0.0/24 must be a private /28"),
+     "masterCidr: 10.0.0.0/24 must be an internal /28"),
     ("GkeCluster", {**CASES["GkeCluster"][1], "region": "us-central1", "zone": "europe-west4-a"},
      "zone: 'europe-west4-a' is not a zone of region us-central1"),
     ("GkeGpuNodePool", {**CASES["GkeGpuNodePool"][1], "pool": {"capacity": "CHEAP"}}, "pool.capacity"),

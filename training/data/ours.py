@@ -11,7 +11,7 @@ from trainstack.contract.errors import UserError
 MAX_JSON_BYTES = 16 * 2**20  # meta.json and run_config.json are small; a larger file (or a device) is not ours
 
 
-def _small_json(path: Path):
+def small_json(path: Path):
     """The JSON in a regular file of at most MAX_JSON_BYTES, else None (a device or a FIFO is never read)."""
     try:
         if not path.is_file() or path.stat().st_size > MAX_JSON_BYTES:
@@ -24,14 +24,14 @@ def _small_json(path: Path):
 def is_prepared_data(folder: Path) -> bool:
     """A directory `prepare` wrote: its meta.json is prepare's (a JSON object with the splits), not any
     file of that name."""
-    meta = _small_json(folder / META_FILE)
+    meta = small_json(folder / META_FILE)
     return isinstance(meta, dict) and "splits" in meta
 
 
 def is_run_dir(folder: Path) -> bool:
     """A directory `train` wrote: its run_config.json is train's (the model and the tokenizer it was
     started with), not another tool's file of that name."""
-    config = _small_json(folder / "run_config.json")
+    config = small_json(folder / "run_config.json")
     return isinstance(config, dict) and {"model", "tokenizer_fingerprint"} <= config.keys()
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from training.data import prepare_lock
 from training.data import tokenizer as tok
 from training.data.dataset import FORMAT_VERSION, META_FILE
-from training.data.ours import check_not_inside_a_run, check_not_text_of_ours
+from training.data.ours import check_not_inside_a_run, check_not_text_of_ours, is_prepared_data
 from training.data.sources import (
     Sources,
     discover,
@@ -176,9 +176,15 @@ def _existing_meta(out: Path) -> dict | None:
                             "it; pick an empty or new directory")
         return None
     try:
-        return json.loads(meta_path.read_text())
+        meta = json.loads(meta_path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{meta_path} is unreadable ({exc}); pick a new --out") from exc
+    tokenizer = meta.get("tokenizer") if isinstance(meta, dict) else None
+    if not (is_prepared_data(out) and isinstance(tokenizer, dict) and "spec_identity" in tokenizer):
+        # Another tool's meta.json (or one damaged past reading): prepare would replace it, or fail on it.
+        raise UserError(f"--out {out} holds a {META_FILE} that is not prepare's (no splits or tokenizer in it); "
+                        "refusing to replace it; pick an empty or new directory")
+    return meta
 
 
 def _ours(path: Path) -> bool:

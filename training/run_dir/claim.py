@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from training.data.ours import check_not_inside_a_run, is_prepared_data, is_run_dir
+from training.data.ours import check_not_inside_a_run, is_prepared_data, is_run_dir, small_json
 from training.run_dir.lock import LOCK, RunLock
 from trainstack.contract.errors import UserError
 from trainstack.contract.paths import kind_of
@@ -53,6 +53,11 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
                             "replaces as a whole); pick a run directory outside it")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {run_dir} is a file, not a directory; pick another --out")
+    foreign_config = small_json(out / RUN_CONFIG)
+    if isinstance(foreign_config, dict) and not {"model", "tokenizer_fingerprint"} & foreign_config.keys():
+        # Another tool's file of that name: train would take it for an earlier start's and replace it.
+        raise UserError(f"--out {run_dir} holds a {RUN_CONFIG} that is not train's (no model or tokenizer in it); "
+                        "refusing to replace it; pick an empty or new directory")
     if out.is_dir() and not (out / RUN_CONFIG).is_file():
         foreign = sorted(p.name for p in out.iterdir() if not _ours(p.name))
         if foreign:
@@ -63,12 +68,15 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
         check_no_links(run_dir)
         check_kinds(run_dir)
         export = out / "export"
-        if export.is_symlink() or (export.is_dir() and os.path.ismount(export)):
-            # The rename would replace the link itself (or fail on the mount) and leave it as .export-previous-*.
-            what = "a symbolic link" if export.is_symlink() else "a mount point"
-            raise UserError(f"{run_dir / 'export'} is {what}: train replaces the export as a whole at the end (a "
-                            "rename), which would replace the link or fail on the mount; remove it (the export "
-                            "lands in RUN_DIR/export), or put RUN_DIR itself on that volume")
+        # train replaces the export as a whole at the end (a rename): that would replace a link itself and
+        # leave it as .export-previous-*, and fails on a mount point.
+        if export.is_symlink():
+            raise UserError(f"{run_dir / 'export'} is a symbolic link: train replaces the export as a whole at the "
+                            "end, which would replace the link; remove it (the export then lands in RUN_DIR/export)")
+        if export.is_dir() and os.path.ismount(export):
+            raise UserError(f"{run_dir / 'export'} is a mount point: train replaces the export as a whole at the "
+                            "end (a rename), which a mount point refuses; unmount it, or mount the volume at "
+                            "RUN_DIR itself")
         checkpoints = out / "checkpoints"
         if checkpoints.is_symlink():
             target = checkpoints.resolve()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,6 +56,34 @@ class StackOutputs:
 MAX_OUTPUTS_BYTES = 16 * 2**20
 
 
+PIPE_WAIT_S = 30.0  # opening a pipe waits for its writer; <(pulumi stack output ...) has one within seconds
+
+
+class _NoWriter(Exception):
+    pass
+
+
+def _read_bounded(path: Path) -> bytes:
+    """At most MAX_OUTPUTS_BYTES + 1 bytes of `path`; a pipe whose writer never comes raises _NoWriter."""
+    box: dict = {}
+
+    def read() -> None:
+        try:
+            with path.open("rb") as f:
+                box["data"] = f.read(MAX_OUTPUTS_BYTES + 1)
+        except OSError as error:
+            box["error"] = error
+
+    reader = threading.Thread(target=read, name="outputs-read", daemon=True)
+    reader.start()
+    reader.join(PIPE_WAIT_S)
+    if reader.is_alive():
+        raise _NoWriter
+    if "error" in box:
+        raise box["error"]
+    return box["data"]
+
+
 def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
     """The raw outputs, from a file (`pulumi stack output --json --show-secrets > FILE`) or from Pulumi."""
     if outputs_file is not None:
@@ -65,8 +94,10 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
         if kind_of(path) and not kind_of(path).startswith("a FIFO"):
             raise UsageError(f"--outputs {outputs_file} is {kind_of(path)}, not a file", fix)
         try:
-            with path.open("rb") as f:
-                data = f.read(MAX_OUTPUTS_BYTES + 1)
+            data = _read_bounded(path)
+        except _NoWriter:
+            raise UsageError(f"--outputs {outputs_file} is a pipe nothing writes to (waited {PIPE_WAIT_S:.0f}s)",
+                             "pass the file, or --outputs <(pulumi stack output --json --show-secrets)") from None
         except OSError as error:
             raise UsageError(f"--outputs {outputs_file}: cannot read it ({error.strerror})", fix) from None
         if len(data) > MAX_OUTPUTS_BYTES:

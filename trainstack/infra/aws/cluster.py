@@ -397,7 +397,7 @@ def creates_placement_group(gpu: GpuNodeGroupConfig) -> bool:
 
     A reservation or Capacity Block already fixes the zone (and, for a block, its placement); a new, empty
     placement group would constrain the launch to capacity the reservation does not hold
-    (efa_networking.py). A reservation made inside a placement group is reached with gpuNodes.placementGroup.
+    (efa_networking.py). A reservation made inside a placement group places its instances there itself.
     """
     return gpu.efa is not None and gpu.efa.placement_group is None and gpu.capacity_reservation_id is None
 

@@ -27,14 +27,12 @@
   group, fails that read and with it the preview; a `spread` group (at most 7 running instances per zone) or
   a `partition` group (trainstack's choice: its racks split the EFA traffic) is refused in one line.
   Without this a wrong name or strategy surfaces only when the autoscaler's first launch fails.
-- With both: was the reservation made in that placement group? A reservation made in one (its
-  placement_group_arn) needs gpuNodes.placementGroup to name it, and a named group other than the
-  reservation's is refused: a launch constrained to a group the reserved capacity is not in fails. A
-  named group for an On-Demand Capacity Reservation made in none is a warning (EC2 uses the reservation
-  there too, but may fill only part of the count); for a Capacity Block made in none, a refusal. A
-  reservation made in a group of another account (shared: its ARN's account is not the caller's,
-  sts:GetCallerIdentity) is refused: the launch template names the group by name, which EC2 accepts
-  only for the owner's groups.
+- With both: was the reservation made in that placement group? With no group named, a reservation
+  places its instances in its own group (shared from another account too), so nothing is checked; a
+  named group other than the reservation's (by name and owner: a launch constrained to a group the
+  reserved capacity is not in fails) is refused. A named group for an On-Demand Capacity Reservation
+  made in none is a warning (EC2 uses the reservation there too, but may fill only part of the
+  count); for a Capacity Block made in none, a refusal.
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
 - When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running

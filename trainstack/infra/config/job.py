@@ -30,6 +30,7 @@ from trainstack.infra.kubernetes.training_job import SecretEnv
 
 KEY = f"{NAMESPACE}:job"
 _K8S_NAME_MAX = 63
+_SECRET_KEY = re.compile(r"(?!\.{1,2}$)[-._a-zA-Z0-9]{1,253}")
 _DATA_PREFIX = re.compile(r"[A-Za-z0-9._/=-]+")
 # The keys from before "pod" and "node" had one meaning each ("node" meant a pod here): still read, each
 # renamed by _renamed with a warning, so JOB_KEYS (what Section accepts) lists the new names only.
@@ -207,7 +208,9 @@ def _as_written(error: ConfigError, renamed: Mapping[str, str]) -> ConfigError:
 _RESERVED_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                  "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "HOME", "HF_HOME",
                  "XDG_CACHE_HOME", "CLOUDSDK_CONFIG", "PYTHONUNBUFFERED", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH",
-                 "PYTHONPATH", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE")
+                 "PYTHONPATH", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE",
+                 # the GPUs the device plugin hands the pod, and IRSA's web identity (EKS pod identity webhook)
+                 "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE")
 # PET_*: torchrun's flags as variables (torch/distributed/argparse_util.py env); NCCL_* and FI_*: the chart's
 # gpuNetworking modes set them per machine.
 _RESERVED_ENV_PREFIXES = ("TORCHELASTIC_", "TORCH_ELASTIC_", "TRAINSTACK_", "NCCL_", "PET_", "FI_")
@@ -238,9 +241,10 @@ def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:
         if not isinstance(secret, str) or not _SECRET_NAME.fullmatch(secret):
             raise ConfigError(f"{at}.secretName", f"{secret!r} is not a Secret name (lowercase letters, digits, - and .)",
                               set_hint(f"{at}.secretName", "wandb"))
-        if not isinstance(secret_key, str) or not secret_key:
-            raise ConfigError(f"{at}.key", f"expected the key inside Secret {secret!r}, got {secret_key!r}",
-                              set_hint(f"{at}.key", "api-key"))
+        if not isinstance(secret_key, str) or not _SECRET_KEY.fullmatch(secret_key):
+            # Kubernetes' IsConfigMapKey (and the chart's values.schema.json): letters, digits, '-', '_', '.'.
+            raise ConfigError(f"{at}.key", f"expected the key inside Secret {secret!r} (letters, digits, '-', '_' and "
+                              f"'.', at most 253), got {secret_key!r}", set_hint(f"{at}.key", "api-key"))
         result.append(SecretEnv(name=name, secret_name=secret, key=secret_key))
     names = [s.name for s in result]
     if len(set(names)) != len(names):

@@ -419,7 +419,7 @@ def _parse_network(raw: Mapping[str, str]) -> NetworkConfig:
     master = section.get("masterCidr", as_str, "172.16.0.32/28")
     master_block = ipv4_block(master, f"{key}.masterCidr", set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
     if master_block.prefixlen != 28 or not _gcp_internal(master_block):
-        raise ConfigError(f"{key}.masterCidr", f"{master} must be a private /28 (GKE's control-plane range)",
+        raise ConfigError(f"{key}.masterCidr", f"{master} must be an internal /28 (GKE's control-plane range)",
                           set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
     named = {**blocks, "masterCidr": str(master_block)}
     for (name_a, a), (name_b, b) in ((x, y) for i, x in enumerate(named.items()) for y in list(named.items())[i + 1:]):
