@@ -168,17 +168,19 @@ BAD_CONFIGS = [
     ("namespace over 63 characters", {JOB: {"namespace": "n" * 64}}, (), f"{JOB}.namespace",
      "64 characters; a Kubernetes namespace name holds at most 63"),
     ("data prefix with a space", {JOB: {"enabled": True, "dataPrefix": "my data"}}, (), f"{JOB}.dataPrefix",
-     "'my data' has characters outside letters, digits, '.', '_', '-', '=' and '/' (object keys allow them, but every "
+     "'my data' has characters outside ASCII letters, digits and '_@%+=:,./-' (object keys allow them, but every "
      "command that names the prefix would need quoting). Fix: pulumi config set --path 'trainstack:job.dataPrefix' "
      "my-data"),
     ("data prefix with a shell character", {JOB: {"dataPrefix": "sets/$(id)"}}, (), f"{JOB}.dataPrefix",
-     "has characters outside letters"),
+     "has characters outside ASCII letters"),
     ("VPC block in loopback space", {"trainstack:vpcCidr": "127.0.0.0/16"}, (), "trainstack:vpcCidr",
-     "127.0.0.0/16 must be a private block (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10)"),
+     "127.0.0.0/16 is in the loopback (127.0.0.0/8) block, which no VPC can use"),
     ("VPC block in link-local space", {"trainstack:vpcCidr": "169.254.0.0/16"}, (), "trainstack:vpcCidr",
-     "must be a private block"),
+     "is in the link-local (169.254.0.0/16) block"),
     ("VPC block in reserved space", {"trainstack:vpcCidr": "240.0.0.0/16"}, (), "trainstack:vpcCidr",
-     "must be a private block"),
+     "is in the reserved (240.0.0.0/4) block"),
+    ("VPC block in public space", {"trainstack:vpcCidr": "8.8.0.0/16"}, (), "trainstack:vpcCidr",
+     "8.8.0.0/16 must be a private block"),
     ("data prefix with an empty part", {JOB: {"dataPrefix": "sets//v1"}}, (), f"{JOB}.dataPrefix",
      "'sets//v1' has an empty, . or .. part"),
     ("unknown cloud", {"trainstack:cloud": "azure"}, (), "trainstack:cloud",
@@ -226,23 +228,33 @@ BAD_CONFIGS = [
      f"{JOB}.secretEnv", "kubectl create secret generic wandb"),
     ("secretEnv over torchrun's WORLD_SIZE", {JOB: {"secretEnv": [{"name": "WORLD_SIZE", "secretName": "w",
                                                                   "key": "k"}]}}, (), f"{JOB}.secretEnv[0].name",
-     "WORLD_SIZE is set by torchrun or the chart for each pod; a Secret must not replace it"),
+     "WORLD_SIZE is set for each pod by torchrun, the chart or the cloud identity (or names a file); a Secret must not replace it"),
     ("secretEnv over torchelastic's", {JOB: {"secretEnv": [{"name": "TORCHELASTIC_RESTART_COUNT", "secretName": "w",
                                                            "key": "k"}]}}, (), f"{JOB}.secretEnv[0].name",
-     "is set by torchrun or the chart"),
+     "is set for each pod by torchrun"),
     ("secretEnv over the chart's rendezvous switch", {JOB: {"secretEnv": [{"name": "TORCH_DISABLE_SHARE_RDZV_TCP_STORE",
                                                                         "secretName": "w", "key": "k"}]}}, (),
-     f"{JOB}.secretEnv[0].name", "is set by torchrun or the chart"),
+     f"{JOB}.secretEnv[0].name", "is set for each pod by torchrun"),
     ("secretEnv over torchrun's flag variables", {JOB: {"secretEnv": [{"name": "PET_NNODES", "secretName": "w",
                                                                       "key": "k"}]}}, (), f"{JOB}.secretEnv[0].name",
-     "is set by torchrun or the chart"),
+     "is set for each pod by torchrun"),
     ("secretEnv key with a space", {JOB: {"secretEnv": [{"name": "MY_TOKEN", "secretName": "w", "key": "api key"}]}},
      (), f"{JOB}.secretEnv[0].key", "(letters, digits, '-', '_' and '.', at most 253), got 'api key'"),
     ("secretEnv key that climbs", {JOB: {"secretEnv": [{"name": "MY_TOKEN", "secretName": "w", "key": "../k"}]}},
      (), f"{JOB}.secretEnv[0].key", "got '../k'"),
     ("secretEnv over the device plugin's GPUs", {JOB: {"secretEnv": [{"name": "CUDA_VISIBLE_DEVICES",
                                                                      "secretName": "w", "key": "k"}]}}, (),
-     f"{JOB}.secretEnv[0].name", "is set by torchrun or the chart"),
+     f"{JOB}.secretEnv[0].name", "is set for each pod by torchrun"),
+    ("secretEnv key starting with ..", {JOB: {"secretEnv": [{"name": "MY_TOKEN", "secretName": "w", "key": "..foo"}]}},
+     (), f"{JOB}.secretEnv[0].key", "got '..foo'"),
+    ("secretEnv Secret name with an empty label", {JOB: {"secretEnv": [{"name": "MY_TOKEN", "secretName": "a..b",
+                                                                       "key": "k"}]}}, (),
+     f"{JOB}.secretEnv[0].secretName", "'a..b' is not a Secret name"),
+    ("secretEnv over a key file's path", {JOB: {"secretEnv": [{"name": "GOOGLE_APPLICATION_CREDENTIALS",
+                                                              "secretName": "w", "key": "k"}]}}, (),
+     f"{JOB}.secretEnv[0].name", "is set for each pod by torchrun"),
+    ("data prefix over the object-name limit", {JOB: {"dataPrefix": "d" * 1100}}, (), f"{JOB}.dataPrefix",
+     "1100 bytes; object names are at most 1024"),
     ("secretEnv as one object", {JOB: {"secretEnv": {"name": "WANDB_API_KEY"}}}, (), f"{JOB}.secretEnv",
      "expected a list of {name, secretName, key}"),
     ("secretEnv with a value", {JOB: {"secretEnv": [{"name": "WANDB_API_KEY", "value": "k"}]}}, (),
@@ -439,8 +451,16 @@ def test_old_job_keys_build_the_same_stack_with_one_warning_each(monkeypatch):
                                       "job)" for o, n in RENAMED_KEYS.items())
 
 
-def test_a_hive_style_data_prefix_is_accepted():
-    """Re-check 5 s43: '=' needs no quoting in a shell word."""
+@pytest.mark.parametrize("prefix", ["runs/date=2026-11-25", "ds:2024-01-01T00:00", "gpt2+fineweb", "team@x/data"])
+def test_a_data_prefix_no_shell_needs_to_quote_is_accepted(prefix):
+    """Re-check 5 s43 and the session review: what shlex.quote leaves as it is needs no quoting."""
     config = parse_aws_config(as_cli_config({**stack_file_config(), **API_ACCESS,
-                                             "trainstack:job": {"dataPrefix": "runs/date=2026-11-25"}}), stack="aws")
-    assert config.job.data_prefix == "runs/date=2026-11-25"
+                                             "trainstack:job": {"dataPrefix": prefix}}), stack="aws")
+    assert config.job.data_prefix == prefix
+
+
+def test_a_vpc_in_another_private_range_is_still_accepted():
+    """An existing stack on 198.18.0.0/16 (accepted before) must not be told to renumber its VPC."""
+    config = parse_aws_config(as_cli_config({**stack_file_config(), **API_ACCESS,
+                                             "trainstack:vpcCidr": "198.18.0.0/16"}), stack="aws")
+    assert config.network.vpc_cidr == "198.18.0.0/16"

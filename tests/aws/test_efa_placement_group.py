@@ -218,3 +218,12 @@ def test_an_odcr_answer_without_its_placement_group_is_checked_at_up(monkeypatch
     assert not [w for w in warnings if w.startswith(f"{GPU}.placementGroup")]
     run_aws_main(config, stack=STACK, preview=False, calls=provider_calls, outputs=provider_outputs)
     assert [w for w in warnings if w.startswith(f"{GPU}.placementGroup")] == [PARTIAL_FILL_WARNING]
+
+
+def test_a_reservation_answer_that_is_no_placement_group_arn_is_one_line():
+    """Re-check 7 p11: a garbage placementGroupArn ended in an IndexError inside the preflight."""
+    from trainstack.infra.aws.preflight import checked_reservation_placement
+
+    with pytest.raises(pulumi.RunError, match="EC2 answered 'garbage' for the placement group of .* not a "
+                                              "placement-group ARN"):
+        checked_reservation_placement(RESERVATION, "garbage", "p5-reserved", ACCOUNT)

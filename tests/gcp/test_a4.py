@@ -330,7 +330,7 @@ def test_topology_without_kueue_is_named_in_a_warning(monkeypatch):
     warnings: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
     parse_gcp_config(as_cli_config(a4_config({"trainstack:job": {"enabled": True, "queue": False}})), stack="gcp-a4")
-    assert any("job.queue is false, so there is no Kueue and topologyAware on a4 has no effect" in w
+    assert any("job.queue is false, so there is no Kueue and topologyAware on a4 has no effect. Fix: " in w
                for w in warnings), warnings
     warnings.clear()
     parse_gcp_config(as_cli_config(a4_config()), stack="gcp-a4")

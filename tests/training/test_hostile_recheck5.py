@@ -98,16 +98,19 @@ def test_a_meta_json_above_out_that_is_a_device_is_not_read(data_dir, tmp_path):
     assert code == 0, err
 
 
-def test_another_tools_run_config_in_out_is_not_replaced(data_dir, tmp_path):
-    """Re-check 6 N: train took it for an earlier start's and replaced it."""
+@pytest.mark.parametrize("content", ['{"lr": 0.1}', "[1, 2]", "lr: 0.1", '{"model": "bert-base-uncased"}', '"hi"',
+                                     "null", ""])
+def test_another_tools_run_config_in_out_is_not_replaced(data_dir, tmp_path, content):
+    """Re-checks 6 N and 7 P: train took it for an earlier start's and replaced it."""
     out = tmp_path / "run2"
     out.mkdir()
-    (out / "run_config.json").write_text('{"lr": 0.1}')
+    (out / "run_config.json").write_text(content)
     one_line_error(train(data_dir, out, "--max-steps", "1"), "holds a run_config.json that is not train's")
-    assert (out / "run_config.json").read_text() == '{"lr": 0.1}'
+    assert (out / "run_config.json").read_text() == content
 
 
-@pytest.mark.parametrize("content", ['{"name": "x"}', "[1, 2]"])
+@pytest.mark.parametrize("content", ['{"name": "x"}', "[1, 2]", '{"splits": 5, "tokenizer": {"spec_identity": "x"}}',
+                                     '{"splits": {}, "tokenizer": {"spec_identity": "x"}}'])
 def test_prepare_onto_another_tools_meta_json_is_one_line(tmp_path, content):
     """Re-check 6 O: KeyError / TypeError tracebacks."""
     (tmp_path / "corpus.txt").write_text("some text to prepare\n" * 50)

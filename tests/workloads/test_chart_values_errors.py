@@ -99,6 +99,13 @@ BAD_VALUES = {
     "service account name with capitals": ({"serviceAccount": {"name": "Trainer"}}, "/serviceAccount/name"),
     "secret name with capitals": ({"secretEnv": [{"name": "K", "secretName": "WandB", "key": "k"}]},
                                   "/secretEnv/0/secretName"),
+    # re-check 7 (R): what Kubernetes' IsDNS1123Subdomain and IsConfigMapKey refuse
+    "secret name with an empty label": ({"secretEnv": [{"name": "K", "secretName": "a..b", "key": "k"}]},
+                                        "/secretEnv/0/secretName"),
+    "secret name with a label ending in -": ({"secretEnv": [{"name": "K", "secretName": "a-.b", "key": "k"}]},
+                                             "/secretEnv/0/secretName"),
+    "secret key starting with ..": ({"secretEnv": [{"name": "K", "secretName": "s", "key": "..foo"}]},
+                                    "/secretEnv/0/key"),
     "sidecar without an image": ({"sidecars": [{"name": "proxy"}]}, "/sidecars/0"),
     "sidecar named like the trainer": ({"sidecars": [{"name": "trainer", "image": "r/p:1"}]}, "/sidecars/0/name"),
     "sidecar that would not keep running": ({"sidecars": [{"name": "p", "image": "r/p:1", "restartPolicy": "Never"}]},

@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from training.data.ours import check_not_inside_a_run, is_prepared_data, is_run_dir, small_json
+from training.data.ours import check_not_inside_a_run, is_prepared_data, is_run_dir
 from training.run_dir.lock import LOCK, RunLock
 from trainstack.contract.errors import UserError
 from trainstack.contract.paths import kind_of
@@ -53,11 +53,13 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
                             "replaces as a whole); pick a run directory outside it")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {run_dir} is a file, not a directory; pick another --out")
-    foreign_config = small_json(out / RUN_CONFIG)
-    if isinstance(foreign_config, dict) and not {"model", "tokenizer_fingerprint"} & foreign_config.keys():
-        # Another tool's file of that name: train would take it for an earlier start's and replace it.
-        raise UserError(f"--out {run_dir} holds a {RUN_CONFIG} that is not train's (no model or tokenizer in it); "
-                        "refusing to replace it; pick an empty or new directory")
+    if ((out / RUN_CONFIG).exists() and not is_run_dir(out)
+            and not any((out / ours).exists() for ours in ("model_config.json", "checkpoints", "export"))):
+        # A run_config.json that is not train's, alone (no model config, checkpoint or export of a run beside
+        # it): another tool's file, which train would take for an earlier start's and replace. A damaged one in
+        # a real run is named by the resume instead.
+        raise UserError(f"--out {run_dir} holds a {RUN_CONFIG} that is not train's (no model or tokenizer in it), "
+                        "and nothing else of a run; refusing to replace it; pick an empty or new directory")
     if out.is_dir() and not (out / RUN_CONFIG).is_file():
         foreign = sorted(p.name for p in out.iterdir() if not _ours(p.name))
         if foreign:

@@ -276,7 +276,15 @@ def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
     cidr = top(raw, "vpcCidr", as_str, "10.0.0.0/16")
     network = ipv4_block(cidr, cidr_key, set_hint(cidr_key, "10.0.0.0/16"))
     # Two subnets per zone, each a /20 or larger when the VPC is a /16: see network.py.
-    if network.prefixlen > 20 or not is_private_block(network):
+    # RFC 1918 and 100.64.0.0/10, or another private range (198.18.0.0/15, ...) a stack may already use; never
+    # a block no VPC can hold (loopback, link-local, 0.0.0.0/8, multicast, 240.0.0.0/4), which Python's
+    # is_private lets through (AWS VPC user guide, vpc-cidr-blocks.html).
+    unroutable = unroutable_reason(str(network), allow_shared=True)
+    if unroutable is not None:
+        raise ConfigError(cidr_key, f"{cidr} is in the {unroutable} block, which no VPC can use",
+                          set_hint(cidr_key, "10.0.0.0/16") + " (a new stack; an existing VPC cannot be renumbered "
+                          "in place)")
+    if network.prefixlen > 20 or not (is_private_block(network) or network.is_private):
         raise ConfigError(cidr_key, f"{cidr} must be a private block ({PRIVATE_BLOCKS_TEXT}) of size /20 or larger",
                           set_hint(cidr_key, "10.0.0.0/16"))
     if network.prefixlen < VPC_LARGEST_PREFIX:

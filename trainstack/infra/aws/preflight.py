@@ -172,8 +172,10 @@ def _group_name(arn: str) -> str:
 
 
 def _group_account(arn: str) -> str:
-    """arn:aws:ec2:<region>:<account>:placement-group/<name> -> <account>, the group's owner."""
-    return arn.split(":")[4]
+    """arn:aws:ec2:<region>:<account>:placement-group/<name> -> <account>, the group's owner ("" when the
+    answer is not such an ARN: then it is no account's, and the named group is not the reservation's)."""
+    parts = arn.split(":")
+    return parts[4] if len(parts) > 5 and parts[5].startswith("placement-group/") else ""
 
 
 def checked_reservation_placement(reservation_id: str, reservation_group_arn: str | None,
@@ -201,6 +203,11 @@ def checked_reservation_placement(reservation_id: str, reservation_group_arn: st
         return True
     reservation_group = _group_name(reservation_group_arn) if reservation_group_arn else None
     owner = _group_account(reservation_group_arn) if reservation_group_arn else caller_account
+    if not owner:
+        raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: EC2 answered {reservation_group_arn!r} for the placement group "
+                              f"of {reservation_id}, which is not a placement-group ARN, so it cannot be compared "
+                              f"with {named_group}. Fix: pulumi config rm --path {PLACEMENT_GROUP_KEY} (the "
+                              "reservation places its instances in its own group)")
     if owner != caller_account:
         raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: {reservation_id} was made in placement group "
                               f"{reservation_group} of account {owner}, shared with this account ({caller_account}), "

@@ -30,8 +30,10 @@ from trainstack.infra.kubernetes.training_job import SecretEnv
 
 KEY = f"{NAMESPACE}:job"
 _K8S_NAME_MAX = 63
-_SECRET_KEY = re.compile(r"(?!\.{1,2}$)[-._a-zA-Z0-9]{1,253}")
-_DATA_PREFIX = re.compile(r"[A-Za-z0-9._/=-]+")
+_DATA_PREFIX_MAX = 768
+# Kubernetes IsConfigMapKey: these characters, at most 253, neither "." nor starting with "..".
+_SECRET_KEY = re.compile(r"(?!\.$)(?!\.\.)[-._a-zA-Z0-9]{1,253}")
+_DATA_PREFIX = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")  # what shlex.quote leaves as it is (ASCII)
 # The keys from before "pod" and "node" had one meaning each ("node" meant a pod here): still read, each
 # renamed by _renamed with a warning, so JOB_KEYS (what Section accepts) lists the new names only.
 RENAMED_KEYS = {"nodesMin": "podsMin", "nodesMax": "podsMax", "gpusPerNode": "gpusPerPod",
@@ -40,7 +42,8 @@ JOB_KEYS = ("enabled", "name", "namespace", "podsMin", "podsMax", "gpusPerPod", 
             "tensorboard", "queue", "queueName", "train", "secretEnv")
 _SECRET_ENV_KEYS = ("name", "secretName", "key")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+# A DNS-1123 subdomain (Kubernetes IsDNS1123Subdomain): dot-separated labels, at most 253 in all.
+_SECRET_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # How a user gives the job their W&B key: a Secret they create, named here; the key never enters Pulumi.
 WANDB_SECRET_EXAMPLE = "[{name: WANDB_API_KEY, secretName: wandb, key: api-key}]"
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -122,12 +125,18 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str,
         raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has an empty, . or .. part, which S3 and GCS keep "
                           "as part of the object names (a bucket has no parent or current directory)",
                           set_hint(f"{KEY}.dataPrefix", shlex.quote(kept)))
+    if len(data_prefix.encode()) > _DATA_PREFIX_MAX:
+        # S3 and GCS object names are at most 1024 bytes (S3 user guide object-keys.html; GCS objects#naming),
+        # and the prefix is followed by the data set's own paths.
+        raise ConfigError(f"{KEY}.dataPrefix", f"{len(data_prefix.encode())} bytes; object names are at most 1024, "
+                          f"and the data set's file names follow the prefix, so it holds at most {_DATA_PREFIX_MAX}",
+                          set_hint(f"{KEY}.dataPrefix", "data"))
     if not _DATA_PREFIX.fullmatch(data_prefix):
         # S3 and GCS take almost any key, but a space or a shell character would need quoting in every
         # printed command (uploadDataCommand) and in the trainer's --data; the safe set needs none.
-        kept = re.sub(r"[^A-Za-z0-9._/=-]+", "-", data_prefix).strip("-/") or "data"
-        raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has characters outside letters, digits, '.', '_', "
-                          "'-', '=' and '/' (object keys allow them, but every command that names the prefix would need "
+        kept = re.sub(r"[^A-Za-z0-9_@%+=:,./-]+", "-", data_prefix).strip("-/") or "data"
+        raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has characters outside ASCII letters, digits and "
+                          "'_@%+=:,./-' (object keys allow them, but every command that names the prefix would need "
                           "quoting)", set_hint(f"{KEY}.dataPrefix", shlex.quote(kept)))
     train: dict[str, Any] = section.get("train", parse_train, {})
     secret_env = section.get("secretEnv", _secret_env, ())
@@ -210,7 +219,9 @@ _RESERVED_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_
                  "XDG_CACHE_HOME", "CLOUDSDK_CONFIG", "PYTHONUNBUFFERED", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH",
                  "PYTHONPATH", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE",
                  # the GPUs the device plugin hands the pod, and IRSA's web identity (EKS pod identity webhook)
-                 "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE")
+                 "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                 # a path to a key file: a Secret's value would be the key itself (mount the Secret instead)
+                 "GOOGLE_APPLICATION_CREDENTIALS")
 # PET_*: torchrun's flags as variables (torch/distributed/argparse_util.py env); NCCL_* and FI_*: the chart's
 # gpuNetworking modes set them per machine.
 _RESERVED_ENV_PREFIXES = ("TORCHELASTIC_", "TORCH_ELASTIC_", "TRAINSTACK_", "NCCL_", "PET_", "FI_")
@@ -236,8 +247,9 @@ def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:
         if name in _RESERVED_ENV or name.startswith(_RESERVED_ENV_PREFIXES):
             # torchrun sets these for each worker, and the chart its own: a Secret's value would replace
             # them (Kubernetes keeps the last of two env entries of one name) and split or hang the job.
-            raise ConfigError(f"{at}.name", f"{name} is set by torchrun or the chart for each pod; a Secret must not "
-                              "replace it", f"name the variable something else (e.g. MY_{name}) and read that")
+            raise ConfigError(f"{at}.name", f"{name} is set for each pod by torchrun, the chart or the cloud "
+                              "identity (or names a file); a Secret must not replace it",
+                              f"name the variable something else (e.g. MY_{name}) and read that")
         if not isinstance(secret, str) or not _SECRET_NAME.fullmatch(secret):
             raise ConfigError(f"{at}.secretName", f"{secret!r} is not a Secret name (lowercase letters, digits, - and .)",
                               set_hint(f"{at}.secretName", "wandb"))

@@ -400,8 +400,9 @@ def _gcp_internal(network: ipaddress.IPv4Network) -> bool:
 def _cidr(value: str, key: str, *, largest_prefix: int) -> str:
     network = ipv4_block(value, key, f"use a block like 10.0.0.0/{largest_prefix}")
     if not _gcp_internal(network) or network.prefixlen > largest_prefix:
-        raise ConfigError(key, f"{value} must be an internal block ({PRIVATE_BLOCKS_TEXT}, or another range Google "
-                          f"lists as valid for subnets) of size /{largest_prefix} or larger",
+        raise ConfigError(key, f"{value} must be an internal block ({PRIVATE_BLOCKS_TEXT}, or another reserved range "
+                          "such as 240.0.0.0/4 or 198.18.0.0/15; never 0.0.0.0/8, loopback, link-local or multicast) "
+                          f"of size /{largest_prefix} or larger",
                           set_hint(key, f"10.0.0.0/{largest_prefix}"))
     return str(network)
 
@@ -567,8 +568,10 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
     gpu_pools, job_pool, job = _parse_gpu_pools_and_job(raw)
     if not job.queue and any(p.topology_aware for p in gpu_pools):
         # Topology-aware placement is Kueue's; without Kueue the pools' topology has nothing to act on.
-        pulumi.log.warn(f"{NAMESPACE}:job.queue is false, so there is no Kueue and topologyAware on "
-                        f"{', '.join(p.name for p in gpu_pools if p.topology_aware)} has no effect")
+        aware = [p.name for p in gpu_pools if p.topology_aware]
+        pulumi.log.warn(f"{NAMESPACE}:job.queue is false, so there is no Kueue and topologyAware on {', '.join(aware)} "
+                        f"has no effect. Fix: pulumi config set --path {NAMESPACE}:job.queue true, or pulumi config "
+                        f"set --path {NAMESPACE}:gpuPools.{aware[0]}.topologyAware false")
     filestore = _parse_filestore(raw)
     if filestore is None and job.enabled:
         raise ConfigError(f"{NAMESPACE}:sharedFilesystem.enabled", "false while the job is enabled: its checkpoints "
