@@ -136,8 +136,12 @@ def test_sample_from_checkpoint_and_export(data_dir, tmp_path):
     assert out.startswith("import")
 
 
-def test_bench_prints_one_json_line_with_the_measurements():
+def test_bench_prints_one_json_line_with_the_measurements(tmp_path, monkeypatch):
     from tests.support.training_runs import cli
+
+    # A cache of its own: another process compiling the same kernel into the shared /tmp cache at the same
+    # moment can leave a half-written .so that this one loads ("file too short").
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
 
     code, out, err = cli(["bench", "--preset", "tiny", "--batch-size", "2", "--block-size", "16",
                           "--vocab-size", "256", "--steps", "2", "--warmup", "1"])
