@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.training_runs import cli
+from tests.support.training_runs import cli, train
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 # A few hundred KB of real text: varied enough for a tokenizer, small enough to prepare in seconds.
@@ -33,3 +33,14 @@ def data_dir(corpus_dir, tmp_path_factory) -> Path:
                         "--val-fraction", "0.05", "--num-proc", "1"])
     assert code == 0, err
     return out
+
+
+@pytest.fixture(scope="session")
+def finished_run(data_dir, tmp_path_factory) -> Path:
+    """A run trained to step 2 with its checkpoint and export, shared by the hostile-input tests: a test
+    that changes it in place puts it back (the others copy it or are refused before writing)."""
+
+    run = tmp_path_factory.mktemp("finished") / "run"
+    code, _, err = train(data_dir, run, "--max-steps", "2", "--checkpoint-every", "2")
+    assert code == 0, err
+    return run

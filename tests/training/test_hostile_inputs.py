@@ -45,12 +45,6 @@ def test_data_as_a_link_loop(data_dir, tmp_path):
                    "symbolic link loop")
 
 
-@pytest.fixture(scope="module")
-def finished_run(data_dir, tmp_path_factory):
-    run = tmp_path_factory.mktemp("finished") / "run"
-    assert train(data_dir, run, "--max-steps", "2", "--checkpoint-every", "2")[0] == 0
-    return run
-
 
 @pytest.mark.parametrize("kind", ["directory", "link", "fifo"])
 def test_a_lock_that_is_not_a_file_is_refused_at_once(data_dir, finished_run, kind):

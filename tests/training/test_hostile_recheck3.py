@@ -16,13 +16,6 @@ from tests.training.test_hostile_inputs import listing
 from training.data.dataset import load_meta
 
 
-@pytest.fixture(scope="module")
-def finished_run(data_dir, tmp_path_factory):
-    run = tmp_path_factory.mktemp("finished") / "run"
-    assert train(data_dir, run, "--max-steps", "2", "--checkpoint-every", "2")[0] == 0
-    return run
-
-
 @pytest.mark.parametrize("name", ["metrics.jsonl", "run_config.json", "model_config.json", "loss.png"])
 def test_a_file_train_writes_in_run_dir_as_a_link_is_refused(data_dir, finished_run, tmp_path, name):
     """t08: a link in the place of metrics.jsonl had train append its metrics to the user's own file."""

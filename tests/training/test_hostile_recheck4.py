@@ -14,13 +14,6 @@ from tests.training.test_bad_input import tree
 from tests.training.test_hostile_inputs import listing
 
 
-@pytest.fixture(scope="module")
-def finished_run(data_dir, tmp_path_factory):
-    run = tmp_path_factory.mktemp("finished") / "run"
-    assert train(data_dir, run, "--max-steps", "2", "--checkpoint-every", "2")[0] == 0
-    return run
-
-
 @pytest.mark.parametrize("inner", ["checkpoints/step_00000002/inner", "export/sub", "tokenizer/sub", "sub",
                                    "sub/deeper/run"])
 def test_out_inside_another_run_is_refused(data_dir, finished_run, inner):

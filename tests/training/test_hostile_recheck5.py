@@ -13,13 +13,6 @@ from tests.training.test_bad_input import tree
 from tests.training.test_hostile_inputs import listing
 
 
-@pytest.fixture(scope="module")
-def finished_run(data_dir, tmp_path_factory):
-    run = tmp_path_factory.mktemp("finished5") / "run"
-    assert train(data_dir, run, "--max-steps", "4", "--checkpoint-every", "2")[0] == 0
-    return run
-
-
 @pytest.mark.parametrize("inner", ["checkpoints/step_00000002/d", "export/d", "d"])
 def test_prepare_into_a_run_is_refused(finished_run, tmp_path, inner):
     """c24/c25b: the run's next start deleted the prepared data."""
