@@ -126,6 +126,8 @@ DAMAGE = {
     "garbage-config": lambda e: (e / "config.json").write_bytes(b"\x00not json{"),
     "config-list": lambda e: (e / "config.json").write_text("[1, 2, 3]"),
     "garbage-tokenizer": lambda e: (e / "tokenizer.json").write_bytes(b"garbage"),
+    # re-check 8 (T): AutoTokenizer built an empty tokenizer from tokenizer_config.json alone
+    "no-tokenizer-json": lambda e: (e / "tokenizer.json").unlink(),
     # re-check 8 and 9: a config.json that loads, but not this export's model
     "another-model-type": lambda e: _edit_config(e, model_type="bert"),
     "no-model-type": lambda e: _edit_config(e, model_type=None),

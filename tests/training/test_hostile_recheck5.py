@@ -98,7 +98,7 @@ def test_another_tools_run_config_in_out_is_not_replaced(data_dir, tmp_path, con
     out = tmp_path / "run2"
     out.mkdir()
     (out / "run_config.json").write_text(content)
-    one_line_error(train(data_dir, out, "--max-steps", "1"), "holds a run_config.json that is not train's")
+    one_line_error(train(data_dir, out, "--max-steps", "1"), "holds a run_config.json that train did not write")
     assert (out / "run_config.json").read_text() == content
 
 
@@ -113,3 +113,25 @@ def test_prepare_onto_another_tools_meta_json_is_one_line(tmp_path, content):
     one_line_error(cli(["prepare", "--data", str(tmp_path / "corpus.txt"), "--out", str(out), "--tokenizer",
                         "train:300"]), "holds a meta.json that is not prepare's")
     assert (out / "meta.json").read_text() == content
+
+
+@pytest.mark.parametrize("beside", ["checkpoints/epoch=1.ckpt", "export/", "model_config.json"])
+def test_another_tools_run_config_beside_its_own_files_is_not_replaced(data_dir, tmp_path, beside):
+    """Re-check 8 P2: another tool's checkpoints/, export/ or model_config.json counted as a run's."""
+    out = tmp_path / "r"
+    (out / beside).parent.mkdir(parents=True, exist_ok=True)
+    if not beside.endswith("/"):
+        (out / beside).write_text('{"architectures": ["BertModel"]}')
+    (out / "run_config.json").write_text('{"lr": 0.1}')
+    one_line_error(train(data_dir, out, "--max-steps", "1"), "holds a run_config.json that train did not write")
+    assert (out / "run_config.json").read_text() == '{"lr": 0.1}'
+
+
+def test_a_tensorboard_link_into_another_run_is_refused(data_dir, finished_run, tmp_path):
+    """Re-check 8 U: this run's event files landed in the other run's folder."""
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "tensorboard").symlink_to(finished_run / "tensorboard")
+    before = listing(finished_run)
+    one_line_error(train(data_dir, out, "--max-steps", "1"), f"is a link into the run {finished_run}")
+    assert listing(finished_run) == before

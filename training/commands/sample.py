@@ -47,6 +47,11 @@ def _load_export(path: Path):
     if unmatched:
         raise UserError(f"the export {path} is damaged (its config.json does not match its weights: "
                         f"{len(unmatched)} tensor(s) missing, extra or of another shape, e.g. {unmatched[0]})")
+    if len(tokenizer) < 2:
+        # Without tokenizer.json, AutoTokenizer builds an empty one from tokenizer_config.json alone: every
+        # text would be 0 tokens, and a sample empty.
+        raise UserError(f"the export {path} is damaged (its tokenizer has {len(tokenizer)} token(s): tokenizer.json "
+                        "is missing or empty)")
     return model, tokenizer
 
 

@@ -28,6 +28,27 @@ def is_prepared_data(folder: Path) -> bool:
     return isinstance(meta, dict) and "splits" in meta
 
 
+def readable_by_prepare(meta) -> bool:
+    """What prepare reads of an earlier meta.json in its --out: the tokenizer's spec and identity and the
+    train split's tokens (anything less is another tool's file, or one damaged past reading)."""
+    tokenizer = meta.get("tokenizer") if isinstance(meta, dict) else None
+    splits = meta.get("splits") if isinstance(meta, dict) else None
+    return (isinstance(tokenizer, dict) and isinstance(tokenizer.get("spec"), str)
+            and isinstance(tokenizer.get("spec_identity"), str) and isinstance(splits, dict)
+            and isinstance(splits.get("train"), dict) and isinstance(splits["train"].get("tokens"), int))
+
+
+def looks_like_a_run(folder: Path) -> bool:
+    """Something only train leaves: a checkpoint folder of its naming (checkpoints/step_XXXXXXXX), or a
+    model_config.json of a GPT-2 (a damaged run_config.json beside them is still this run's)."""
+    checkpoints = folder / "checkpoints"
+    if (checkpoints.is_dir() and not checkpoints.is_symlink()
+            and any(p.name.startswith("step_") and p.name[5:].isdigit() for p in checkpoints.iterdir())):
+        return True
+    model_config = small_json(folder / "model_config.json")
+    return isinstance(model_config, dict) and model_config.get("model_type") == "gpt2"
+
+
 def is_run_dir(folder: Path) -> bool:
     """A directory `train` wrote: its run_config.json is train's (the model and the tokenizer it was
     started with), not another tool's file of that name."""

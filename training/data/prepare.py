@@ -27,7 +27,7 @@ import numpy as np
 from training.data import prepare_lock
 from training.data import tokenizer as tok
 from training.data.dataset import FORMAT_VERSION, META_FILE
-from training.data.ours import check_not_inside_a_run, check_not_text_of_ours
+from training.data.ours import check_not_inside_a_run, check_not_text_of_ours, readable_by_prepare
 from training.data.sources import (
     Sources,
     discover,
@@ -179,14 +179,7 @@ def _existing_meta(out: Path) -> dict | None:
         meta = json.loads(meta_path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{meta_path} is unreadable ({exc}); pick a new --out") from exc
-    tokenizer = meta.get("tokenizer") if isinstance(meta, dict) else None
-    splits = meta.get("splits") if isinstance(meta, dict) else None
-    # What prepare reads of an earlier meta.json: the tokenizer's spec and identity, the train split's tokens.
-    readable = (isinstance(tokenizer, dict) and isinstance(tokenizer.get("spec"), str)
-                and isinstance(tokenizer.get("spec_identity"), str) and isinstance(splits, dict)
-                and isinstance(splits.get("train"), dict) and isinstance(splits["train"].get("tokens"), int))
-    if not readable:
-        # Another tool's meta.json (or one damaged past reading): prepare would replace it, or fail on it.
+    if not readable_by_prepare(meta):  # another tool's meta.json: prepare would replace it, or fail on it
         raise UserError(f"--out {out} holds a {META_FILE} that is not prepare's (no splits or tokenizer in it); "
                         "refusing to replace it; pick an empty or new directory")
     return meta

@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from training.data.ours import check_not_inside_a_run, is_prepared_data, is_run_dir
+from training.data.ours import check_not_inside_a_run, is_prepared_data, is_run_dir, looks_like_a_run
 from training.run_dir.lock import LOCK, RunLock
 from trainstack.contract.errors import UserError
 from trainstack.contract.paths import kind_of
@@ -53,13 +53,12 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
                             "replaces as a whole); pick a run directory outside it")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {run_dir} is a file, not a directory; pick another --out")
-    if ((out / RUN_CONFIG).exists() and not is_run_dir(out)
-            and not any((out / ours).exists() for ours in ("model_config.json", "checkpoints", "export"))):
-        # A run_config.json that is not train's, alone (no model config, checkpoint or export of a run beside
-        # it): another tool's file, which train would take for an earlier start's and replace. A damaged one in
-        # a real run is named by the resume instead.
-        raise UserError(f"--out {run_dir} holds a {RUN_CONFIG} that is not train's (no model or tokenizer in it), "
-                        "and nothing else of a run; refusing to replace it; pick an empty or new directory")
+    if (out / RUN_CONFIG).exists() and not is_run_dir(out) and not looks_like_a_run(out):
+        # A run_config.json that is not train's, with nothing only train leaves beside it: another tool's
+        # file, which train would take for an earlier start's and replace. A damaged one in a real run is
+        # named by the resume instead.
+        raise UserError(f"--out {run_dir} holds a {RUN_CONFIG} that train did not write, and no checkpoint or "
+                        "model config of a run; refusing to replace it; pick an empty or new directory")
     if out.is_dir() and not (out / RUN_CONFIG).is_file():
         foreign = sorted(p.name for p in out.iterdir() if not _ours(p.name))
         if foreign:
@@ -79,13 +78,15 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
             raise UserError(f"{run_dir / 'export'} is a mount point: train replaces the export as a whole at the "
                             "end (a rename), which a mount point refuses; unmount it, or mount the volume at "
                             "RUN_DIR itself")
-        checkpoints = out / "checkpoints"
-        if checkpoints.is_symlink():
-            target = checkpoints.resolve()
+        for name in ("checkpoints", "tensorboard", "wandb"):
+            folder = out / name
+            if not folder.is_symlink():
+                continue
+            target = folder.resolve()
             other = next((f for f in (target, *target.parents) if f != out and is_run_dir(f)), None)
-            if other is not None:  # retention deletes old steps there: they would be the other run's
-                raise UserError(f"{checkpoints} is a link into the run {other}, whose checkpoints this run's "
-                                "retention would delete; remove the link (or pick another --out)")
+            if other is not None:  # retention would delete its steps, or this run's events mix with its own
+                raise UserError(f"{folder} is a link into the run {other}, whose files this run would delete or "
+                                "mix with its own; remove the link (or pick another --out)")
 
 
 def _shown(path: Path) -> str:
