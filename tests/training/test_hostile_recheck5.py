@@ -135,3 +135,42 @@ def test_a_tensorboard_link_into_another_run_is_refused(data_dir, finished_run, 
     before = listing(finished_run)
     one_line_error(train(data_dir, out, "--max-steps", "1"), f"is a link into the run {finished_run}")
     assert listing(finished_run) == before
+
+
+@pytest.mark.parametrize("beside", [("checkpoints/step_100", "x"),
+                                    ("model_config.json", '{"model_type": "gpt2", "n_layer": 12}')])
+def test_what_train_never_writes_does_not_make_a_folder_a_run(data_dir, tmp_path, beside):
+    """Re-check 9 P3: a file checkpoints/step_100, or another GPT-2 tool's model_config.json."""
+    out = tmp_path / "r"
+    (out / beside[0]).parent.mkdir(parents=True, exist_ok=True)
+    (out / beside[0]).write_text(beside[1])
+    (out / "run_config.json").write_text('{"lr": 0.1}')
+    one_line_error(train(data_dir, out, "--max-steps", "1"), "holds a run_config.json that train did not write")
+    assert (out / "run_config.json").read_text() == '{"lr": 0.1}'
+
+
+@pytest.mark.parametrize("name", ["checkpoints", "tensorboard"])
+def test_a_link_into_a_run_with_a_damaged_run_config_is_refused(data_dir, finished_run, tmp_path, name):
+    """Re-check 9 V: the link check asked only for a readable run_config.json; retention then deleted the
+    other run's step."""
+    other = tmp_path / "other"
+    shutil.copytree(finished_run, other)
+    (other / "run_config.json").write_text("garbage")
+    (other / "tensorboard").mkdir(exist_ok=True)
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / name).symlink_to(other / name)
+    before = tree(other)
+    one_line_error(train(data_dir, out, "--max-steps", "1"), f"is a link into the run {other}")
+    assert tree(other) == before
+
+
+@pytest.mark.parametrize("name, target", [("tensorboard", "nowhere"), ("checkpoints", "nowhere"),
+                                          ("tensorboard", "a-file")])
+def test_a_folder_link_that_is_not_a_folder_is_one_line(data_dir, tmp_path, name, target):
+    """Re-check 9 W: FileExistsError tracebacks."""
+    (tmp_path / "a-file").write_text("x")
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / name).symlink_to(tmp_path / target)
+    one_line_error(train(data_dir, out, "--max-steps", "1"), f"{out / name} is a link to", "which is not a folder")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from training.data.dataset import META_FILE
@@ -39,14 +40,12 @@ def readable_by_prepare(meta) -> bool:
 
 
 def looks_like_a_run(folder: Path) -> bool:
-    """Something only train leaves: a checkpoint folder of its naming (checkpoints/step_XXXXXXXX), or a
-    model_config.json of a GPT-2 (a damaged run_config.json beside them is still this run's)."""
+    """Something only train leaves: a checkpoint of its making, a folder checkpoints/step_XXXXXXXX (eight
+    digits) holding its manifest.json (a damaged run_config.json beside one is still this run's)."""
     checkpoints = folder / "checkpoints"
-    if (checkpoints.is_dir() and not checkpoints.is_symlink()
-            and any(p.name.startswith("step_") and p.name[5:].isdigit() for p in checkpoints.iterdir())):
-        return True
-    model_config = small_json(folder / "model_config.json")
-    return isinstance(model_config, dict) and model_config.get("model_type") == "gpt2"
+    if not checkpoints.is_dir() or checkpoints.is_symlink():
+        return False
+    return any(re.fullmatch(r"step_\d{8}", p.name) and (p / "manifest.json").is_file() for p in checkpoints.iterdir())
 
 
 def is_run_dir(folder: Path) -> bool:

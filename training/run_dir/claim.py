@@ -82,8 +82,12 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
             folder = out / name
             if not folder.is_symlink():
                 continue
+            if not folder.is_dir():  # dangling, or a link to a file: train would fail making its folder
+                raise UserError(f"{folder} is a link to {os.readlink(folder)}, which is not a folder; remove the link "
+                                "(or point it at a folder), then run the same command again")
             target = folder.resolve()
-            other = next((f for f in (target, *target.parents) if f != out and is_run_dir(f)), None)
+            other = next((f for f in (target, *target.parents)
+                          if f != out and (is_run_dir(f) or looks_like_a_run(f))), None)
             if other is not None:  # retention would delete its steps, or this run's events mix with its own
                 raise UserError(f"{folder} is a link into the run {other}, whose files this run would delete or "
                                 "mix with its own; remove the link (or pick another --out)")
