@@ -174,3 +174,26 @@ def test_a_folder_link_that_is_not_a_folder_is_one_line(data_dir, tmp_path, name
     out.mkdir()
     (out / name).symlink_to(tmp_path / target)
     one_line_error(train(data_dir, out, "--max-steps", "1"), f"{out / name} is a link to", "which is not a folder")
+
+
+@pytest.mark.parametrize("name", ["checkpoints", "tensorboard"])
+def test_a_folder_link_train_cannot_write_into_is_one_line_before_training(data_dir, tmp_path, name):
+    """Re-check 10 W: a link to /proc/self trained, then died at the first checkpoint with a traceback and
+    left run_config.json and metrics.jsonl behind."""
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / name).symlink_to("/proc/self")
+    one_line_error(train(data_dir, out, "--max-steps", "2", "--checkpoint-every", "1"),
+                   f"{out / name} is a link to /proc/self, where train cannot write")
+    assert sorted(p.name for p in out.iterdir()) == [name]
+
+
+@pytest.mark.parametrize("content", ["[]", "1", '"x"', "null"])
+def test_credentials_json_that_is_not_an_object_is_one_line(data_dir, tmp_path, monkeypatch, content):
+    """Re-check 10 X: an AttributeError traceback."""
+    creds = tmp_path / "c.json"
+    creds.write_text(content)
+    monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(creds))
+    one_line_error(train(data_dir, tmp_path / "run", "--max-steps", "1", "--snapshot-uri", "gs://bucket/run"),
+                   f"GOOGLE_APPLICATION_CREDENTIALS={creds} cannot be used")

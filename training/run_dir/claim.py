@@ -11,6 +11,7 @@ import contextlib
 import errno
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from training.data.ours import check_not_inside_a_run, is_prepared_data, is_run_dir, looks_like_a_run
@@ -85,12 +86,25 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
             if not folder.is_dir():  # dangling, or a link to a file: train would fail making its folder
                 raise UserError(f"{folder} is a link to {os.readlink(folder)}, which is not a folder; remove the link "
                                 "(or point it at a folder), then run the same command again")
+            _check_writable(folder)
             target = folder.resolve()
             other = next((f for f in (target, *target.parents)
                           if f != out and (is_run_dir(f) or looks_like_a_run(f))), None)
             if other is not None:  # retention would delete its steps, or this run's events mix with its own
                 raise UserError(f"{folder} is a link into the run {other}, whose files this run would delete or "
                                 "mix with its own; remove the link (or pick another --out)")
+
+
+def _check_writable(link: Path) -> None:
+    """A linked folder train writes into must take a file: one it cannot (/proc, a read-only mount) would fail
+    at the first checkpoint or event file, after training. Probed with a file removed at once."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".trainstack-probe-", dir=link)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"{link} is a link to {os.readlink(link)}, where train cannot write ({exc.strerror}); remove "
+                        "the link (or point it at a folder you can write to), then run the same command again") from None
 
 
 def _shown(path: Path) -> str:
