@@ -197,3 +197,28 @@ def test_credentials_json_that_is_not_an_object_is_one_line(data_dir, tmp_path, 
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(creds))
     one_line_error(train(data_dir, tmp_path / "run", "--max-steps", "1", "--snapshot-uri", "gs://bucket/run"),
                    f"GOOGLE_APPLICATION_CREDENTIALS={creds} cannot be used")
+
+
+@pytest.mark.parametrize("name, inside", [("checkpoints", ""), ("tensorboard", ".cache")])
+def test_a_folder_link_into_the_prepared_data_is_refused(data_dir, tmp_path, name, inside):
+    """Re-check 11 Y: checkpoints and event files were written into the data directory."""
+    data = tmp_path / "data"
+    shutil.copytree(data_dir, data)
+    (data / ".cache").mkdir(exist_ok=True)
+    before = listing(data)
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / name).symlink_to(data / inside)
+    one_line_error(train(data, out, "--max-steps", "1", "--checkpoint-every", "1"),
+                   f"is a link into the prepared data directory {data}")
+    assert listing(data) == before
+
+
+def test_credentials_nested_past_the_parser_are_one_line(data_dir, tmp_path, monkeypatch):
+    """Re-check 11 X: a RecursionError traceback."""
+    creds = tmp_path / "c.json"
+    creds.write_text("[" * 200000 + "]" * 200000)
+    monkeypatch.setenv("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(creds))
+    one_line_error(train(data_dir, tmp_path / "run", "--max-steps", "1", "--snapshot-uri", "gs://bucket/run"),
+                   f"GOOGLE_APPLICATION_CREDENTIALS={creds} cannot be used")

@@ -255,8 +255,10 @@ def check_google_credentials(uri: str) -> None:
         with warnings.catch_warnings():  # its deprecation is about trusting the file's content; we only check it
             warnings.simplefilter("ignore", DeprecationWarning)
             google.auth.load_credentials_from_file(path)
-    except (google.auth.exceptions.GoogleAuthError, OSError, ValueError, AttributeError, TypeError) as exc:
-        # AttributeError, TypeError: JSON that is not an object ([], 1, null), which google.auth reads as one
+    except (google.auth.exceptions.GoogleAuthError, OSError, ValueError, AttributeError, TypeError,
+            RecursionError) as exc:
+        # AttributeError, TypeError: JSON that is not an object ([], 1, null), which google.auth reads as one;
+        # RecursionError: JSON nested deeper than the parser goes
         detail = str(exc.args[0]) if exc.args else type(exc).__name__
         raise UserError(f"--snapshot-uri {uri}: GOOGLE_APPLICATION_CREDENTIALS={path} cannot be used "
                         f"({detail.strip().splitlines()[0][:160]}); point it at a service-account or "

@@ -93,6 +93,10 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
             if other is not None:  # retention would delete its steps, or this run's events mix with its own
                 raise UserError(f"{folder} is a link into the run {other}, whose files this run would delete or "
                                 "mix with its own; remove the link (or pick another --out)")
+            data = next((f for f in (target, *target.parents) if is_prepared_data(f)), None)
+            if data is not None:  # as --out inside the data: prepare replaces that folder as a whole
+                raise UserError(f"{folder} is a link into the prepared data directory {data}, which `prepare` "
+                                "replaces as a whole; remove the link (or point it outside the data)")
 
 
 def _check_writable(link: Path) -> None:
