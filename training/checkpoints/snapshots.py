@@ -44,6 +44,7 @@ from training.checkpoints import checkpoint
 from training.elastic import distributed
 from trainstack.contract.cli_integrations import SNAPSHOT_SCHEMES, check_snapshot_uri
 from trainstack.contract.config import SnapshotConfig
+from trainstack.contract.deadline import NoAnswer, call_within
 from trainstack.contract.errors import UserError
 from trainstack.contract.log import info, warn
 from trainstack.contract.paths import kind_of
@@ -203,26 +204,14 @@ class Store:
 
 
 def within(timeout_s: float, call, uri: str):
-    """call()'s result, or one line when it has not answered within timeout_s (its thread is left to die
-    with the process: the clients' own retries take minutes)."""
-    box: dict = {}
-
-    def run() -> None:
-        try:
-            box["result"] = call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, name="snapshot-reach", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
-    if worker.is_alive():
+    """call()'s result, or one line when it has not answered within timeout_s (the clients' own retries
+    take minutes)."""
+    try:
+        return call_within(timeout_s, call, "snapshot-reach")
+    except NoAnswer:
         raise UserError(f"--snapshot-uri {uri}: no answer from the store within {timeout_s:.0f}s (network, "
                         "DNS, a proxy or the credentials lookup); check that this machine can reach it, or run "
-                        "without --snapshot-uri")
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+                        "without --snapshot-uri") from None
 
 
 MAX_CREDENTIALS_BYTES = 2**20  # a key file is a few KiB

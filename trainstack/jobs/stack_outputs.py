@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from trainstack.contract.deadline import NoAnswer, call_within
 from trainstack.contract.paths import kind_of
 from trainstack.jobs.errors import UsageError
 
@@ -59,29 +59,14 @@ MAX_OUTPUTS_BYTES = 16 * 2**20
 PIPE_WAIT_S = 30.0  # opening a pipe waits for its writer; <(pulumi stack output ...) has one within seconds
 
 
-class _NoWriter(Exception):
-    pass
-
-
 def _read_bounded(path: Path) -> bytes:
-    """At most MAX_OUTPUTS_BYTES + 1 bytes of `path`; a pipe whose writer never comes raises _NoWriter."""
-    box: dict = {}
+    """At most MAX_OUTPUTS_BYTES + 1 bytes of `path`; NoAnswer when a pipe's writer never comes."""
 
-    def read() -> None:
-        try:
-            with path.open("rb") as f:
-                box["data"] = f.read(MAX_OUTPUTS_BYTES + 1)
-        except OSError as error:
-            box["error"] = error
+    def read() -> bytes:
+        with path.open("rb") as f:
+            return f.read(MAX_OUTPUTS_BYTES + 1)
 
-    reader = threading.Thread(target=read, name="outputs-read", daemon=True)
-    reader.start()
-    reader.join(PIPE_WAIT_S)
-    if reader.is_alive():
-        raise _NoWriter
-    if "error" in box:
-        raise box["error"]
-    return box["data"]
+    return call_within(PIPE_WAIT_S, read, "outputs-read")
 
 
 def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
@@ -95,7 +80,7 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
             raise UsageError(f"--outputs {outputs_file} is {kind_of(path)}, not a file", fix)
         try:
             data = _read_bounded(path)
-        except _NoWriter:
+        except NoAnswer:
             raise UsageError(f"--outputs {outputs_file} is a pipe nothing writes to (waited {PIPE_WAIT_S:.0f}s)",
                              "pass the file, or --outputs <(pulumi stack output --json --show-secrets)") from None
         except OSError as error:
