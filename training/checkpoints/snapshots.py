@@ -227,32 +227,34 @@ def check_google_credentials(uri: str) -> None:
     path = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS", "")
     if not path:  # unset or empty: Workload Identity / the metadata server, as gcsfs finds them
         return
-    credentials = Path(path)
-    problem = None
-    if kind_of(credentials):  # a pipe is used up by one read, /dev/zero never ends: google.auth reads it twice
-        problem = f"it is {kind_of(credentials)}, not a file"
-    elif credentials.is_file() and credentials.stat().st_size > MAX_CREDENTIALS_BYTES:
-        problem = f"it holds {credentials.stat().st_size:,} bytes, far more than a key file"
+    problem = _credentials_problem(Path(path))
     if problem:
         raise UserError(f"--snapshot-uri {uri}: GOOGLE_APPLICATION_CREDENTIALS={path} cannot be used ({problem}); "
                         "point it at a service-account or `gcloud auth application-default login` JSON file, or "
                         "unset it to use Workload Identity")
+
+
+def _credentials_problem(credentials: Path) -> str | None:
+    """Why google.auth cannot load this credentials file, or None."""
+    kind = kind_of(credentials)
+    if kind:  # a pipe is used up by one read, /dev/zero never ends: google.auth reads it twice
+        return f"it is {kind}, not a file"
+    if credentials.is_file() and credentials.stat().st_size > MAX_CREDENTIALS_BYTES:
+        return f"it holds {credentials.stat().st_size:,} bytes, far more than a key file"
     import google.auth
     import google.auth.exceptions
 
     try:
         with warnings.catch_warnings():  # its deprecation is about trusting the file's content; we only check it
             warnings.simplefilter("ignore", DeprecationWarning)
-            google.auth.load_credentials_from_file(path)
+            google.auth.load_credentials_from_file(str(credentials))
     except (google.auth.exceptions.GoogleAuthError, OSError, ValueError, AttributeError, TypeError,
             RecursionError) as exc:
         # AttributeError, TypeError: JSON that is not an object ([], 1, null), which google.auth reads as one;
         # RecursionError: JSON nested deeper than the parser goes
-        detail = str(exc.args[0]) if exc.args else type(exc).__name__
-        raise UserError(f"--snapshot-uri {uri}: GOOGLE_APPLICATION_CREDENTIALS={path} cannot be used "
-                        f"({detail.strip().splitlines()[0][:160]}); point it at a service-account or "
-                        "`gcloud auth application-default login` JSON file, or unset it to use Workload "
-                        "Identity") from exc
+        detail = str(exc.args[0]).strip() if exc.args else ""
+        return (detail.splitlines() or [type(exc).__name__])[0][:160]
+    return None
 
 
 def _reason(exc: Exception) -> str:
