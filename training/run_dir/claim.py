@@ -79,24 +79,30 @@ def check_location(run_dir: Path, data_dir: Path) -> None:
             raise UserError(f"{run_dir / 'export'} is a mount point: train replaces the export as a whole at the "
                             "end (a rename), which a mount point refuses; unmount it, or mount the volume at "
                             "RUN_DIR itself")
-        for name in ("checkpoints", "tensorboard", "wandb"):
-            folder = out / name
-            if not folder.is_symlink():
-                continue
-            if not folder.is_dir():  # dangling, or a link to a file: train would fail making its folder
-                raise UserError(f"{folder} is a link to {os.readlink(folder)}, which is not a folder; remove the link "
-                                "(or point it at a folder), then run the same command again")
-            _check_writable(folder)
-            target = folder.resolve()
-            other = next((f for f in (target, *target.parents)
-                          if f != out and (is_run_dir(f) or looks_like_a_run(f))), None)
-            if other is not None:  # retention would delete its steps, or this run's events mix with its own
-                raise UserError(f"{folder} is a link into the run {other}, whose files this run would delete or "
-                                "mix with its own; remove the link (or pick another --out)")
-            data = next((f for f in (target, *target.parents) if is_prepared_data(f)), None)
-            if data is not None:  # as --out inside the data: prepare replaces that folder as a whole
-                raise UserError(f"{folder} is a link into the prepared data directory {data}, which `prepare` "
-                                "replaces as a whole; remove the link (or point it outside the data)")
+        check_folder_links(out)
+
+
+def check_folder_links(out: Path) -> None:
+    """A folder train makes (export aside, refused above when linked) may be a link to a folder elsewhere,
+    a bigger disk, but not one train cannot write into, nor one inside another run or prepared data."""
+    for name in MADE_FOLDERS:
+        folder = out / name
+        if name == "export" or not folder.is_symlink():
+            continue
+        if not folder.is_dir():  # dangling, or a link to a file: train would fail making its folder
+            raise UserError(f"{folder} is a link to {os.readlink(folder)}, which is not a folder; remove the link "
+                            "(or point it at a folder), then run the same command again")
+        _check_writable(folder)
+        target = folder.resolve()
+        around = (target, *target.parents)
+        other = next((f for f in around if f != out and (is_run_dir(f) or looks_like_a_run(f))), None)
+        if other is not None:  # retention would delete its steps, or this run's events mix with its own
+            raise UserError(f"{folder} is a link into the run {other}, whose files this run would delete or "
+                            "mix with its own; remove the link (or pick another --out)")
+        data = next((f for f in around if is_prepared_data(f)), None)
+        if data is not None:  # as --out inside the data: prepare replaces that folder as a whole
+            raise UserError(f"{folder} is a link into the prepared data directory {data}, which `prepare` "
+                            "replaces as a whole; remove the link (or point it outside the data)")
 
 
 def _check_writable(link: Path) -> None:
