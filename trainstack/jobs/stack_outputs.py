@@ -76,8 +76,9 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
         fix = "pulumi stack output --json --show-secrets --stack <stack> > outputs.json"
         # /dev/zero would be read until memory runs out; a pipe is fine (--outputs <(pulumi stack output ...)
         # keeps the secrets off disk), and the read below is bounded.
-        if kind_of(path) and not kind_of(path).startswith("a FIFO"):
-            raise UsageError(f"--outputs {outputs_file} is {kind_of(path)}, not a file", fix)
+        kind = kind_of(path)
+        if kind and not kind.startswith("a FIFO"):
+            raise UsageError(f"--outputs {outputs_file} is {kind}, not a file", fix)
         try:
             data = _read_bounded(path)
         except NoAnswer:

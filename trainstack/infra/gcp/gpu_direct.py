@@ -100,17 +100,9 @@ def installer_spec(profile: GpuDirectProfile, accelerator: str) -> dict[str, Any
             "command": ["nsenter", "-at", "1", "--", "bash", "-c", preinstall + "\n"],
             "securityContext": {"privileged": True},
         })
-    return {
-        "priorityClassName": "system-node-critical",
-        "affinity": _affinity(accelerator),
-        "tolerations": [{"operator": "Exists"}],
-        "hostNetwork": True,
-        "hostPID": True,
-        "volumes": [{"name": "var-lib", "hostPath": {"path": "/var/lib"}},
-                    {"name": "library-dir-host", "hostPath": {"path": "/home/kubernetes/bin"}}],
-        "initContainers": init_containers,
-        "containers": [{"name": "pause", "image": versions.PAUSE_IMAGE}],
-    }
+    return _node_installer(accelerator, [{"name": "var-lib", "hostPath": {"path": "/var/lib"}},
+                                         {"name": "library-dir-host", "hostPath": {"path": "/home/kubernetes/bin"}}],
+                           init_containers)
 
 
 def rdma_installer_spec(accelerator: str) -> dict[str, Any]:
@@ -127,25 +119,33 @@ def rdma_installer_spec(accelerator: str) -> dict[str, Any]:
         "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib",
         'echo "installation finishes"',
     ]
+    return _node_installer(accelerator, [
+        {"name": "library-dir-host",
+         "hostPath": {"path": "/home/kubernetes/bin/nvidia/lib64", "type": "DirectoryOrCreate"}},
+        {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}},
+    ], [{
+        "name": "nccl-rdma-installer",
+        "image": plugin_image("rdma"),
+        "command": ["/bin/sh", "-c"],
+        "args": ["\n".join(install) + "\n"],
+        "resources": {"requests": {"cpu": "150m"}},
+        "securityContext": {"privileged": True},  # writes the host's library directories
+        "volumeMounts": [{"name": "library-dir-host", "mountPath": "/usr/local/home/kubernetes/bin/nvidia/lib64"},
+                         {"name": "gib", "mountPath": "/usr/local/home/kubernetes/bin/gib"}],
+    }])
+
+
+def _node_installer(accelerator: str, volumes: list[dict[str, Any]],
+                    init_containers: list[dict[str, Any]]) -> dict[str, Any]:
+    """A pod on every GPU node of the machine that installs onto the host in init containers, then idles."""
     return {
         "priorityClassName": "system-node-critical",
         "affinity": _affinity(accelerator),
         "tolerations": [{"operator": "Exists"}],
         "hostNetwork": True,
         "hostPID": True,
-        "volumes": [{"name": "library-dir-host",
-                     "hostPath": {"path": "/home/kubernetes/bin/nvidia/lib64", "type": "DirectoryOrCreate"}},
-                    {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}}],
-        "initContainers": [{
-            "name": "nccl-rdma-installer",
-            "image": plugin_image("rdma"),
-            "command": ["/bin/sh", "-c"],
-            "args": ["\n".join(install) + "\n"],
-            "resources": {"requests": {"cpu": "150m"}},
-            "securityContext": {"privileged": True},  # writes the host's library directories
-            "volumeMounts": [{"name": "library-dir-host", "mountPath": "/usr/local/home/kubernetes/bin/nvidia/lib64"},
-                             {"name": "gib", "mountPath": "/usr/local/home/kubernetes/bin/gib"}],
-        }],
+        "volumes": volumes,
+        "initContainers": init_containers,
         "containers": [{"name": "pause", "image": versions.PAUSE_IMAGE}],
     }
 
