@@ -173,8 +173,11 @@ def test_list_counts_a_job_on_another_pool_with_that_pools_nodes(cluster, cli, o
 def test_a_job_sent_to_another_topology_pool_prefers_its_tightest_domain(two_pools):
     # Kueue's topology flavor on a further RDMA pool: without the value, a multi-node job there would get
     # Kueue's implied TAS, which places pods anywhere in the topology.
-    result = test_a4.run(test_a4.a4_config({"trainstack:gpuPools": {"a3u": {"machineType": "a3-ultragpu-8g", "max": 2}},
-                                            "trainstack:jobPool": "a4"}))
+    # On reservations: the capacity that gets Kueue's topology by default (trainstack/infra/gcp/pool_capacity.py).
+    reserved = test_a4.RESERVED
+    result = test_a4.run(test_a4.a4_config({"trainstack:gpuPools": {
+        "a4": reserved, "a3u": {"machineType": "a3-ultragpu-8g", "max": 2, **reserved, "reservation": "h200-block"}},
+        "trainstack:jobPool": "a4"}))
     pools = json.loads(json.dumps(result.exports))["jobSubmission"]["pools"]
     for name in ("a4", "a3u"):
         assert pools[name]["values"]["kueue"]["preferredTopology"] == "kubernetes.io/hostname", name

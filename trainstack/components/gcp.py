@@ -99,7 +99,7 @@ class GkeGpuPool:
     driver_version: str | None = None
     """The GKE-managed NVIDIA driver: DEFAULT or LATEST."""
     topology_aware: bool | None = None
-    """Kueue places multi-node jobs by GKE's gce-topology labels (default on A4, A3 Ultra; needs GPUDirect)."""
+    """Kueue places multi-node jobs by GKE's gce-topology labels (default on A4, A3 Ultra with capacity RESERVATION; needs GPUDirect)."""
 
 
 @dataclass(kw_only=True)

@@ -40,6 +40,9 @@ class GpuPlacement:
     max_nodes: int | None = None
     # The pool's network topology, for Kueue's Topology Aware Scheduling (None: no TAS on this pool).
     topology: NodeTopology | None = None
+    # A pool whose nodes come only through a ProvisioningRequest (GKE queued provisioning): the class
+    # Kueue's admission check asks for, with or without a topology. None: the topology's, if any.
+    provisioning_class: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

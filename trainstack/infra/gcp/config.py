@@ -45,6 +45,7 @@ from trainstack.infra.config.reader import (
 from trainstack.infra.core import versions
 from trainstack.infra.core.namespaces import platform_namespaces
 from trainstack.infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
+from trainstack.infra.gcp.gpu_network_ranges import check_gpu_network_ranges
 from trainstack.infra.gcp.limits import (
     GCP_REGIONS,
     GOOGLE_NODE_LABELS,
@@ -64,6 +65,11 @@ from trainstack.infra.gcp.machine_types import (
     UNSUPPORTED_BY_IMAGE,
     GpuDirectProfile,
     n1_vcpus,
+)
+from trainstack.infra.gcp.pool_capacity import (
+    check_queued_pools_have_kueue,
+    check_queued_provisioning_pool,
+    pool_topology_aware,
 )
 
 # trainstack builds its Google provider explicitly from these; any other gcp:* key would be ignored.
@@ -171,7 +177,8 @@ class GpuPoolConfig:
     local_ssd_count: int  # local NVMe SSDs as the node's ephemeral storage (the data cache)
     gpu_direct: GpuDirectProfile | None  # TCPX / TCPXO networking on A3, RDMA on A3 Ultra and A4
     driver_version: str  # GKE-managed driver: DEFAULT or LATEST
-    # Kueue places a multi-node job's pods by GKE's gce-topology node labels (on by default on GPUDirect pools).
+    # Kueue places a multi-node job's pods by GKE's gce-topology node labels (pool_capacity.py: default on RDMA
+    # pools on a reservation).
     topology_aware: bool = False
 
     @property
@@ -271,6 +278,7 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
                           "and -, starting with a letter, at most 63; projects/<project>/reservations/<name> for a "
                           "shared one; <name>/reservationBlocks/<block> for one block)",
                           f"{set_hint(f'{key}.reservation', '<name>')} (gcloud compute reservations list)")
+    check_queued_provisioning_pool(key, capacity, min_nodes)
     placement = pool.get("placement", as_choice, "COMPACT" if gpu_direct else "ANY", choices=("COMPACT", "ANY"))
     if placement == "COMPACT" and capacity == "RESERVATION":
         # GKE refuses a compact placement policy on a pool that consumes a specific reservation: the
@@ -286,13 +294,13 @@ def _parse_gpu_pool(name: str, value: object) -> GpuPoolConfig:
     if hyperdisk_only and disk_type.startswith("pd-"):
         raise ConfigError(f"{key}.diskType", f"{machine_type} boots only from Hyperdisk, not {disk_type}",
                           set_hint(f"{key}.diskType", "hyperdisk-balanced"))
-    # On by default only on the RDMA machines, where upstream's GKE blueprints use GKE's topology labels;
-    # opt-in elsewhere, so an existing queue keeps admitting as before (docs/a4.md).
-    topology_aware = pool.get("topologyAware", as_bool, gpu_direct is not None and gpu_direct.rdma)
-    if topology_aware and gpu_direct is None:
+    topology_requested = pool.get("topologyAware", as_bool, None)
+    if topology_requested and gpu_direct is None:
         raise ConfigError(f"{key}.topologyAware", f"true needs a GPUDirect pool: GKE gives {machine_type} nodes "
                           "without GPUDirect no gce-topology labels, so Kueue would admit nothing",
                           set_hint(f"{key}.topologyAware", "false"))
+    # On by default only on RDMA machines on a reservation (pool_capacity.py); opt-in elsewhere.
+    topology_aware = pool_topology_aware(key, topology_requested, capacity, gpu_direct)
     return GpuPoolConfig(
         name=name,
         machine_type=machine_type,
@@ -572,6 +580,9 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         pulumi.log.warn(f"{NAMESPACE}:job.queue is false, so there is no Kueue and topologyAware on {', '.join(aware)} "
                         f"has no effect. Fix: pulumi config set --path {NAMESPACE}:job.queue true, or pulumi config "
                         f"set --path {NAMESPACE}:gpuPools.{aware[0]}.topologyAware false")
+    check_queued_pools_have_kueue([(p.name, p.capacity) for p in gpu_pools], job.queue)
+    network = _parse_network(raw)
+    check_gpu_network_ranges(network, gpu_pools)
     filestore = _parse_filestore(raw)
     if filestore is None and job.enabled:
         raise ConfigError(f"{NAMESPACE}:sharedFilesystem.enabled", "false while the job is enabled: its checkpoints "
@@ -586,7 +597,7 @@ def parse_gcp_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         cluster_name=cluster_name,
         release_channel=top(raw, "releaseChannel", as_choice, "REGULAR", choices=RELEASE_CHANNELS),
         kubernetes_version=version,
-        network=_parse_network(raw),
+        network=network,
         api_authorized_networks=cidrs,
         system_pool=_parse_system_pool(raw),
         gpu_pools=gpu_pools,

@@ -15,25 +15,18 @@ point at these by name (gpu_direct.py), so the names are set, not left to Pulumi
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 
 from trainstack.infra.core.resource_options import child_options
+from trainstack.infra.gcp.gpu_network_ranges import gpu_subnet_ranges
 
 GPU_NETWORK_MTU = 8244
 # cluster-toolkit's default for both the RDMA VPC (gpu-rdma-vpc) and the extra gVNIC VPC (vpc module).
 RDMA_NETWORK_MTU = 8896
-# 16 /20 blocks: room for the 8 networks of TCPXO (or the gVNIC and 8 RDMA subnets), away from the
-# node subnet's default 10.10.0.0/20.
-GPU_NETWORKS_RANGE = "192.168.0.0/16"
 _INTERNAL_PROTOCOLS = ("tcp", "udp", "icmp")
-
-
-def gpu_subnet_ranges(count: int, first: int = 0) -> list[str]:
-    return [str(block) for block in ipaddress.IPv4Network(GPU_NETWORKS_RANGE).subnets(new_prefix=20)][first:first + count]
 
 
 def roce_network_profile(project: str, zone: str) -> str:

@@ -74,8 +74,9 @@ class GpuDirectProfile:
     """GPUDirect networking of a machine type: GPUs talk to their own NICs.
 
     Without it a multi-node job on these machines runs NCCL over the single primary NIC at a few
-    GB/s, silently. Minimum GKE patch per minor from cluster-toolkit's
-    modules/compute/gke-node-pool/gpu_direct.tf (minors not listed have no minimum).
+    GB/s, silently. Minimum GKE patch per minor: TCPX/TCPXO from cluster-toolkit's
+    modules/compute/gke-node-pool/gpu_direct.tf, RDMA from Google's A4 / A3 Ultra GKE guides (newer
+    minors than those listed have no minimum; older ones are refused: see meets_gpu_direct_minimum).
 
     TCPX / TCPXO (A3 High / Mega): one extra VPC per GPU NIC, NetDevice mode. RDMA (A3 Ultra, A4):
     the GPU NICs are RoCE NICs in one RDMA VPC (one subnet per NIC, RDMA mode), and the machine has a
@@ -113,10 +114,16 @@ _A3_POD = {"requests": {"cpu": "180", "memory": "1500Gi"}, "limits": {"memory": 
 # (container-engine-accelerators gpudirect-rdma/nccl-test-a4.yaml).
 _RDMA_POD = {"requests": {"cpu": "200", "memory": "2000Gi"}, "limits": {"memory": "2400Gi"}, "shmSize": "250Gi"}
 # GPUDirect-RDMA machines: 8 RoCE NICs (one per GPU), 32 bundled local SSDs (cluster-toolkit
-# modules/compute/gke-node-pool/disk_definitions.tf), no GKE minimum listed upstream; cluster-toolkit's
-# daily A3 Ultra and A4 tests require 100 GB/s (all_gather_perf 1K-8G, examples/gke-a4/nccl-jobset-example.yaml).
+# modules/compute/gke-node-pool/disk_definitions.tf); cluster-toolkit's daily A3 Ultra and A4 tests
+# require 100 GB/s (all_gather_perf 1K-8G, examples/gke-a4/nccl-jobset-example.yaml).
 _RDMA = {"mode": "rdma", "gpu_nics": 8, "extra_gvnics": 1, "local_ssd_count": 32, "pod_resources": _RDMA_POD,
-         "nccl_min_bus_bandwidth_gbps": 100, "min_versions": {}}
+         "nccl_min_bus_bandwidth_gbps": 100}
+# The GKE versions GKE runs B200 (A4) and H200 (A3 Ultra) nodes with GPUDirect-RDMA from: "1.32.2-gke.1422000
+# or later" and "1.31.4-gke.1183000 or later" (GKE tutorial "Fine-tune and scale reinforcement learning
+# with verl on GKE", docs.cloud.google.com/kubernetes-engine/docs/tutorials/scaling-rl-verl-gke,
+# requirements for B200 / H200).
+A4_MIN_VERSIONS = {"1.32": "1.32.2-gke.1422000"}
+A3_ULTRA_MIN_VERSIONS = {"1.31": "1.31.4-gke.1183000"}
 GPU_DIRECT: Mapping[str, GpuDirectProfile] = {
     "a3-highgpu-8g": GpuDirectProfile(
         mode="tcpx", gpu_nics=4, local_ssd_count=16, pod_resources=_A3_POD, nccl_min_bus_bandwidth_gbps=25,
@@ -127,9 +134,9 @@ GPU_DIRECT: Mapping[str, GpuDirectProfile] = {
                       "1.31": "1.31.14-gke.1243000", "1.32": "1.32.11-gke.1174000"}),
     # A3 Ultra's gIB tuner file (cluster-toolkit examples/machine-learning/a3-ultragpu-8g/nemo-framework/
     # Dockerfile); the chart's default is A4's.
-    "a3-ultragpu-8g": GpuDirectProfile(**_RDMA, nccl_env={
+    "a3-ultragpu-8g": GpuDirectProfile(**_RDMA, min_versions=A3_ULTRA_MIN_VERSIONS, nccl_env={
         "NCCL_TUNER_CONFIG_PATH": "/usr/local/gib/configs/tuner_config_a3u.txtpb"}),
-    "a4-highgpu-8g": GpuDirectProfile(**_RDMA),
+    "a4-highgpu-8g": GpuDirectProfile(**_RDMA, min_versions=A4_MIN_VERSIONS),
 }
 
 
@@ -139,9 +146,21 @@ def gke_version_key(version: str) -> tuple[int, ...]:
     return (*map(int, release.split(".")), int(build or 0))
 
 
+def _minor_key(minor: str) -> tuple[int, ...]:
+    return tuple(map(int, minor.split(".")))
+
+
 def meets_gpu_direct_minimum(profile: GpuDirectProfile, version: str) -> str | None:
-    """The minimum `version` falls short of, or None when it is new enough."""
+    """The minimum `version` falls short of, or None when it is new enough.
+
+    A minor older than every minor listed falls short of the oldest one's minimum: GKE has no
+    GPUDirect for the machine there (B200 nodes start at 1.32). A newer unlisted minor has no minimum."""
+    if not profile.min_versions:
+        return None
     minor = ".".join(version.split(".")[:2])
+    oldest = min(profile.min_versions, key=_minor_key)
+    if _minor_key(minor) < _minor_key(oldest):
+        return profile.min_versions[oldest]
     minimum = profile.min_versions.get(minor)
     if minimum is not None and gke_version_key(version) < gke_version_key(minimum):
         return minimum

@@ -19,6 +19,7 @@ from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement, NodeTopo
 from trainstack.infra.gcp.cluster import GkeCluster
 from trainstack.infra.gcp.config import GpuPoolConfig, SystemPoolConfig
 from trainstack.infra.gcp.handles import ClusterRef
+from trainstack.infra.gcp.pool_capacity import QUEUED_CAPACITY
 
 POOL_LABEL = "trainstack/node-pool"
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"  # GKE sets it on GPU nodes
@@ -38,8 +39,17 @@ GKE_TOPOLOGY_LEVELS = ("cloud.google.com/gce-topology-block", "cloud.google.com/
 # The cluster autoscaler's ProvisioningRequest class that adds all of a request's nodes or none
 # (kubernetes/autoscaler cluster-autoscaler FAQ, "Supported ProvisioningClasses"): the GPU pools scale
 # from zero, so Kueue asks for the nodes before it places the pods on them.
+# On by default only for reserved capacity (pool_capacity.py).
 ATOMIC_SCALE_UP_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 GKE_TOPOLOGY = NodeTopology(levels=GKE_TOPOLOGY_LEVELS, provisioning_class=ATOMIC_SCALE_UP_CLASS)
+# FLEX_START pools are Dynamic Workload Scheduler queued provisioning: GKE adds their nodes only for a
+# ProvisioningRequest of this class and taints them (cluster-toolkit v1.95.0
+# examples/gke-consumption-options/dws-flex-start-queued-provisioning: dws-queues.yaml.tftpl's
+# ProvisioningRequestConfig, nccl-jobset-example.yaml's toleration; modules/compute/gke-node-pool
+# enable_queued_provisioning "adds the cloud.google.com/gke-queued taint to the node pool").
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+QUEUED_TOLERATION = {"key": "cloud.google.com/gke-queued", "operator": "Equal", "value": "true",
+                     "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +80,19 @@ def capacity_settings(config: GpuPoolConfig) -> dict[str, object]:
     if config.capacity == "FLEX_START":
         return {"flex_start": True, "reservation_affinity": no_reservation}
     return {}
+
+
+def queued_provisioning(config: GpuPoolConfig) -> bool:
+    return config.capacity == QUEUED_CAPACITY
+
+
+def pool_topology(config: GpuPoolConfig) -> NodeTopology | None:
+    """Kueue's view of the pool: its topology levels (TAS) and the ProvisioningRequest class that sizes it."""
+    if not config.topology_aware:
+        return None
+    if queued_provisioning(config):
+        return NodeTopology(levels=GKE_TOPOLOGY_LEVELS, provisioning_class=QUEUED_PROVISIONING_CLASS)
+    return GKE_TOPOLOGY
 
 
 def _node_config(args: NodePoolArgs, pool: str, machine_type: str, disk_size_gb: int, disk_type: str,
@@ -143,9 +166,12 @@ class GpuNodePool(pulumi.ComponentResource):
                 total_min_node_count=config.min_nodes, total_max_node_count=config.max_nodes,
                 # Any zone capacity (and any unused reservation) first: fewer spot preemptions.
                 location_policy="ANY"),
-            # Flex-start VMs are not repaired (GKE requires it off for them).
+            # Flex-start VMs are not repaired (GKE requires it off for them), nor are queued-provisioning
+            # nodes upgraded (cluster-toolkit: "auto_upgrade: false # queued provisioning requirement").
             management=gcp.container.NodePoolManagementArgs(auto_repair=config.capacity != "FLEX_START",
-                                                            auto_upgrade=True),
+                                                            auto_upgrade=not queued_provisioning(config)),
+            queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True)
+            if queued_provisioning(config) else None,
             placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT")
             if config.compact_placement else None,
             network_config=gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=[
@@ -172,12 +198,13 @@ class GpuNodePool(pulumi.ComponentResource):
             node_selector[LOCAL_SSD_LABEL] = "true"
         self.placement = GpuPlacement(
             node_selector=node_selector,
-            tolerations=GPU_TOLERATIONS,
+            tolerations=(*GPU_TOLERATIONS, QUEUED_TOLERATION) if queued_provisioning(config) else GPU_TOLERATIONS,
             gpus_per_node=config.gpus_per_node,
             accelerator=config.accelerator_type,
             pod_resources=config.gpu_direct.pod_resources if config.gpu_direct else {},
             ready=[self.pool],
             max_nodes=config.max_nodes,  # total_max_node_count: the whole pool's bound
-            topology=GKE_TOPOLOGY if config.topology_aware else None,
+            topology=pool_topology(config),
+            provisioning_class=QUEUED_PROVISIONING_CLASS if queued_provisioning(config) else None,
         )
         self.register_outputs({"name": self.pool.name})

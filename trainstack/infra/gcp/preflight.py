@@ -108,8 +108,9 @@ def channel_version(result: gcp.container.GetEngineVersionsResult, channel: str,
     for profile in gpu_direct:
         minimum = meets_gpu_direct_minimum(profile, version)
         if minimum is not None:
+            needs = f"{minimum} or newer" + (f" for {minor}" if minimum.startswith(minor + ".") else "")
             raise pulumi.RunError(f"{NAMESPACE}:kubernetesVersion: GKE {version} is older than GPUDirect-"
-                                  f"{profile.mode.upper()} needs ({minimum} or newer for {minor}). Fix: pulumi config "
+                                  f"{profile.mode.upper()} needs ({needs}). Fix: pulumi config "
                                   f"set {NAMESPACE}:kubernetesVersion <a newer minor>")
     return version
 

@@ -106,10 +106,10 @@ def topology_spec(topology: NodeTopology) -> dict[str, Any]:
 PROVISIONING_RETRY_STRATEGY = {"backoffLimitCount": 1000, "backoffBaseSeconds": 60, "backoffMaxSeconds": 600}
 
 
-def provisioning_config_spec(topology: NodeTopology) -> dict[str, Any]:
+def provisioning_config_spec(provisioning_class: str) -> dict[str, Any]:
     """ProvisioningRequestConfig: the autoscaler provisions the GPU nodes a workload needs before Kueue
     assigns its pods to them (kueue v0.19.2 site/content/en/docs/concepts/admission_check/provisioning_request.md)."""
-    return {"provisioningClassName": topology.provisioning_class, "managedResources": [GPU_RESOURCE],
+    return {"provisioningClassName": provisioning_class, "managedResources": [GPU_RESOURCE],
             "retryStrategy": dict(PROVISIONING_RETRY_STRATEGY)}
 
 
@@ -135,6 +135,14 @@ class KueueArgs:
     # Topology Aware Scheduling on this queue's flavor: a Topology of these node labels, which the
     # flavor names (and a ProvisioningRequest admission check when the cluster autoscaler sizes the pool).
     topology: NodeTopology | None = None
+    # A pool whose nodes come only through a ProvisioningRequest (GKE queued provisioning): the class
+    # of the admission check, with or without a topology. None: the topology's class, if any.
+    provisioning_class: str | None = None
+
+    @property
+    def admission_class(self) -> str | None:
+        """The ProvisioningRequest class this queue's admission check asks for (None: no check)."""
+        return self.provisioning_class or (self.topology.provisioning_class if self.topology else None)
 
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):
@@ -153,6 +161,8 @@ class KueueArgs:
         validation.check_dns_label(component, "queue_name", self.queue_name)
         validation.check_dns_label(component, "flavor_name", self.flavor_name)
         check_topology(component, self.topology)
+        if self.provisioning_class is not None and not self.provisioning_class:
+            validation.fail(component, "provisioning_class must be a ProvisioningRequest class name or None")
         if self.topology is not None and not self.node_labels:
             # Kueue's CEL rule on ResourceFlavor: "at least one nodeLabel is required when topology is set".
             validation.fail(component, "topology needs node_labels: Kueue requires a topology flavor to select its nodes")
@@ -184,6 +194,7 @@ class PoolQueue:
     tolerations: Sequence[Mapping[str, str]] = ()
     other_quota: Mapping[str, str] = field(default_factory=dict)
     topology: NodeTopology | None = None
+    provisioning_class: str | None = None
 
 
 def queue_args(args: KueueArgs, queue: PoolQueue) -> KueueArgs:
@@ -290,20 +301,20 @@ class Kueue(pulumi.ComponentResource):
                     f"{prefix}-topology", api_version=KUEUE_API_VERSION, kind="Topology",
                     metadata={"name": object_name}, spec=topology_spec(queue.topology), opts=after_release)
                 topology_name = topology.metadata.apply(lambda m: m["name"])
-                if queue.topology.provisioning_class is not None:
-                    config = k8s.apiextensions.CustomResource(
-                        f"{prefix}-provisioning", api_version=KUEUE_API_VERSION, kind="ProvisioningRequestConfig",
-                        metadata={"name": object_name}, spec=provisioning_config_spec(queue.topology),
-                        opts=after_release)
-                    check = k8s.apiextensions.CustomResource(
-                        f"{prefix}-admission-check", api_version=KUEUE_API_VERSION, kind="AdmissionCheck",
-                        metadata={"name": object_name},
-                        spec={"controllerName": PROVISIONING_CONTROLLER,
-                              "parameters": {"apiGroup": KUEUE_API_VERSION.split("/")[0],
-                                             "kind": "ProvisioningRequestConfig",
-                                             "name": config.metadata.apply(lambda m: m["name"])}},
-                        opts=after_release)
-                    admission_check = check.metadata.apply(lambda m: m["name"])
+            if queue.admission_class is not None:
+                config = k8s.apiextensions.CustomResource(
+                    f"{prefix}-provisioning", api_version=KUEUE_API_VERSION, kind="ProvisioningRequestConfig",
+                    metadata={"name": object_name}, spec=provisioning_config_spec(queue.admission_class),
+                    opts=after_release)
+                check = k8s.apiextensions.CustomResource(
+                    f"{prefix}-admission-check", api_version=KUEUE_API_VERSION, kind="AdmissionCheck",
+                    metadata={"name": object_name},
+                    spec={"controllerName": PROVISIONING_CONTROLLER,
+                          "parameters": {"apiGroup": KUEUE_API_VERSION.split("/")[0],
+                                         "kind": "ProvisioningRequestConfig",
+                                         "name": config.metadata.apply(lambda m: m["name"])}},
+                    opts=after_release)
+                admission_check = check.metadata.apply(lambda m: m["name"])
             flavor = k8s.apiextensions.CustomResource(
                 f"{prefix}-flavor",
                 api_version=KUEUE_API_VERSION,

@@ -272,6 +272,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 more.append(PoolQueue(queue_name=queue_name, flavor_name=f"{pool_name}-nodes",
                                       node_labels=pool.node_selector, tolerations=pool.tolerations,
                                       topology=pool.topology,
+                                      provisioning_class=pool.provisioning_class,
                                       **queue_args_for(pool_values, pool_pods(pool, pool.gpus_per_node, 1))))
                 queues[queue_name] = self._queue_summary(pool, pool_queue_quota(
                     pool_values, pool_pods(pool, pool.gpus_per_node, 1)))
@@ -283,6 +284,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 node_labels=args.gpu.node_selector,
                 tolerations=args.gpu.tolerations,
                 topology=args.gpu.topology,
+                provisioning_class=args.gpu.provisioning_class,
                 more_queues=more,
                 chart_values=args.kueue_values,
             ), opts=child_options(self, None, opts, depends_on=namespace_objects))
