@@ -113,7 +113,7 @@ TAG_PINNED_EXCEPTIONS = {
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev",
     # The NCCL gIB (GPUDirect-RDMA) installer likewise: container-engine-accelerators gpudirect-rdma and
-    # cluster-toolkit's gke-a4 / gke-a3-ultragpu blueprints pin it by tag (v1.1.0).
+    # cluster-toolkit's gke-a4 / gke-a3-ultragpu blueprints pin it by tag (v1.1.1 here, versions.py).
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib",
     # TCPXO's pre-installation step runs the node's own tools through nsenter; the image is only a shell.
     "ubuntu",

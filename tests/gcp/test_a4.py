@@ -1,5 +1,5 @@
-"""The `gcp-a4` stack: A4 (B200) and A3 Ultra (H200) pools with GPUDirect-RDMA, Kueue with topology-aware
-placement, Filestore, local SSD, checked on the real __main__.py under mocks with Pulumi.gcp-a4.yaml's values.
+"""The `gcp-a4` stack: A4 (B200) and A3 Ultra (H200) pools with GPUDirect-RDMA, Kueue (topology-aware
+placement on a reservation), Filestore, local SSD, checked on the real __main__.py under mocks with Pulumi.gcp-a4.yaml's values.
 
 Reference: cluster-toolkit v1.95.0 examples/gke-a4 and examples/gke-a3-ultragpu (networks, node pool,
 gIB installer, Kueue Topology), container-engine-accelerators gpudirect-rdma (installer, pod wiring).
@@ -43,6 +43,7 @@ GKE_NETWORK = "kubernetes:networking.gke.io/v1:Network"
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
 RDMA_NETWORKS = [f"rdma-{i}" for i in range(8)]
 PREFIX = "trainstack-gcp-a4-rdma"
+RESERVED = {"capacity": "RESERVATION", "reservation": "a4-block", "placement": "ANY"}
 
 
 def a4_config(overrides=None, remove=()):
@@ -126,9 +127,10 @@ def test_gke_networks_are_in_rdma_device_mode_and_the_gib_installer_runs_on_the_
                                             "labels": {"k8s-app": "nccl-rdma-installer"}}
     spec = installer.inputs["spec"]["template"]["spec"]
     (init,) = spec["initContainers"]
-    # The pinned gIB installer, the chart's record of it (values.yaml gpuNetworking.rdma.plugin).
-    assert init["image"] == plugin_image("rdma") == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0"
-    assert "/scripts/container_entry.sh install --install-nccl" in init["args"][0]
+    # The pinned gIB installer, the chart's record of it (values.yaml gpuNetworking.rdma.plugin), run as
+    # upstream's gpudirect-rdma/nccl-rdma-installer.yaml does: without --install-nccl.
+    assert init["image"] == plugin_image("rdma") == "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
+    assert "/scripts/container_entry.sh install\n" in init["args"][0] and "--install-nccl" not in init["args"][0]
     assert {v["hostPath"]["path"] for v in spec["volumes"]} == {"/home/kubernetes/bin/nvidia/lib64",
                                                                 "/home/kubernetes/bin/gib"}
     assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
@@ -155,8 +157,10 @@ def test_job_joins_the_rdma_networks_with_the_gib_environment(up):
     pod = template["spec"]
     assert [c["name"] for c in pod.get("initContainers", [])] == ["fetch-data"]  # no RxDM sidecar
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
-    assert env["NCCL_NET"] == "gIB" and env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
-    assert env["NCCL_TUNER_CONFIG_PATH"] == "/usr/local/gib/configs/tuner_config.txtpb"
+    # Google's pip-NCCL recipe: gIB's transport named directly, no NCCL_NET (the shim is for gIB's own NCCL).
+    assert "NCCL_NET" not in env and env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
+    assert env["NCCL_NET_PLUGIN"] == "/usr/local/gib/lib64/libnccl-net_internal.so"
+    assert env["NCCL_TUNER_CONFIG_PATH"] == "/usr/local/gib/configs/tuner_config_a4.txtpb"
     assert {"name": "gib", "mountPath": "/usr/local/gib", "readOnly": True} in pod["containers"][0]["volumeMounts"]
 
 
@@ -171,7 +175,14 @@ def test_a3_ultra_gets_its_h200s_and_its_gib_tuner_file(ultra):
     assert "a3-ultragpu.yaml" in ultra.exports["ncclCheckCommand"]
 
 
-def test_kueue_places_the_pool_by_gke_topology_after_provisioning(up):
+@pytest.fixture(scope="module")
+def reserved():
+    """The pool on a reservation: the capacity that gets topology-aware placement by default."""
+    return run(a4_config({"trainstack:gpuPools": {"a4": RESERVED}}))
+
+
+def test_kueue_places_the_pool_by_gke_topology_after_provisioning(reserved):
+    up = reserved
     flavor = up.one(f"{KUEUE}:ResourceFlavor").inputs
     topology = up.one(f"{KUEUE}:Topology").inputs
     assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == list(GKE_TOPOLOGY_LEVELS) == [
@@ -196,7 +207,7 @@ def test_kueue_places_the_pool_by_gke_topology_after_provisioning(up):
 
 
 def test_topology_aware_placement_can_be_switched_off_per_pool():
-    result = run(a4_config({"trainstack:gpuPools": {"a4": {"topologyAware": False}}}))
+    result = run(a4_config({"trainstack:gpuPools": {"a4": {**RESERVED, "topologyAware": False}}}))
     assert result.by_type(f"{KUEUE}:Topology") == [] and result.by_type(f"{KUEUE}:AdmissionCheck") == []
     assert "topologyName" not in result.one(f"{KUEUE}:ResourceFlavor").inputs["spec"]
     assert "preferredTopology" not in result.one(RELEASE, "train").inputs["values"].get("kueue", {})
@@ -303,7 +314,7 @@ def test_hyperdisk_only_machines_boot_from_hyperdisk_by_default(machine_type):
     config = parse_gcp_config(as_cli_config({**raw, "trainstack:gpuPools": pools, "gcp:project": PROJECT}),
                               stack="gcp-a4")
     (pool,) = config.gpu_pools
-    assert (pool.disk_type, pool.topology_aware) == ("hyperdisk-balanced", True)
+    assert pool.disk_type == "hyperdisk-balanced"
 
 
 def test_stack_file_parses_to_the_a4_shape():
@@ -313,7 +324,8 @@ def test_stack_file_parses_to_the_a4_shape():
     assert a4.gpu_direct is GPU_DIRECT["a4-highgpu-8g"] and a4.gpu_direct.rdma
     assert (a4.gpu_direct.gpu_nics, a4.gpu_direct.extra_gvnics) == (8, 1)  # RDMA NICs, second gVNIC
     assert (a4.accelerator_type, a4.gpus_per_node) == ("nvidia-b200", 8)
-    assert (a4.capacity, a4.compact_placement, a4.local_ssd_count, a4.topology_aware) == ("ON_DEMAND", True, 32, True)
+    # On demand and autoscaled from zero: no topology-aware placement by default (pool_capacity.py).
+    assert (a4.capacity, a4.compact_placement, a4.local_ssd_count, a4.topology_aware) == ("ON_DEMAND", True, 32, False)
     assert config.job.queue and config.job.queue_name == "a4-queue"
     assert config.budget.max_hourly_usd == 200
 
@@ -329,9 +341,10 @@ def test_topology_without_kueue_is_named_in_a_warning(monkeypatch):
 
     warnings: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
-    parse_gcp_config(as_cli_config(a4_config({"trainstack:job": {"enabled": True, "queue": False}})), stack="gcp-a4")
+    parse_gcp_config(as_cli_config(a4_config({"trainstack:gpuPools": {"a4": RESERVED},
+                                              "trainstack:job": {"enabled": True, "queue": False}})), stack="gcp-a4")
     assert any("job.queue is false, so there is no Kueue and topologyAware on a4 has no effect. Fix: " in w
                for w in warnings), warnings
     warnings.clear()
-    parse_gcp_config(as_cli_config(a4_config()), stack="gcp-a4")
+    parse_gcp_config(as_cli_config(a4_config({"trainstack:gpuPools": {"a4": RESERVED}})), stack="gcp-a4")
     assert not any("topologyAware" in w for w in warnings), warnings

@@ -45,7 +45,8 @@ def test_the_trainer_gets_the_gib_environment_and_its_configuration_read_only():
     env = env_of(trainer)
     assert {k: v for k, v in env.items() if k in DEFAULTS["gpuNetworking"]["rdma"]["ncclEnv"]} == \
         DEFAULTS["gpuNetworking"]["rdma"]["ncclEnv"]
-    assert env["NCCL_NET"] == "gIB"  # NCCL fails instead of falling back to sockets without the plugin
+    # Google's pip-NCCL recipe: gIB's transport by path, no NCCL_NET (the check fails if the file is missing).
+    assert env["NCCL_NET_PLUGIN"] == "/usr/local/gib/lib64/libnccl-net_internal.so" and "NCCL_NET" not in env
     assert {"name": "gib", "mountPath": "/usr/local/gib", "readOnly": True} in trainer["volumeMounts"]
     assert {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib", "type": "Directory"}} in pod["volumes"]
     # Nothing of TCPX/TCPXO's: no RxDM socket, no /sys or /proc/sys, no aperture devices.
@@ -67,7 +68,7 @@ def test_the_in_image_check_expects_the_gib_network_and_the_rdma_bar():
     assert env["NCCL_CHECK_EXPECTED_NET"] == "gIB"
     assert env["NCCL_CHECK_EXPECTED_NCCL"] == DEFAULTS["gpuNetworking"]["rdma"]["nccl"]
     assert env["NCCL_CHECK_MIN_BUSBW"] == "100"  # profiles/a4-highgpu.yaml: cluster-toolkit's A4 bar
-    assert env["NCCL_NET"] == "gIB"
+    assert env["NCCL_NET_PLUGIN"] == "/usr/local/gib/lib64/libnccl-net_internal.so" and "NCCL_NET" not in env
     assert {"name": "gib", "mountPath": "/usr/local/gib", "readOnly": True} in check["volumeMounts"]
 
 

@@ -46,14 +46,15 @@ def test_tcpx_runs_the_images_own_nccl_with_the_plugin():
 
 
 def test_rdma_runs_the_images_own_nccl_with_the_gib_plugin():
-    # As TCPX: torch's pip NCCL loads first, so the gIB net plugin runs with the image's NCCL (no
-    # LD_PRELOAD of the installer's); the chart's record says so and the check on A4 nodes proves it.
+    # As TCPX: torch's pip NCCL loads first, so gIB's transport (NCCL_NET_PLUGIN) runs with the image's
+    # NCCL (no LD_PRELOAD of the installer's); the chart's record says so and the check on A4 nodes proves it.
     assert "LD_PRELOAD" not in VALUES["gpuNetworking"]["rdma"]["ncclEnv"]
     assert nccl_of("rdma") == image_nccl()[:2]
-    assert VALUES["gpuNetworking"]["rdma"]["ncclNet"] == VALUES["gpuNetworking"]["rdma"]["ncclEnv"]["NCCL_NET"] == "gIB"
-    # cluster-toolkit v1.95.0 pins gIB v1.1.0 for A4 and A3 Ultra (the newest x86 release its
-    # modules/management/kubectl-apply accepts).
-    assert VALUES["gpuNetworking"]["rdma"]["plugin"]["tag"] == "v1.1.0"
+    # The check expects NCCL to log "Using network gIB"; NCCL_NET is not set (Google's pip-NCCL recipe).
+    assert VALUES["gpuNetworking"]["rdma"]["ncclNet"] == "gIB"
+    assert "NCCL_NET" not in VALUES["gpuNetworking"]["rdma"]["ncclEnv"]
+    # container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml at 992db81 runs gIB v1.1.1.
+    assert VALUES["gpuNetworking"]["rdma"]["plugin"]["tag"] == "v1.1.1"
 
 
 def test_the_plugin_and_its_daemon_are_one_release():

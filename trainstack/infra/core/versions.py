@@ -122,3 +122,32 @@ TCPXO_PREINSTALL_IMAGE = "ubuntu:24.04"
 # sysctl from a shell; upstream's gke.gcr.io/gke-distroless/bash carries no tag, so the same
 # Ubuntu (tag only, see above) serves.
 OPTMEM_MAX_IMAGE = TCPXO_PREINSTALL_IMAGE
+
+
+@dataclass(frozen=True)
+class UpstreamInstallerPin:
+    """The GPUDirect NCCL plugin installer (and its RxDM daemon) tags upstream's manifests name at `commit`."""
+
+    commit: str  # container-engine-accelerators, full hash
+    manifests: tuple[str, ...]  # the files at that commit that name the tags
+    plugin: str
+    rxdm: str | None = None  # RDMA (gIB) has no RxDM
+
+
+# The chart's gpuNetworking.<mode>.plugin.tag / .rxdm.tag must equal these (tests/gcp/test_gib_and_upstream_pins.py);
+# bump both together, from one commit. Whether the tags exist in us-docker.pkg.dev/gce-ai-infra only a
+# registry shows (`crane ls us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev`); docs/a3.md, docs/a4.md.
+GPU_DIRECT_UPSTREAM_PINS = {
+    # 98c85a6 (README release "Jun 22, 2026") is newer than the snapshot `fetch` returns (992db81,
+    # 2026-06-09, still v3.1.9 / v2.0.12); its files were read from the search index's copy.
+    "tcpx": UpstreamInstallerPin(
+        commit="98c85a6e581d7ec53329f9ab1de5f8626b637dbb", plugin="v3.1.12", rxdm="v2.0.15",
+        manifests=("gpudirect-tcpx/nccl-tcpx-installer.yaml", "gpudirect-tcpx/nccl-test-latest.yaml",
+                   "gpudirect-tcpx/README.md")),
+    "tcpxo": UpstreamInstallerPin(
+        commit="992db81257553607f1477945f1b3219632991829", plugin="v1.0.15", rxdm="v1.0.21",
+        manifests=("gpudirect-tcpxo/nccl-tcpxo-installer.yaml", "gpudirect-tcpxo/nccl-test-latest.yaml")),
+    "rdma": UpstreamInstallerPin(
+        commit="992db81257553607f1477945f1b3219632991829", plugin="v1.1.1",
+        manifests=("gpudirect-rdma/nccl-rdma-installer.yaml",)),
+}

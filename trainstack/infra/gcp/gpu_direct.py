@@ -106,15 +106,17 @@ def installer_spec(profile: GpuDirectProfile, accelerator: str) -> dict[str, Any
 
 
 def rdma_installer_spec(accelerator: str) -> dict[str, Any]:
-    """The gIB installer DaemonSet's pod spec: cluster-toolkit v1.95.0 examples/gke-a4/nccl-installer.yaml.tftpl
-    (container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml is the same without
-    --install-nccl). It copies gIB's libraries to the node's /home/kubernetes/bin/nvidia/lib64 (which the
-    GPU device plugin mounts into GPU containers as /usr/local/nvidia/lib64) and its scripts and tuner
-    configurations to /home/kubernetes/bin/gib (which the chart mounts as /usr/local/gib). Upstream's
-    disable-log-martian init container (an unpinned alpine that only quiets kernel logging) is left out."""
+    """The gIB installer DaemonSet's pod spec: container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml
+    at 992db81 (2026-06-09). It installs without --install-nccl (upstream dropped it in 2da1c92, 2026-05-06):
+    with it, gIB's modified libnccl.so.2 lands in the node's /home/kubernetes/bin/nvidia/lib64, which
+    the GPU device plugin mounts into every GPU container as /usr/local/nvidia/lib64, so any other GPU
+    workload there would pick it up. It copies gIB's plugin libraries to that directory and its
+    libraries, scripts and tuner configurations to /home/kubernetes/bin/gib (the chart mounts it as
+    /usr/local/gib, where NCCL_NET_PLUGIN points). Upstream's disable-log-martian init container (an
+    unpinned alpine that only quiets kernel logging) is left out."""
     install = [
         "set -ex",
-        "/scripts/container_entry.sh install --install-nccl",
+        "/scripts/container_entry.sh install",
         "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64",
         "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib",
         'echo "installation finishes"',

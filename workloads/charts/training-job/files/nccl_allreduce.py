@@ -4,7 +4,8 @@ pods, started by the job's own launcher and rendezvous, with the job's own NCCL 
 Fails (exit 1, one line) when the NCCL the process actually runs is not the one the chart pairs
 with the GPUDirect plugin (NCCL_CHECK_EXPECTED_NCCL, the chart's gpuNetworking.<mode>.nccl), when
 NCCL chose another network than the plugin's (NCCL_CHECK_EXPECTED_NET: a silent fallback to
-sockets), when the sum comes back wrong, or when the bus bandwidth is below NCCL_CHECK_MIN_BUSBW GB/s.
+sockets), when a plugin file its environment names is missing (PLUGIN_FILE_VARS), when the sum
+comes back wrong, or when the bus bandwidth is below NCCL_CHECK_MIN_BUSBW GB/s.
 NCCL_CHECK_BACKEND=gloo runs the same on CPUs (the chart's tests).
 
 The runtime version is read from the libnccl mapped into this process (/proc/self/maps), through
@@ -72,6 +73,29 @@ def network_problem(debug_log: str, expected: str) -> str | None:
             f"not the GPUDirect plugin's {expected}: the plugin did not load, so traffic fell back to sockets")
 
 
+# Files NCCL opens by the path an env var gives, from the node's plugin installer (gIB's transport and
+# tuner configuration on A3 Ultra / A4). NCCL may go on without them (sockets, default tuning) or fail
+# deep inside the first collective; checked before NCCL starts, so a missing file is named outright.
+PLUGIN_FILE_VARS = ("NCCL_NET_PLUGIN", "NCCL_TUNER_CONFIG_PATH")
+
+
+def missing_plugin_file(environ: dict[str, str]) -> str | None:
+    """A one-line verdict when an env var in PLUGIN_FILE_VARS names an absolute path that is not there, or,
+    with a GPUDirect network expected and no NCCL_NET_PLUGIN, when no LD_LIBRARY_PATH directory holds
+    the default plugin name libnccl-net.so (NCCL's plugin lookup, src/plugin/net.cc)."""
+    for name in PLUGIN_FILE_VARS:
+        path = environ.get(name, "")
+        if path.startswith("/") and not os.path.isfile(path):
+            return (f"NCCL check FAILED: {name}={path} does not exist in the pod: the node's NCCL plugin installer "
+                    "did not put it there (check its DaemonSet's logs, and that the image it runs ships this file)")
+    directories = [d for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    if environ.get("NCCL_CHECK_EXPECTED_NET") and not environ.get("NCCL_NET_PLUGIN") and directories and not any(
+            os.path.isfile(os.path.join(d, "libnccl-net.so")) for d in directories):
+        return (f"NCCL check FAILED: no libnccl-net.so in LD_LIBRARY_PATH ({':'.join(directories)}), so NCCL "
+                f"cannot load the {environ['NCCL_CHECK_EXPECTED_NET']} plugin and would fall back to sockets")
+    return None
+
+
 def locked_memory_limit() -> str:
     """The soft RLIMIT_MEMLOCK of this process, as `ulimit -l` would say it (KiB) or "unlimited"."""
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
@@ -116,6 +140,10 @@ def main() -> int:
     print(f"[nccl-check] rank {rank}: locked-memory limit (ulimit -l) {locked_memory_limit()}", flush=True)
     debug_file = f"/tmp/nccl-check-debug.{os.getpid()}.log"
     if backend == "nccl":
+        problem = missing_plugin_file(dict(os.environ))
+        if problem:
+            print(f"rank {rank}: {problem}", flush=True)
+            return 1
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
         os.environ.setdefault("NCCL_DEBUG", "INFO")
