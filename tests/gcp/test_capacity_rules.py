@@ -109,7 +109,9 @@ def test_flex_start_pool_is_queued_provisioning_with_its_class_and_toleration(wa
     result = run(a4_config({"trainstack:gpuPools": {"a4": FLEX}}))
     pool = result.one(NODE_POOL, "trainstack-gpu-a4").inputs
     assert pool["queuedProvisioning"] == {"enabled": True}
-    assert pool["management"] == {"autoRepair": False, "autoUpgrade": False}
+    # Auto-upgrade cannot be off on a cluster in a release channel (GKE answers 400 "Auto_upgrade cannot
+    # be false when release_channel REGULAR is set"); only auto-repair is off for flex-start VMs.
+    assert pool["management"] == {"autoRepair": False, "autoUpgrade": True}
     assert pool["autoscaling"]["totalMinNodeCount"] == 0 and "placementPolicy" not in pool
     assert pool["nodeConfig"]["flexStart"] is True
     assert pool["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
@@ -157,9 +159,9 @@ def test_flex_start_without_kueue_stops_with_one_line():
 # --- item 5: the RDMA machines' GKE minimum ------------------------------------------------------------------
 
 @pytest.mark.parametrize(("machine", "version", "minimum"), [
-    ("a4-highgpu-8g", "1.31.14-gke.1243000", "1.32.2-gke.1422000"),  # B200 nodes start at 1.32
-    ("a4-highgpu-8g", "1.32.2-gke.1421999", "1.32.2-gke.1422000"),
-    ("a4-highgpu-8g", "1.32.2-gke.1422000", None),
+    ("a4-highgpu-8g", "1.31.14-gke.1243000", "1.32.2-gke.1475000"),  # B200 nodes start at 1.32
+    ("a4-highgpu-8g", "1.32.2-gke.1474999", "1.32.2-gke.1475000"),
+    ("a4-highgpu-8g", "1.32.2-gke.1475000", None),
     ("a4-highgpu-8g", "1.35.1-gke.1200000", None),
     ("a3-ultragpu-8g", "1.31.4-gke.1182000", "1.31.4-gke.1183000"),
     ("a3-ultragpu-8g", "1.31.4-gke.1183000", None),
@@ -183,7 +185,7 @@ def test_an_a4_cluster_below_the_rdma_minimum_fails_the_preview():
         run(a4_config({"trainstack:kubernetesVersion": "1.31"}), preview=True, calls=calls)
     assert str(raised.value).startswith(
         "trainstack:kubernetesVersion: GKE 1.31.10-gke.1000 is older than GPUDirect-RDMA needs "
-        "(1.32.2-gke.1422000 or newer). Fix: ")
+        "(1.32.2-gke.1475000 or newer). Fix: ")
 
 
 # --- item 6: the cluster's ranges stay out of the GPU subnets ------------------------------------------------

@@ -96,3 +96,13 @@ def test_the_nccl_check_fails_when_no_default_plugin_is_on_the_library_path(tmp_
     assert nccl_allreduce.missing_plugin_file(env) is None
     # No network expected (mode none, the CPU test runs): nothing to look for.
     assert nccl_allreduce.missing_plugin_file({"LD_LIBRARY_PATH": f"{tmp_path}/a"}) is None
+
+
+def test_the_nccl_check_accepts_a_plugin_the_loader_finds_in_its_cache(tmp_path, monkeypatch):
+    # dlopen("libnccl-net.so") also finds a plugin through ld.so.cache, outside LD_LIBRARY_PATH: no false alarm.
+    env = {"LD_LIBRARY_PATH": f"{tmp_path}/a", "NCCL_CHECK_EXPECTED_NET": "AWS Libfabric"}
+    found = {"nccl-net": "libnccl-net.so"}
+    monkeypatch.setattr(nccl_allreduce.ctypes.util, "find_library", lambda name: found.get(name))
+    assert nccl_allreduce.missing_plugin_file(env) is None
+    found.clear()
+    assert "no libnccl-net.so in LD_LIBRARY_PATH" in nccl_allreduce.missing_plugin_file(env)

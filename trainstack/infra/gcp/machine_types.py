@@ -118,11 +118,10 @@ _RDMA_POD = {"requests": {"cpu": "200", "memory": "2000Gi"}, "limits": {"memory"
 # require 100 GB/s (all_gather_perf 1K-8G, examples/gke-a4/nccl-jobset-example.yaml).
 _RDMA = {"mode": "rdma", "gpu_nics": 8, "extra_gvnics": 1, "local_ssd_count": 32, "pod_resources": _RDMA_POD,
          "nccl_min_bus_bandwidth_gbps": 100}
-# The GKE versions GKE runs B200 (A4) and H200 (A3 Ultra) nodes with GPUDirect-RDMA from: "1.32.2-gke.1422000
-# or later" and "1.31.4-gke.1183000 or later" (GKE tutorial "Fine-tune and scale reinforcement learning
-# with verl on GKE", docs.cloud.google.com/kubernetes-engine/docs/tutorials/scaling-rl-verl-gke,
-# requirements for B200 / H200).
-A4_MIN_VERSIONS = {"1.32": "1.32.2-gke.1422000"}
+# The GKE versions GPUDirect-RDMA runs on: "To use GPUDirect RDMA ... A4: Use 1.32.2-gke.1475000 or later.
+# A3 Ultra: Use 1.31.4-gke.1183000 or later." (GKE, "Create an AI-optimized GKE cluster"). 1.32.2-gke.1422000,
+# quoted elsewhere, is Autopilot's minimum for B200 GPUs, not for RDMA.
+A4_MIN_VERSIONS = {"1.32": "1.32.2-gke.1475000"}
 A3_ULTRA_MIN_VERSIONS = {"1.31": "1.31.4-gke.1183000"}
 GPU_DIRECT: Mapping[str, GpuDirectProfile] = {
     "a3-highgpu-8g": GpuDirectProfile(

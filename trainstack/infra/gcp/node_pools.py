@@ -166,10 +166,13 @@ class GpuNodePool(pulumi.ComponentResource):
                 total_min_node_count=config.min_nodes, total_max_node_count=config.max_nodes,
                 # Any zone capacity (and any unused reservation) first: fewer spot preemptions.
                 location_policy="ANY"),
-            # Flex-start VMs are not repaired (GKE requires it off for them), nor are queued-provisioning
-            # nodes upgraded (cluster-toolkit: "auto_upgrade: false # queued provisioning requirement").
+            # Flex-start VMs are not repaired (GKE requires it off for them). Auto-upgrade stays on: on a
+            # cluster in a release channel (ours always are) GKE refuses it off ("Node auto-upgrade defaults
+            # to true and cannot be disabled", ReleaseChannel REST reference); GKE's queued-provisioning
+            # command sets only --no-enable-autorepair. cluster-toolkit's "auto_upgrade: false" blueprint
+            # runs on a cluster with no release channel.
             management=gcp.container.NodePoolManagementArgs(auto_repair=config.capacity != "FLEX_START",
-                                                            auto_upgrade=not queued_provisioning(config)),
+                                                            auto_upgrade=True),
             queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True)
             if queued_provisioning(config) else None,
             placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT")

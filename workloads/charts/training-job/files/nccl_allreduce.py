@@ -21,6 +21,7 @@ the EFA nodes, trainstack/infra/aws/efa_node_config.py); the line says which lim
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import os
 import re
 import resource
@@ -79,6 +80,12 @@ def network_problem(debug_log: str, expected: str) -> str | None:
 PLUGIN_FILE_VARS = ("NCCL_NET_PLUGIN", "NCCL_TUNER_CONFIG_PATH")
 
 
+def in_loader_cache(name: str = "nccl-net") -> bool:
+    """Whether the dynamic loader finds lib<name>.so outside LD_LIBRARY_PATH too (ld.so.cache, as dlopen
+    does): a plugin installed there loads although no LD_LIBRARY_PATH directory holds it."""
+    return ctypes.util.find_library(name) is not None
+
+
 def missing_plugin_file(environ: dict[str, str]) -> str | None:
     """A one-line verdict when an env var in PLUGIN_FILE_VARS names an absolute path that is not there, or,
     with a GPUDirect network expected and no NCCL_NET_PLUGIN, when no LD_LIBRARY_PATH directory holds
@@ -90,7 +97,7 @@ def missing_plugin_file(environ: dict[str, str]) -> str | None:
                     "did not put it there (check its DaemonSet's logs, and that the image it runs ships this file)")
     directories = [d for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d]
     if environ.get("NCCL_CHECK_EXPECTED_NET") and not environ.get("NCCL_NET_PLUGIN") and directories and not any(
-            os.path.isfile(os.path.join(d, "libnccl-net.so")) for d in directories):
+            os.path.isfile(os.path.join(d, "libnccl-net.so")) for d in directories) and not in_loader_cache():
         return (f"NCCL check FAILED: no libnccl-net.so in LD_LIBRARY_PATH ({':'.join(directories)}), so NCCL "
                 f"cannot load the {environ['NCCL_CHECK_EXPECTED_NET']} plugin and would fall back to sockets")
     return None
