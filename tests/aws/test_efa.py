@@ -18,6 +18,7 @@ from tests.aws.p5_runs import GOLDEN, GPU, JOB_ENABLED, p5_config, run_p5, run_p
 from tests.aws.stack_runs import (
     BUCKET,
     CLUSTER_SECURITY_GROUP,
+    GET_CAPACITY_BLOCK_RESERVATION,
     GET_INSTANCE_TYPE,
     GET_INSTANCE_TYPE_OFFERINGS,
     GET_PARAMETER,
@@ -366,8 +367,12 @@ def test_only_the_efa_group_carries_user_data():
 
 
 def _capacity_block_answering(**changes):
-    from tests.aws.stack_runs import GET_CAPACITY_BLOCK_RESERVATION, capacity_block_answer
+    from tests.aws.stack_runs import capacity_block_answer
     return _answering(GET_CAPACITY_BLOCK_RESERVATION, lambda args: capacity_block_answer(args["id"], **changes))
+
+
+def _no_such_block(args: dict) -> dict:
+    raise Exception(f"no EC2 Capacity Block Reservation found for ID {args['id']}\nmore detail")
 
 
 def _odcr_reading(**changes):
@@ -390,8 +395,9 @@ KEY = f"{GPU}.capacityReservationId: {RESERVATION}"
     (BLOCK, _capacity_block_answering(availabilityZone="us-west-2b"), None,
      f"{KEY} is in us-west-2b, but the group is in us-west-2a"),
     (BLOCK, _capacity_block_answering(state="expired"), None, f"{KEY} is expired: nothing launches into it"),
-    (BLOCK, _capacity_block_answering(reservationType="default"), None,
-     f"{KEY} is a default reservation, not a Capacity Block"),
+    # The provider's read returns only capacity-block reservations: an ODCR's ID fails the read itself.
+    (BLOCK, _answering(GET_CAPACITY_BLOCK_RESERVATION, _no_such_block), None,
+     f"{KEY} is not a Capacity Block of this account in us-west-2 (ec2:DescribeCapacityReservations answered: "),
     (ODCR, None, _odcr_reading(instanceType="p5en.48xlarge"),
      f"{KEY} reserves p5en.48xlarge, but the group launches p5.48xlarge"),
     (ODCR, None, _odcr_reading(availabilityZone="us-west-2c"), f"{KEY} is in us-west-2c, but the group is in us-west-2a"),
@@ -413,12 +419,12 @@ def test_preflight_refuses_a_reservation_that_does_not_fit_the_group(capacity, c
 
 @pytest.mark.parametrize("capacity", [BLOCK, ODCR], ids=["capacity block", "on-demand reservation"])
 def test_preflight_passes_a_reservation_for_the_groups_type_and_zone(capacity):
-    from tests.aws.stack_runs import CAPACITY_RESERVATION, GET_CAPACITY_BLOCK_RESERVATION
+    from tests.aws.stack_runs import CAPACITY_RESERVATION
 
     result = run_p5(p5_config({GPU: capacity}), preview=True)
     asked = [args["id"] for token, args in result.invokes if token == GET_CAPACITY_BLOCK_RESERVATION]
     read = [r for r in result.registrations if r.type == CAPACITY_RESERVATION]
-    if capacity is BLOCK:
-        assert asked == [RESERVATION] and read == []
-    else:
-        assert asked == [] and [r.read for r in read] == [True]
+    if capacity is BLOCK:  # read for preflight and for the capacityBlockEndDate output
+        assert set(asked) == {RESERVATION} and read == []
+    else:  # read for preflight and for the reservation's placement group in the launch template
+        assert asked == [] and [r.read for r in read] == [True, True]
