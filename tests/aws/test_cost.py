@@ -45,18 +45,6 @@ def test_run_estimate_uses_the_charts_batch_and_the_presets_block(exports):
     assert run["hours"] == pytest.approx(1000 * 16384 / 44074 / 3600, abs=1e-3)
 
 
-@pytest.mark.parametrize("instance_type", ["p5.48xlarge", "p5en.48xlarge"])
-def test_the_p5_rows_say_they_may_predate_the_june_2025_price_cut(instance_type):
-    # Unverified here either way: the row must not read as a current, checked price.
-    import yaml
-
-    from trainstack.infra.core.paths import REPO_ROOT
-
-    prices = yaml.safe_load((REPO_ROOT / "trainstack" / "infra" / "cost" / "prices.yaml").read_text())
-    row = prices["aws"]["us-west-2"]["instances"][instance_type]
-    assert "June 2025" in row["note"] and "errs high" in row["note"]
-
-
 @pytest.mark.parametrize("region", ["us-west-2", "us-east-1"])
 @pytest.mark.parametrize("instance_type", ["p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"])
 def test_the_efa_types_are_priced_in_the_regions_the_stack_offers(region, instance_type):
