@@ -37,7 +37,7 @@ from trainstack.infra.aws.efa import EFA_POD_RESOURCES, EFA_RESOURCE, efa_networ
 from trainstack.infra.aws.efa_networking import EfaNetworking, EfaNetworkingArgs
 from trainstack.infra.aws.efa_node_config import efa_node_user_data
 from trainstack.infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
-from trainstack.infra.aws.placement import group_account, group_name
+from trainstack.infra.aws.placement import creates_placement_group, reservation_placement_group
 from trainstack.infra.aws.reserved_updates import guarded_template_version
 from trainstack.infra.aws.topology import efa_topology
 from trainstack.infra.core import versions
@@ -281,7 +281,8 @@ class EksCluster(pulumi.ComponentResource):
                 vpc_id=args.vpc_id, cluster_name=created_name, tags=tags,
                 create_placement_group=creates_placement_group(gpu)), opts=child)
             efa_template = self._efa_launch_template_args(gpu, self.efa_networking,
-                                                          self._reservation_placement_group(name, gpu))
+                                                          reservation_placement_group(
+                f"{name}-gpu-reservation", gpu, self.account_id, parent=self))
             # A template node at size 0 has no EFA device plugin to ask: the autoscaler learns the
             # group's EFAs from this tag (node_disk.py's NODE_TEMPLATE_RESOURCE_TAG), or a pod asking
             # for vpc.amazonaws.com/efa never scales the group up from zero.
@@ -344,24 +345,6 @@ class EksCluster(pulumi.ComponentResource):
             "oidcIssuer": self.oidc_issuer,
         })
 
-    def _reservation_placement_group(self, name: str, gpu: GpuNodeGroupConfig) -> pulumi.Output[str | None] | None:
-        """The cluster placement group an On-Demand Capacity Reservation was made in, when this account owns it.
-
-        The EC2 user guide (capacity-reservations-launch.html) launches into such a reservation by naming
-        its cluster placement group and the reservation, so the launch template names both. A group of
-        another account (a shared reservation) is left to the reservation, which places its instances in
-        its own group (aws/aws-parallelcluster PR #7252); a Capacity Block is launched into without a group
-        (EC2 user guide capacity-blocks-using.html: no need for one); a named gpuNodes.placementGroup wins
-        (preflight.py refuses one that is not the reservation's).
-        """
-        assert gpu.efa is not None
-        if gpu.capacity_type == "CAPACITY_BLOCK" or gpu.capacity_reservation_id is None or gpu.efa.placement_group:
-            return None
-        reservation = aws.ec2.CapacityReservation.get(f"{name}-gpu-reservation", gpu.capacity_reservation_id,
-                                                      opts=pulumi.ResourceOptions(parent=self))
-        return pulumi.Output.all(reservation.placement_group_arn, self.account_id).apply(
-            lambda v: group_name(v[0]) if v[0] and group_account(v[0]) == v[1] else None)
-
     @staticmethod
     def _efa_launch_template_args(gpu: GpuNodeGroupConfig, efa: EfaNetworking,
                                   reservation_group: pulumi.Output[str | None] | None = None) -> dict:
@@ -421,16 +404,6 @@ class EksCluster(pulumi.ComponentResource):
         )
         return aws.eks.NodeGroupLaunchTemplateArgs(
             id=template.id, version=template.latest_version.apply(str) if version is None else version(template))
-
-
-def creates_placement_group(gpu: GpuNodeGroupConfig) -> bool:
-    """A new cluster placement group only for an EFA group that names none and launches outside a reservation.
-
-    A reservation or Capacity Block already fixes the zone (and, for a block, its placement); a new, empty
-    placement group would constrain the launch to capacity the reservation does not hold
-    (efa_networking.py). A reservation made inside a placement group places its instances there itself.
-    """
-    return gpu.efa is not None and gpu.efa.placement_group is None and gpu.capacity_reservation_id is None
 
 
 def _scaling(nodes: NodeGroupConfig) -> aws.eks.NodeGroupScalingConfigArgs:
