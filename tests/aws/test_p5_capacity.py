@@ -228,3 +228,20 @@ def test_every_aws_stack_the_ci_previews_sets_its_preview_role_or_the_docs_say_h
         stack_file = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]
         documented = re.search(rf"pulumi config set trainstack:previewRoleArn \S+ --stack {re.escape(stack)}\b", docs)
         assert "trainstack:previewRoleArn" in stack_file or documented, stack
+
+
+def test_asking_for_topology_on_a_plain_on_demand_group_is_honoured_with_one_warning(monkeypatch):
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    result = run_p5(p5_config({GPU: {"topologyAware": True}}))
+    assert result.by_type("kubernetes:kueue.x-k8s.io/v1beta2:Topology")
+    mine = [w for w in warnings if "topologyAware" in w]
+    assert mine == [
+        "trainstack:gpuNodes.topologyAware is true on ON_DEMAND capacity, which does not come as one reserved block: "
+        "the cluster autoscaler's best-effort-atomic-scale-up class is not atomic on AWS, so EC2 may launch only "
+        "part of the job's nodes, which bill while the job stays pending with no error. Fix: launch into a "
+        "reservation or Capacity Block (trainstack:gpuNodes.capacityReservationId), or pulumi config set --path "
+        "trainstack:gpuNodes.topologyAware false"]
+    warnings.clear()
+    run_p5(p5_config({GPU: ODCR}))
+    assert not [w for w in warnings if "topologyAware" in w]

@@ -39,7 +39,8 @@ from trainstack.infra.aws.efa_node_config import efa_node_user_data
 from trainstack.infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
 from trainstack.infra.aws.placement import creates_placement_group, reservation_placement_group
 from trainstack.infra.aws.reserved_updates import guarded_template_version
-from trainstack.infra.aws.topology import efa_topology
+from trainstack.infra.aws.topology import efa_topology, warn_unless_one_block
+from trainstack.infra.config import NAMESPACE
 from trainstack.infra.core import versions
 from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement
 from trainstack.infra.core.ordering import available_after
@@ -311,6 +312,8 @@ class EksCluster(pulumi.ComponentResource):
             opts=child,
         )
 
+        warn_unless_one_block(f"{NAMESPACE}:gpuNodes", topology_aware=gpu.efa is not None and gpu.topology_aware,
+                              capacity_type=gpu.capacity_type, reservation_id=gpu.capacity_reservation_id)
         self.gpu_placement = GpuPlacement(
             node_selector=GPU_NODE_LABELS, tolerations=GPU_TOLERATIONS, gpus_per_node=gpu.gpus_per_node,
             # The most nodes a job can get: without the autoscaler the group stays at its desired size, and a

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pulumi
+
 from trainstack.infra.aws.efa import EfaInstanceType
 from trainstack.infra.core.contracts import NodeTopology
 
@@ -68,6 +70,18 @@ def topology_aware_default(*, efa: bool, region: str, capacity_type: str, reserv
     """gpuNodes.topologyAware unless set: an EFA group, in a Region where EC2 describes instance topology,
     whose capacity comes in one block (see the module docstring)."""
     return efa and region in TOPOLOGY_REGIONS and capacity_in_one_block(capacity_type, reservation_id)
+
+
+def warn_unless_one_block(key: str, *, topology_aware: bool, capacity_type: str, reservation_id: str | None) -> None:
+    """An explicit topologyAware: true on capacity that does not come in one block is honoured, with the risk
+    and the fix (the GKE stacks word the same rule the same way)."""
+    if topology_aware and not capacity_in_one_block(capacity_type, reservation_id):
+        pulumi.log.warn(
+            f"{key}.topologyAware is true on {capacity_type} capacity, which does not come as one reserved block: "
+            "the cluster autoscaler's best-effort-atomic-scale-up class is not atomic on AWS, so EC2 may launch only "
+            "part of the job's nodes, which bill while the job stays pending with no error. Fix: launch into a "
+            f"reservation or Capacity Block ({key}.capacityReservationId), or pulumi config set --path "
+            f"{key}.topologyAware false")
 
 
 def efa_topology(instance: EfaInstanceType, *, autoscaled: bool) -> NodeTopology:
