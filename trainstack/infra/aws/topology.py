@@ -21,8 +21,11 @@ carry the flavor's node labels only, and Kueue assigns the topology after the no
 real nodes' labels (kueue v0.19.2 topology_aware_scheduling.md, "ClusterAutoscaler support").
 
 On by default only where the capacity comes in one block (ON_DEMAND into an On-Demand Capacity
-Reservation, or a Capacity Block): the autoscaler's best-effort-atomic class is not atomic on AWS (no
-AtomicIncreaseSize), so on plain ON_DEMAND or SPOT capacity EC2 may launch part of the job's nodes into
+Reservation, or a Capacity Block): the autoscaler serves best-effort-atomic-scale-up on EKS (any cloud,
+with --enable-provisioning-requests), but not atomically there: cloudprovider/aws/aws_cloud_provider.go
+AwsNodeGroup.AtomicIncreaseSize returns ErrNotImplemented, and core/scaleup/orchestrator/executor.go
+increaseSize then falls back to IncreaseSize (the ASG's desired size). So on plain ON_DEMAND or SPOT
+capacity EC2 may launch part of the job's nodes into
 the group, the request is reported provisioned anyway, and the job waits for the rest while the
 launched nodes bill; a reservation or block holds every node the job needs before it asks. The same
 rule as the GKE stack's (trainstack/infra/gcp), where only reserved capacity is one block.
