@@ -98,6 +98,11 @@ GET_CLUSTER = "aws:eks/getCluster:getCluster"
 GET_INSTANCE_TYPE = "aws:ec2/getInstanceType:getInstanceType"
 CLUSTER_SECURITY_GROUP = "sg-0eksc1uster0000000"
 GET_PARAMETER = "aws:ssm/getParameter:getParameter"
+GET_SERVICE_QUOTA = "aws:servicequotas/getServiceQuota:getServiceQuota"
+# What the mocked account's EC2 vCPU quotas allow (servicequotas:GetServiceQuota): eight 192-vCPU P instances.
+P_VCPU_QUOTA = 1536.0
+GET_NODE_GROUPS = "aws:eks/getNodeGroups:getNodeGroups"  # eks:ListNodegroups
+GET_NODE_GROUP = "aws:eks/getNodeGroup:getNodeGroup"  # eks:DescribeNodegroup
 GET_CAPACITY_BLOCK_RESERVATION = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
 CAPACITY_RESERVATION = "aws:ec2/capacityReservation:CapacityReservation"
 # Who runs `pulumi up` in these tests: a role assumed through SSO, as most people do.
@@ -196,6 +201,10 @@ def provider_calls(token: str, args: dict) -> dict:
                 "arn": f"arn:aws:ssm:us-west-2::parameter{args['name']}", "version": 1}
     if token == GET_CAPACITY_BLOCK_RESERVATION:  # a Capacity Block for the aws-p5 group, running now
         return capacity_block_answer(args["id"])
+    if token == GET_SERVICE_QUOTA:
+        return service_quota_answer(args["quotaCode"], P_VCPU_QUOTA)
+    if token == GET_NODE_GROUPS:  # a fresh account: the cluster has no node groups yet
+        return {"id": args["clusterName"], "clusterName": args["clusterName"], "names": []}
     raise NotImplementedError(f"unmocked invoke {token}")
 
 
@@ -214,6 +223,13 @@ def reservation_made_in(group: str | None, named_group: str = "p5-reserved"):
             return {**answer, "placementGroupArn": placement_group_arn(group) if group else ""}
         return answer
     return outputs
+
+
+def service_quota_answer(quota_code: str, value: float) -> dict:
+    """What servicequotas:GetServiceQuota says about an EC2 quota (its value in vCPUs)."""
+    return {"id": f"ec2/{quota_code}", "quotaCode": quota_code, "serviceCode": "ec2", "value": value,
+            "adjustable": True, "arn": f"arn:aws:servicequotas:us-west-2:{ACCOUNT}:ec2/{quota_code}",
+            "defaultValue": 0.0, "globalQuota": False, "quotaName": "", "serviceName": "Amazon EC2", "usages": []}
 
 
 def capacity_block_answer(reservation_id: str, **changes: str) -> dict:

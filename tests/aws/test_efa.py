@@ -18,6 +18,7 @@ from tests.aws.p5_runs import GOLDEN, GPU, JOB_ENABLED, p5_config, run_p5, run_p
 from tests.aws.stack_runs import (
     BUCKET,
     CLUSTER_SECURITY_GROUP,
+    GET_CAPACITY_BLOCK_RESERVATION,
     GET_INSTANCE_TYPE,
     GET_INSTANCE_TYPE_OFFERINGS,
     GET_PARAMETER,
@@ -121,7 +122,8 @@ def test_an_on_demand_reservation_is_targeted_without_a_market_type():
 def test_a_reservation_launches_without_a_new_placement_group(capacity):
     # Reserved capacity is not inside a new, empty placement group: a launch constrained to one fails.
     result = run_p5(p5_config({GPU: capacity}))
-    assert "placement" not in _gpu_template(result).inputs
+    # The mocked reservation was made in no group: the template names none (test_p5_capacity.py: one made in one).
+    assert not (_gpu_template(result).inputs.get("placement") or {}).get("groupName")
     assert result.by_type(PLACEMENT_GROUP) == []
 
 
@@ -168,7 +170,7 @@ def test_the_job_runs_in_efa_mode_with_gpudirect_rdma(up):
 def test_the_estimate_prices_the_p5_nodes_and_teardown_keeps_the_bucket(up):
     estimate = json.loads(json.dumps(up.exports["estimatedHourlyUsd"]))
     assert estimate["gpuNode"]["type"] == "p5.48xlarge"
-    assert estimate["gpuNode"]["usdPerNode"] >= 98.32
+    assert estimate["gpuNode"]["usdPerNode"] >= 55.04  # after AWS's June 2025 cut (prices.yaml)
     bucket = up.one(BUCKET)
     assert bucket.retain_on_delete is True and bucket.inputs["forceDestroy"] is False
 
@@ -305,15 +307,15 @@ def test_the_aws_stack_without_efa_has_no_nccl_check():
 def test_the_preview_shows_the_estimate_and_the_budget_guard_stops_two_p5_at_100_usd():
     preview = run_p5(preview=True)
     assert preview.exports["estimatedHourlyUsd"]["atMax"]["nodes"] == 2
-    assert preview.exports["estimatedHourlyUsd"]["atMax"]["usd"] > 2 * 98.32
+    assert preview.exports["estimatedHourlyUsd"]["atMax"]["usd"] > 2 * 55.04
     assert_one_config_error_line(*run_p5_expecting_error(p5_config({"trainstack:maxHourlyUsd": 100})),
                                  "trainstack:maxHourlyUsd", "p5.48xlarge")
 
 
 def test_an_unpriced_efa_type_is_refused_by_the_budget_guard_rather_than_guessed():
     assert_one_config_error_line(
-        *run_p5_expecting_error(p5_config({GPU: {"instanceTypes": ["p6-b200.48xlarge"]}})),
-        "trainstack:maxHourlyUsd", "cannot check the budget: p6-b200.48xlarge has no us-west-2 price")
+        *run_p5_expecting_error(p5_config({GPU: {"instanceTypes": ["p5e.48xlarge"]}})),
+        "trainstack:maxHourlyUsd", "cannot check the budget: p5e.48xlarge has no us-west-2 price")
 
 
 def test_the_efa_stacks_image_is_built_with_the_efa_installer_and_the_aws_stacks_without(up):
@@ -366,8 +368,13 @@ def test_only_the_efa_group_carries_user_data():
 
 
 def _capacity_block_answering(**changes):
-    from tests.aws.stack_runs import GET_CAPACITY_BLOCK_RESERVATION, capacity_block_answer
+    from tests.aws.stack_runs import capacity_block_answer
     return _answering(GET_CAPACITY_BLOCK_RESERVATION, lambda args: capacity_block_answer(args["id"], **changes))
+
+
+def _no_such_block(args: dict):
+    """The provider's answer for an ID that is no Capacity Block: a failed invoke."""
+    return {}, [("id", f"no EC2 Capacity Block Reservation found for ID {args['id']}")]
 
 
 def _odcr_reading(**changes):
@@ -390,8 +397,9 @@ KEY = f"{GPU}.capacityReservationId: {RESERVATION}"
     (BLOCK, _capacity_block_answering(availabilityZone="us-west-2b"), None,
      f"{KEY} is in us-west-2b, but the group is in us-west-2a"),
     (BLOCK, _capacity_block_answering(state="expired"), None, f"{KEY} is expired: nothing launches into it"),
-    (BLOCK, _capacity_block_answering(reservationType="default"), None,
-     f"{KEY} is a default reservation, not a Capacity Block"),
+    # The provider's read returns only capacity-block reservations: an ODCR's ID fails the read itself.
+    (BLOCK, _answering(GET_CAPACITY_BLOCK_RESERVATION, _no_such_block), None,
+     f"{KEY} is not a Capacity Block of this account in us-west-2 (ec2:DescribeCapacityReservations answered: "),
     (ODCR, None, _odcr_reading(instanceType="p5en.48xlarge"),
      f"{KEY} reserves p5en.48xlarge, but the group launches p5.48xlarge"),
     (ODCR, None, _odcr_reading(availabilityZone="us-west-2c"), f"{KEY} is in us-west-2c, but the group is in us-west-2a"),
@@ -413,12 +421,12 @@ def test_preflight_refuses_a_reservation_that_does_not_fit_the_group(capacity, c
 
 @pytest.mark.parametrize("capacity", [BLOCK, ODCR], ids=["capacity block", "on-demand reservation"])
 def test_preflight_passes_a_reservation_for_the_groups_type_and_zone(capacity):
-    from tests.aws.stack_runs import CAPACITY_RESERVATION, GET_CAPACITY_BLOCK_RESERVATION
+    from tests.aws.stack_runs import CAPACITY_RESERVATION
 
     result = run_p5(p5_config({GPU: capacity}), preview=True)
     asked = [args["id"] for token, args in result.invokes if token == GET_CAPACITY_BLOCK_RESERVATION]
     read = [r for r in result.registrations if r.type == CAPACITY_RESERVATION]
-    if capacity is BLOCK:
-        assert asked == [RESERVATION] and read == []
-    else:
-        assert asked == [] and [r.read for r in read] == [True]
+    if capacity is BLOCK:  # read for preflight and for the capacityBlockEndDate output
+        assert set(asked) == {RESERVATION} and read == []
+    else:  # read for preflight and for the reservation's placement group in the launch template
+        assert asked == [] and [r.read for r in read] == [True, True]

@@ -7,7 +7,7 @@ from pathlib import Path
 from trainstack.infra.aws import preflight
 
 REPO = Path(__file__).resolve().parents[2]
-API = re.compile(r"\b(?:ec2|eks|ssm|sts):[A-Z][A-Za-z]+")
+API = re.compile(r"\b(?:ec2|eks|ssm|sts|servicequotas):[A-Z][A-Za-z]+")
 
 
 def test_the_cost_doc_preflight_table_names_every_api_preflight_asks():

@@ -39,12 +39,16 @@ SCHEMAS = json.loads((Path(__file__).parents[1] / "infra" / "fixtures" / "kueue-
                      .read_text())
 P5_LEVELS = ["topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
              "topology.k8s.aws/network-node-layer-3", "kubernetes.io/hostname"]
-NO_BUDGET = ("trainstack:maxHourlyUsd",)  # p5e and p6-b200 have no price to check a budget against
+NO_BUDGET = ("trainstack:maxHourlyUsd",)  # p5e has no price to check a budget against
+# Where topology-aware placement is on by default: capacity in one block, here an On-Demand Capacity
+# Reservation (the mocks read it as two p5.48xlarge in us-west-2a). TAS_ON asks for it on a plain group.
+RESERVED = {"capacityReservationId": "cr-0123456789abcdef0"}
+TAS_ON = {"topologyAware": True}
 
 
 @pytest.fixture(scope="module")
 def up():
-    return run_p5(p5_config(JOB_ENABLED))
+    return run_p5(p5_config({**JOB_ENABLED, GPU: RESERVED}))
 
 
 def _levels(result) -> list[str]:
@@ -67,7 +71,7 @@ def test_the_efa_groups_topology_is_its_ec2_network_layers_then_the_host(up):
                                                        ("p6-b200.48xlarge", 4)])
 def test_each_type_gets_as_many_layers_as_ec2_describes(instance_type, layers):
     assert EFA_INSTANCE_TYPES[instance_type].topology_layers == layers
-    levels = _levels(run_p5(p5_config({GPU: {"instanceTypes": [instance_type]}}, remove=NO_BUDGET)))
+    levels = _levels(run_p5(p5_config({GPU: {"instanceTypes": [instance_type], **TAS_ON}}, remove=NO_BUDGET)))
     assert levels == [f"topology.k8s.aws/network-node-layer-{n}" for n in range(1, layers + 1)] + [
         "kubernetes.io/hostname"]
 
@@ -141,7 +145,7 @@ def test_switching_topology_on_replaces_the_stacks_running_job(up):
     # What docs/upgrading.md warns about: the first `up` of an aws-p5 stack from before topology-aware
     # placement adds kueue.preferredTopology to the job's values, a replace-on-change path of a
     # delete-before-replace release, so the running Job is deleted and created again.
-    off = run_p5(p5_config({**JOB_ENABLED, GPU: {"topologyAware": False}})).one(RELEASE, "train")
+    off = run_p5(p5_config({**JOB_ENABLED, GPU: {**RESERVED, "topologyAware": False}})).one(RELEASE, "train")
     on = up.one(RELEASE, "train")
     assert off.inputs["values"]["kueue"] == {"queueName": "training"}
     assert on.inputs["values"]["kueue"] == {"queueName": "training", "preferredTopology": "kubernetes.io/hostname"}
@@ -157,7 +161,8 @@ def _without_tas(result) -> None:
 
 
 def test_topology_aware_placement_can_be_switched_off():
-    _without_tas(run_p5(p5_config({GPU: {"topologyAware": False}})))
+    _without_tas(run_p5(p5_config({GPU: {**RESERVED, "topologyAware": False}})))
+    _without_tas(run_p5(p5_config()))  # plain ON_DEMAND, the stack file's default: off unless asked
 
 
 def test_the_aws_stack_without_efa_keeps_no_topology():
@@ -168,8 +173,9 @@ def test_a_region_without_ec2_topology_is_off_by_default_and_refused_when_asked(
     milan = {"aws:region": "eu-south-1", "trainstack:availabilityZones": ["eu-south-1a", "eu-south-1b"],
              GPU: {"zone": "eu-south-1a"}}
     # The account's zones are us-west-2's in the mocks: the parser alone answers for another Region.
-    assert parse_aws_config(p5_config(milan, remove=NO_BUDGET), stack="aws-p5").gpu_nodes.topology_aware is False
-    assert parse_aws_config(p5_config(), stack="aws-p5").gpu_nodes.topology_aware is True
+    milan_reserved = {**milan, GPU: {"zone": "eu-south-1a", **RESERVED}}
+    assert parse_aws_config(p5_config(milan_reserved, remove=NO_BUDGET), stack="aws-p5").gpu_nodes.topology_aware is False
+    assert parse_aws_config(p5_config({GPU: RESERVED}), stack="aws-p5").gpu_nodes.topology_aware is True
     asked = p5_config({**milan, GPU: {"zone": "eu-south-1a", "topologyAware": True}}, remove=NO_BUDGET)
     assert_one_config_error_line(*run_p5_expecting_error(asked), f"{GPU}.topologyAware",
                                  "EC2 describes no instance topology in eu-south-1")
@@ -182,14 +188,14 @@ def test_topology_aware_is_refused_on_a_group_without_efa():
 
 def test_a_fixed_size_group_needs_no_provisioning():
     # Without the autoscaler `pulumi up` sets the size: the nodes exist when Kueue places the job.
-    result = run_p5(p5_config({"trainstack:clusterAutoscaler": False}))
+    result = run_p5(p5_config({"trainstack:clusterAutoscaler": False, GPU: RESERVED}))
     assert _levels(result) == P5_LEVELS
     assert result.by_type(f"{KUEUE}:AdmissionCheck") == [] and result.by_type(CRD) == []
     assert "controllerManager" not in result.one(RELEASE, "trainstack-kueue").inputs["values"]
 
 
 def test_without_kueue_the_autoscaler_serves_no_provisioning_requests():
-    result = run_p5(p5_config({"trainstack:job": {"queue": False}}))
+    result = run_p5(p5_config({"trainstack:job": {"queue": False}, GPU: RESERVED}))
     assert result.by_type(CRD) == [] and "enable-provisioning-requests" not in _autoscaler_args(result)
 
 

@@ -19,7 +19,7 @@ when EKS recreated it after a destroy, never while a cluster of that name runs).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -37,7 +37,10 @@ from trainstack.infra.aws.efa import EFA_POD_RESOURCES, EFA_RESOURCE, efa_networ
 from trainstack.infra.aws.efa_networking import EfaNetworking, EfaNetworkingArgs
 from trainstack.infra.aws.efa_node_config import efa_node_user_data
 from trainstack.infra.aws.node_disk import NODE_TEMPLATE_RESOURCE_TAG, eks_allocatable_ephemeral_storage
-from trainstack.infra.aws.topology import efa_topology
+from trainstack.infra.aws.placement import creates_placement_group, reservation_placement_group
+from trainstack.infra.aws.reserved_updates import guarded_template_version
+from trainstack.infra.aws.topology import efa_topology, warn_unless_one_block
+from trainstack.infra.config import NAMESPACE
 from trainstack.infra.core import versions
 from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement
 from trainstack.infra.core.ordering import available_after
@@ -268,16 +271,19 @@ class EksCluster(pulumi.ComponentResource):
             # the GKE stack labels its on-demand pools; a reservation's instances bill at on-demand rates too.
             gpu_tags[ON_DEMAND_TAG[0]] = ON_DEMAND_TAG[1]
         gpu_group = {**common, "tags": gpu_tags}
+        # The cluster's name once it exists: what the EFA group's and the reserved group's reads ask about.
+        created_name = pulumi.Output.all(cluster.oidc_provider_arn, args.cluster_name).apply(lambda v: v[1])
         efa_template: dict = {}
         self.efa_networking: EfaNetworking | None = None
         if gpu.efa is not None:
             assert args.efa_subnet_id is not None, "an EFA group needs its subnet"
             # The cluster's name once it exists: the cluster security group is looked up then.
-            created_name = pulumi.Output.all(cluster.oidc_provider_arn, args.cluster_name).apply(lambda v: v[1])
             self.efa_networking = EfaNetworking(f"{name}-gpu-efa", EfaNetworkingArgs(
                 vpc_id=args.vpc_id, cluster_name=created_name, tags=tags,
                 create_placement_group=creates_placement_group(gpu)), opts=child)
-            efa_template = self._efa_launch_template_args(gpu, self.efa_networking)
+            efa_template = self._efa_launch_template_args(gpu, self.efa_networking,
+                                                          reservation_placement_group(
+                f"{name}-gpu-reservation", gpu, self.account_id, parent=self))
             # A template node at size 0 has no EFA device plugin to ask: the autoscaler learns the
             # group's EFAs from this tag (node_disk.py's NODE_TEMPLATE_RESOURCE_TAG), or a pod asking
             # for vpc.amazonaws.com/efa never scales the group up from zero.
@@ -295,12 +301,19 @@ class EksCluster(pulumi.ComponentResource):
             scaling_config=_scaling(gpu),
             labels=GPU_NODE_LABELS,
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT_KEY, value="true", effect="NO_SCHEDULE")],
-            launch_template=self._launch_template(f"{name}-gpu", gpu.disk_size_gb, key_name, tags, **efa_template),
+            launch_template=self._launch_template(
+                f"{name}-gpu", gpu.disk_size_gb, key_name, tags, **efa_template,
+                # A reserved group is not rolled while its reserved nodes run (reserved_updates.py).
+                version=None if gpu.capacity_reservation_id is None else lambda template: guarded_template_version(
+                    template, created_name, labels=GPU_NODE_LABELS, kubernetes_version=args.kubernetes_version,
+                    parent=self)),
             # When an autoscaler owns the size, `pulumi up` must not reset it.
             ignore_scaling_changes=gpu.ignore_scaling_changes,
             opts=child,
         )
 
+        warn_unless_one_block(f"{NAMESPACE}:gpuNodes", topology_aware=gpu.efa is not None and gpu.topology_aware,
+                              capacity_type=gpu.capacity_type, reservation_id=gpu.capacity_reservation_id)
         self.gpu_placement = GpuPlacement(
             node_selector=GPU_NODE_LABELS, tolerations=GPU_TOLERATIONS, gpus_per_node=gpu.gpus_per_node,
             # The most nodes a job can get: without the autoscaler the group stays at its desired size, and a
@@ -336,7 +349,8 @@ class EksCluster(pulumi.ComponentResource):
         })
 
     @staticmethod
-    def _efa_launch_template_args(gpu: GpuNodeGroupConfig, efa: EfaNetworking) -> dict:
+    def _efa_launch_template_args(gpu: GpuNodeGroupConfig, efa: EfaNetworking,
+                                  reservation_group: pulumi.Output[str | None] | None = None) -> dict:
         """Every EFA interface, the placement group (if any), and the capacity the group launches into.
 
         Capacity (EKS user guide capacity-blocks-mng.html and the terraform-aws-eks module): a Capacity
@@ -350,7 +364,7 @@ class EksCluster(pulumi.ComponentResource):
             # The containers' locked-memory limit, which EFA's buffer registration needs (efa_node_config.py).
             "user_data": efa_node_user_data(),
         }
-        placement_group = gpu.efa.placement_group or efa.placement_group_name
+        placement_group = gpu.efa.placement_group or efa.placement_group_name or reservation_group
         if placement_group is not None:
             args["placement"] = aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group)
         if gpu.capacity_reservation_id is not None:
@@ -363,7 +377,9 @@ class EksCluster(pulumi.ComponentResource):
         return args
 
     def _launch_template(self, name: str, disk_size_gb: int, key_name: pulumi.Input[str] | None,
-                         tags: Mapping[str, str], **extra) -> aws.eks.NodeGroupLaunchTemplateArgs:
+                         tags: Mapping[str, str],
+                         version: Callable[[aws.ec2.LaunchTemplate], pulumi.Output[str]] | None = None,
+                         **extra) -> aws.eks.NodeGroupLaunchTemplateArgs:
         template = aws.ec2.LaunchTemplate(
             name,
             **extra,
@@ -389,17 +405,8 @@ class EksCluster(pulumi.ComponentResource):
             tags=dict(tags),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        return aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
-
-
-def creates_placement_group(gpu: GpuNodeGroupConfig) -> bool:
-    """A new cluster placement group only for an EFA group that names none and launches outside a reservation.
-
-    A reservation or Capacity Block already fixes the zone (and, for a block, its placement); a new, empty
-    placement group would constrain the launch to capacity the reservation does not hold
-    (efa_networking.py). A reservation made inside a placement group places its instances there itself.
-    """
-    return gpu.efa is not None and gpu.efa.placement_group is None and gpu.capacity_reservation_id is None
+        return aws.eks.NodeGroupLaunchTemplateArgs(
+            id=template.id, version=template.latest_version.apply(str) if version is None else version(template))
 
 
 def _scaling(nodes: NodeGroupConfig) -> aws.eks.NodeGroupScalingConfigArgs:

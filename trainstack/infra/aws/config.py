@@ -30,7 +30,7 @@ from trainstack.infra.aws.limits import (
     TAG_UNICODE_CATEGORIES,
     VPC_LARGEST_PREFIX,
 )
-from trainstack.infra.aws.topology import TOPOLOGY_REGIONS
+from trainstack.infra.aws.topology import TOPOLOGY_REGIONS, topology_aware_default
 from trainstack.infra.config import (
     NAMESPACE,
     ConfigError,
@@ -446,10 +446,11 @@ def _parse_capacity(gpu: Section, efa: EfaConfig | None) -> tuple[str, str | Non
     return capacity, reservation
 
 
-def _parse_topology_aware(gpu: Section, efa: EfaConfig | None, region: str) -> bool:
-    """gpuNodes.topologyAware: on by default on an EFA group where EC2 describes instance topology."""
+def _parse_topology_aware(gpu: Section, efa: EfaConfig | None, region: str, capacity: tuple[str, str | None]) -> bool:
+    """gpuNodes.topologyAware: on by default on an EFA group with reserved capacity (topology.py)."""
     key = f"{gpu.key}.topologyAware"
-    topology_aware = gpu.get("topologyAware", as_bool, efa is not None and region in TOPOLOGY_REGIONS)
+    topology_aware = gpu.get("topologyAware", as_bool, topology_aware_default(
+        efa=efa is not None, region=region, capacity_type=capacity[0], reservation_id=capacity[1]))
     if topology_aware and efa is None:
         raise ConfigError(key, "true needs an EFA group (gpuNodes.efa): trainstack reads the EC2 instance topology "
                           "labels only on EFA types, and Kueue admits no job onto nodes without them",
@@ -501,7 +502,7 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
                           f"desired is {desired}", set_hint(f"{gpu_key}.desired", str(instances_to_start)))
     efa = _parse_efa(gpu, types, zones, existing_network)
     capacity, reservation = _parse_capacity(gpu, efa)
-    topology_aware = _parse_topology_aware(gpu, efa, region)
+    topology_aware = _parse_topology_aware(gpu, efa, region, (capacity, reservation))
     ssh_key = gpu.get("sshPublicKey", as_str, None)
     if ssh_key is not None and not re.match(r"^(ssh-(rsa|ed25519)|ecdsa-sha2-nistp\d+) [A-Za-z0-9+/=]+", ssh_key):
         raise ConfigError(f"{gpu_key}.sshPublicKey", "expected an OpenSSH public key (ssh-ed25519 AAAA...)",

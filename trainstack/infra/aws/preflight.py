@@ -12,8 +12,9 @@
   on the public /aws/service/eks/optimized-ami/<version>/amazon-linux-2023/x86_64/nvidia/recommended/image_id,
   EKS user guide retrieve-ami-id.html.)
 - For a group that launches into a reservation (gpuNodes.capacityReservationId): is it for the group's
-  instance type, in gpuNodes.zone? A Capacity Block (ec2:DescribeCapacityReservations through
-  aws.ec2.get_capacity_block_reservation): is it a capacity-block reservation, active or scheduled? An
+  instance type, in gpuNodes.zone? A Capacity Block (ec2:DescribeCapacityReservations through the provider's
+  getCapacityBlockReservation, capacity_block.py): is it a Capacity Block of this account here (an ID that
+  is none fails the read, which is turned into one line), active or scheduled? An
   On-Demand Capacity Reservation is read as a resource (aws.ec2.CapacityReservation.get, the same call;
   pulumi_aws 7.51.1 has no invoke for one): its read fails for a cancelled or expired reservation
   (terraform-provider-aws findCapacityReservationByID treats those as not found), but it exposes no state
@@ -33,6 +34,8 @@
   reserved capacity is not in fails) is refused. A named group for an On-Demand Capacity Reservation
   made in none is a warning (EC2 uses the reservation there too, but may fill only part of the
   count); for a Capacity Block made in none, a refusal.
+- For an EFA group: does the account's EC2 vCPU quota for the capacity type hold gpuNodes.max instances?
+  (servicequotas:GetServiceQuota, quotas.py)
 - Does EKS offer the configured Kubernetes version in the region? (eks:DescribeClusterVersions)
 - Is the pinned EFS CSI add-on build one EKS offers for that version? (eks:DescribeAddonVersions)
 - When the cluster is still to be created (eks:ListClusters): is a cluster admin the identity running
@@ -56,7 +59,10 @@ from typing import TypeVar
 import pulumi
 import pulumi_aws as aws
 
+from trainstack.infra.aws.capacity_block import checked_is_block, read_capacity_block
 from trainstack.infra.aws.config import AwsStackConfig
+from trainstack.infra.aws.placement import group_account, group_name
+from trainstack.infra.aws.quotas import EC2_SERVICE_CODE, checked_vcpu_quota, vcpu_quota
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.core import versions
 
@@ -120,11 +126,9 @@ CAPACITY_BLOCK_LAUNCHABLE_STATES = ("active", "scheduled")
 
 
 def checked_reservation(reservation_id: str, *, instance_type: str, zone: str, wanted_type: str, wanted_zone: str,
-                        state: str | None = None, reservation_type: str | None = None) -> bool:
-    """The reservation the group launches into is for its type, in its zone (and, for a block, launchable)."""
-    if reservation_type is not None and reservation_type != "capacity-block":
-        raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} is a {reservation_type} reservation, not a Capacity "
-                              f"Block. Fix: pulumi config set --path {NAMESPACE}:gpuNodes.capacityType ON_DEMAND")
+                        state: str | None = None) -> bool:
+    """The reservation the group launches into is for its type, in its zone (and, for a block, launchable).
+    That a CAPACITY_BLOCK ID names a Capacity Block at all is capacity_block.checked_is_block's question."""
     if instance_type != wanted_type:
         raise pulumi.RunError(f"{RESERVATION_KEY}: {reservation_id} reserves {instance_type}, but the group launches "
                               f"{wanted_type}. Fix: pulumi config set --path '{NAMESPACE}:gpuNodes.instanceTypes[0]' "
@@ -166,18 +170,6 @@ def checked_placement_group(name: str, strategy: str | None) -> bool:
     return True
 
 
-def _group_name(arn: str) -> str:
-    """arn:aws:ec2:<region>:<account>:placement-group/<name> -> <name>."""
-    return arn.rpartition("/")[2]
-
-
-def _group_account(arn: str) -> str:
-    """arn:aws:ec2:<region>:<account>:placement-group/<name> -> <account>, the group's owner ("" when the
-    answer is not such an ARN: then it is no account's, and the named group is not the reservation's)."""
-    parts = arn.split(":")
-    return parts[4] if len(parts) > 5 and parts[5].startswith("placement-group/") else ""
-
-
 def checked_reservation_placement(reservation_id: str, reservation_group_arn: str | None,
                                   named_group: str | None, caller_account: str, *,
                                   capacity_block: bool = False) -> bool:
@@ -201,8 +193,8 @@ def checked_reservation_placement(reservation_id: str, reservation_group_arn: st
     """
     if named_group is None:
         return True
-    reservation_group = _group_name(reservation_group_arn) if reservation_group_arn else None
-    owner = _group_account(reservation_group_arn) if reservation_group_arn else caller_account
+    reservation_group = group_name(reservation_group_arn) if reservation_group_arn else None
+    owner = group_account(reservation_group_arn) if reservation_group_arn else caller_account
     if not owner:
         raise pulumi.RunError(f"{PLACEMENT_GROUP_KEY}: EC2 answered {reservation_group_arn!r} for the placement group "
                               f"of {reservation_id}, which is not a placement-group ARN, so it cannot be compared "
@@ -367,6 +359,12 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
         efa_type, interfaces = cfg.gpu_nodes.instance_types[0], cfg.gpu_nodes.efa.instance.efa_interfaces
         checks.append(aws.ec2.get_instance_type_output(instance_type=efa_type, opts=invoke).apply(
             lambda result: checked(checked_efa_instance_type)(result, efa_type, interfaces)))
+        quota = vcpu_quota(efa_type, cfg.gpu_nodes.capacity_type)
+        if quota is not None:
+            checks.append(aws.servicequotas.get_service_quota_output(
+                service_code=EC2_SERVICE_CODE, quota_code=quota[0], opts=invoke).apply(
+                lambda result: checked(checked_vcpu_quota)(result.value, quota=quota, instance_type=efa_type,
+                                                           max_nodes=cfg.gpu_nodes.max_size, region=cfg.region)))
         checks.append(aws.ssm.get_parameter_output(name=nvidia_ami_parameter(cfg.kubernetes_version), opts=invoke).apply(
             lambda result: checked(checked_nvidia_ami)(result, cfg.kubernetes_version, cfg.region)))
     placement_group = cfg.gpu_nodes.efa.placement_group if cfg.gpu_nodes.efa is not None else None
@@ -379,11 +377,12 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
     if reservation is not None and cfg.gpu_nodes.efa is not None:
         group = {"wanted_type": cfg.gpu_nodes.instance_types[0], "wanted_zone": cfg.gpu_nodes.efa.zone}
         if cfg.gpu_nodes.capacity_type == "CAPACITY_BLOCK":
-            block = aws.ec2.get_capacity_block_reservation_output(id=reservation, opts=invoke)
+            block = read_capacity_block(reservation, provider, parent).apply(
+                lambda answer: checked(checked_is_block)(answer, reservation, cfg.region))
             checks.append(block.apply(
                 lambda block: checked(checked_reservation)(
                     reservation, instance_type=block.instance_type, zone=block.availability_zone, state=block.state,
-                    reservation_type=block.reservation_type, **group)))
+                    **group)))
             reservation_group_arn = block.placement_group_arn
         else:
             odcr = aws.ec2.CapacityReservation.get("gpu-capacity-reservation", reservation,

@@ -20,6 +20,7 @@ import pulumi_docker_build as docker_build
 
 from trainstack.infra import TrainingImage, TrainingImageArgs, tensorboard_image_args
 from trainstack.infra.aws import preflight
+from trainstack.infra.aws.capacity_block import capacity_block_outputs
 from trainstack.infra.aws.cluster import EksCluster, EksClusterArgs
 from trainstack.infra.aws.cluster_autoscaler import NAMESPACE as AUTOSCALER_NAMESPACE
 from trainstack.infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
@@ -197,6 +198,7 @@ class AwsStack(pulumi.ComponentResource):
                            job=cfg.job, bucket_name=bucket.bucket_name),
             **platform.outputs,
             **estimate_aws_cost(cfg).outputs(),  # estimatedHourlyUsd, estimatedRunUsd
+            **capacity_block_outputs(cfg, aws_provider, self),  # capacityBlockEndDate
         }
         if efa is not None:
             # `eval "$(pulumi stack output ncclCheckCommand)"`: the all-reduce in the training image

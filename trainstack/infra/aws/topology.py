@@ -11,11 +11,31 @@ k8s.io/cloud-provider controllers/node/node_controller.go applies the Additional
 without them (a Region where EC2 describes no topology, an instance EC2 has no topology for) is left
 out of every topology by Kueue (kueue v0.19.2 pkg/util/tas/node.go NodeMatchesFlavor), so a job that
 waits for it is never admitted.
+
+Nodes the cluster autoscaler adds from zero get the labels the same way, from the controller when they
+join; the autoscaler's template node for a group at zero has none of them (cluster-autoscaler-1.35.2
+cloudprovider/aws/aws_manager.go buildNodeFromTemplate: the generic labels (arch, os, instance type,
+region, zone, hostname), `k8s.io/cluster-autoscaler/node-template/label/` ASG tags and the managed node
+group's own labels, nothing from EC2's topology). It needs none: the ProvisioningRequest's pod templates
+carry the flavor's node labels only, and Kueue assigns the topology after the nodes joined, from the
+real nodes' labels (kueue v0.19.2 topology_aware_scheduling.md, "ClusterAutoscaler support").
+
+On by default only where the capacity comes in one block (ON_DEMAND into an On-Demand Capacity
+Reservation, or a Capacity Block): the autoscaler serves best-effort-atomic-scale-up on EKS (any cloud,
+with --enable-provisioning-requests), but not atomically there: cloudprovider/aws/aws_cloud_provider.go
+AwsNodeGroup.AtomicIncreaseSize returns ErrNotImplemented, and core/scaleup/orchestrator/executor.go
+increaseSize then falls back to IncreaseSize (the ASG's desired size). So on plain ON_DEMAND or SPOT
+capacity EC2 may launch part of the job's nodes into
+the group, the request is reported provisioned anyway, and the job waits for the rest while the
+launched nodes bill; a reservation or block holds every node the job needs before it asks. The same
+rule as the GKE stack's (trainstack/infra/gcp), where only reserved capacity is one block.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import pulumi
 
 from trainstack.infra.aws.efa import EfaInstanceType
 from trainstack.infra.core.contracts import NodeTopology
@@ -41,6 +61,30 @@ TOPOLOGY_REGIONS = frozenset({
     "eu-central-1", "eu-west-1", "eu-west-2", "eu-west-3", "eu-south-2", "eu-north-1", "eu-central-2",
     "il-central-1", "me-south-1", "me-central-1", "sa-east-1",
 })
+
+
+def capacity_in_one_block(capacity_type: str, reservation_id: str | None) -> bool:
+    """Whether the GPU group's capacity is held for it as one block: a Capacity Block, or ON_DEMAND into an
+    On-Demand Capacity Reservation (gpuNodes.capacityReservationId)."""
+    return capacity_type == "CAPACITY_BLOCK" or reservation_id is not None
+
+
+def topology_aware_default(*, efa: bool, region: str, capacity_type: str, reservation_id: str | None) -> bool:
+    """gpuNodes.topologyAware unless set: an EFA group, in a Region where EC2 describes instance topology,
+    whose capacity comes in one block (see the module docstring)."""
+    return efa and region in TOPOLOGY_REGIONS and capacity_in_one_block(capacity_type, reservation_id)
+
+
+def warn_unless_one_block(key: str, *, topology_aware: bool, capacity_type: str, reservation_id: str | None) -> None:
+    """An explicit topologyAware: true on capacity that does not come in one block is honoured, with the risk
+    and the fix (the GKE stacks word the same rule the same way)."""
+    if topology_aware and not capacity_in_one_block(capacity_type, reservation_id):
+        pulumi.log.warn(
+            f"{key}.topologyAware is true on {capacity_type} capacity, which does not come as one reserved block: "
+            "the cluster autoscaler's best-effort-atomic-scale-up class is not atomic on AWS, so EC2 may launch only "
+            "part of the job's nodes, which bill while the job stays pending with no error. Fix: launch into a "
+            f"reservation or Capacity Block ({key}.capacityReservationId), or pulumi config set --path "
+            f"{key}.topologyAware false")
 
 
 def efa_topology(instance: EfaInstanceType, *, autoscaled: bool) -> NodeTopology:
