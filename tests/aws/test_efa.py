@@ -400,10 +400,15 @@ KEY = f"{GPU}.capacityReservationId: {RESERVATION}"
     # The provider's read returns only capacity-block reservations: an ODCR's ID fails the read itself.
     (BLOCK, _answering(GET_CAPACITY_BLOCK_RESERVATION, _no_such_block), None,
      f"{KEY} is not a Capacity Block of this account in us-west-2 (ec2:DescribeCapacityReservations answered: "),
+    # ...and should the read return an On-Demand Capacity Reservation anyway, its type says so.
+    (BLOCK, _capacity_block_answering(reservationType="default"), None,
+     f"{KEY} is not a Capacity Block of this account in us-west-2 (ec2:DescribeCapacityReservations answered: "
+     "reservation type default, not capacity-block)"),
     (ODCR, None, _odcr_reading(instanceType="p5en.48xlarge"),
      f"{KEY} reserves p5en.48xlarge, but the group launches p5.48xlarge"),
     (ODCR, None, _odcr_reading(availabilityZone="us-west-2c"), f"{KEY} is in us-west-2c, but the group is in us-west-2a"),
-], ids=["block type", "block zone", "block expired", "block is an ODCR", "ODCR type", "ODCR zone"])
+], ids=["block type", "block zone", "block expired", "block is an ODCR", "block read as an ODCR", "ODCR type",
+        "ODCR zone"])
 def test_preflight_refuses_a_reservation_that_does_not_fit_the_group(capacity, calls, outputs, line, monkeypatch):
     from tests.aws.stack_runs import provider_calls, provider_outputs
     from tests.aws.stack_runs import run_main as run_aws_main

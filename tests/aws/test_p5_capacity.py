@@ -92,6 +92,24 @@ def test_the_spot_quota_is_asked_for_max_nodes_too():
         run_p5(p5_config({GPU: {"capacityType": "SPOT", "max": 3}}), preview=True, calls=quota_of(0))
 
 
+def test_every_efa_type_has_its_vcpus_for_the_quota_check():
+    # A type added to efa.py without its vCPU count would fail the preflight with a KeyError.
+    from trainstack.infra.aws.efa import EFA_INSTANCE_TYPES
+    from trainstack.infra.aws.quotas import VCPUS
+
+    assert set(EFA_INSTANCE_TYPES) <= set(VCPUS)
+
+
+def test_a_spot_type_whose_quota_is_not_documented_warns_naming_both_candidates(monkeypatch):
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: said.append(message))
+    run_p5(p5_config({GPU: {"capacityType": "SPOT", "instanceTypes": ["p6-b200.48xlarge"]},
+                      "trainstack:maxHourlyUsd": "300"}), preview=True,
+           calls=quota_of(0))
+    line = next(m for m in said if "Spot quota counts p6-b200.48xlarge" in m)
+    assert "L-C4BD4855" in line and "L-7212CCBC" in line and "\n" not in line
+
+
 # --- item 9: a reserved group is not rolled while its nodes run ---------------------------------------------
 
 GPU_TEMPLATE_ID = "trainstack-eks-gpu-id"  # the mocks' ID of the GPU group's launch template
@@ -206,7 +224,8 @@ def test_an_odcr_made_in_no_group_or_another_accounts_group_names_none():
             return {**answer, "placementGroupArn": arn} if type_ == "aws:ec2/capacityReservation:CapacityReservation" \
                 else answer
         template = gpu_template(run_aws_main(p5_config({GPU: ODCR}), stack="aws-p5", outputs=outputs))
-        assert not (template.get("placement") or {}).get("groupName")
+        # No placement block at all (not an empty one): an empty one is a new template version, so a roll.
+        assert template.get("placement") is None, template.get("placement")
 
 
 # --- item 13: topology-aware placement only on capacity in one block ---------------------------------------

@@ -1,11 +1,13 @@
 """A Capacity Block for ML the GPU group launches into (gpuNodes.capacityType CAPACITY_BLOCK): read once
 for preflight, and its end as a stack output.
 
-The read is ec2:DescribeCapacityReservations through the provider's getCapacityBlockReservation, which
-returns only reservations whose type is `capacity-block` (its docstring in pulumi_aws 7.51.1,
-ec2/get_capacity_block_reservation.py): an On-Demand Capacity Reservation's ID, a block of another
-Region or account, or a mistyped ID fails the invoke itself. So the invoke is awaited here and its
-failure turned into one line, which would otherwise be the provider's not-found error.
+The read is ec2:DescribeCapacityReservations through the provider's getCapacityBlockReservation. A block
+of another Region or account, or a mistyped ID, fails the invoke itself; so the invoke is awaited here and
+its failure turned into one line, which would otherwise be the provider's not-found error. Its docstring
+says it returns only `capacity-block` reservations, but the provider's lookup
+(terraform-provider-aws ec2_capacity_block_reservation_data_source.go, findCapacityReservation) filters by
+neither type nor state, so an On-Demand Capacity Reservation's ID may come back: its reservationType is
+checked too.
 
 The end: EC2 starts terminating a block's instances 30 minutes before it ends (EC2 user guide
 capacity-blocks-using.html), and EKS says to scale the group to zero more than 30 minutes before the
@@ -56,6 +58,9 @@ def checked_is_block(answer: Any, reservation_id: str, region: str) -> Any:
             f"Reservation, pulumi config set --path {NAMESPACE}:gpuNodes.capacityType ON_DEMAND; else name a "
             "Capacity Block (aws ec2 describe-capacity-reservations --filters "
             "Name=reservation-type,Values=capacity-block)")
+    if getattr(answer, "reservation_type", None) not in (None, "", "capacity-block"):
+        checked_is_block(NotACapacityBlock(f"reservation type {answer.reservation_type}, not capacity-block"),
+                         reservation_id, region)
     return answer
 
 

@@ -364,9 +364,15 @@ class EksCluster(pulumi.ComponentResource):
             # The containers' locked-memory limit, which EFA's buffer registration needs (efa_node_config.py).
             "user_data": efa_node_user_data(),
         }
-        placement_group = gpu.efa.placement_group or efa.placement_group_name or reservation_group
+        placement_group = gpu.efa.placement_group or efa.placement_group_name
         if placement_group is not None:
             args["placement"] = aws.ec2.LaunchTemplatePlacementArgs(group_name=placement_group)
+        elif reservation_group is not None:
+            # Known only once the reservation is read: a reservation made in no group (or another account's)
+            # gives no placement block at all. An empty one would be a new template version, and so a roll
+            # of the reserved group, on every stack launching into such a reservation.
+            args["placement"] = reservation_group.apply(
+                lambda group: aws.ec2.LaunchTemplatePlacementArgs(group_name=group) if group else None)
         if gpu.capacity_reservation_id is not None:
             args["capacity_reservation_specification"] = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
                 capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(

@@ -62,7 +62,7 @@ import pulumi_aws as aws
 from trainstack.infra.aws.capacity_block import checked_is_block, read_capacity_block
 from trainstack.infra.aws.config import AwsStackConfig
 from trainstack.infra.aws.placement import group_account, group_name
-from trainstack.infra.aws.quotas import EC2_SERVICE_CODE, checked_vcpu_quota, vcpu_quota
+from trainstack.infra.aws.quotas import EC2_SERVICE_CODE, checked_vcpu_quota, unchecked_spot_quota, vcpu_quota
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.core import versions
 
@@ -360,6 +360,8 @@ def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
         checks.append(aws.ec2.get_instance_type_output(instance_type=efa_type, opts=invoke).apply(
             lambda result: checked(checked_efa_instance_type)(result, efa_type, interfaces)))
         quota = vcpu_quota(efa_type, cfg.gpu_nodes.capacity_type)
+        if quota is None and cfg.gpu_nodes.capacity_type == "SPOT":
+            pulumi.log.warn(unchecked_spot_quota(efa_type, cfg.region))
         if quota is not None:
             checks.append(aws.servicequotas.get_service_quota_output(
                 service_code=EC2_SERVICE_CODE, quota_code=quota[0], opts=invoke).apply(

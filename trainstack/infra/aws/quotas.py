@@ -46,6 +46,15 @@ def vcpu_quota(instance_type: str, capacity_type: str) -> tuple[str, str] | None
     return None
 
 
+def unchecked_spot_quota(instance_type: str, region: str) -> str:
+    """The warning for a spot type whose quota is not documented: name both candidates to look at."""
+    spot_p5, other_p = SPOT_P5, ("L-7212CCBC", "All P4, P3 and P2 Spot Instance Requests")
+    return (f"{NAMESPACE}:gpuNodes.instanceTypes: which EC2 Spot quota counts {instance_type} is not documented, so "
+            f"it was not checked; a quota of 0 leaves the job suspended with no error. Check both "
+            f"(aws service-quotas get-service-quota --service-code ec2 --quota-code {spot_p5[0]} --region {region}, "
+            f"and {other_p[0]}) before the first job")
+
+
 def request_command(quota_code: str, vcpus: int, region: str) -> str:
     return (f"aws service-quotas request-service-quota-increase --service-code {EC2_SERVICE_CODE} "
             f"--quota-code {quota_code} --desired-value {vcpus} --region {region}")
