@@ -220,6 +220,7 @@ def test_the_trainstack_under_test_is_the_one_expected():
 
 
 PULUMI_PACKAGES = {"pulumi", "pulumi-kubernetes", "pulumi-aws", "pulumi-eks", "pulumi-docker-build", "pulumi-gcp"}
+DEPLOY_PACKAGES = PULUMI_PACKAGES | {"pyyaml"}
 
 
 def extra_requirements(metadata: email.message.Message, extra: str) -> dict[str, SpecifierSet]:
@@ -244,7 +245,7 @@ def test_the_infra_extra_takes_ranges_that_admit_a_programs_own_versions_and_the
     """`pip install 'trainstack[infra]' pulumi-aws==7.50.0` conflicted with `pulumi-aws==7.51.1`. Ranges with a
     floor and a ceiling (the next major) instead; requirements.txt, the exact lock, inside them."""
     infra = extra_requirements(wheel_metadata(wheel), "infra")
-    assert set(infra) == PULUMI_PACKAGES
+    assert set(infra) == DEPLOY_PACKAGES
     for name, specifier in infra.items():
         operators = {s.operator for s in specifier}
         assert "==" not in operators and ">=" in operators and "<" in operators, f"{name}{specifier}"
@@ -262,7 +263,7 @@ def test_each_cloud_has_an_extra_and_the_kubernetes_one_brings_neither_clouds_sd
     kubernetes = set(extra_requirements(metadata, "kubernetes"))
     aws = set(extra_requirements(metadata, "aws"))
     gcp = set(extra_requirements(metadata, "gcp"))
-    assert kubernetes == {"pulumi", "pulumi-kubernetes"}
+    assert kubernetes == {"pulumi", "pulumi-kubernetes", "pyyaml"}
     assert aws == kubernetes | {"pulumi-aws", "pulumi-eks", "pulumi-docker-build"}
     assert gcp == kubernetes | {"pulumi-gcp", "pulumi-docker-build"}
     assert aws | gcp == set(extra_requirements(metadata, "infra"))
