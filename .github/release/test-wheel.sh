@@ -24,5 +24,18 @@ mkdir -p "$work/tree"
 tar -C "$repo" --exclude=./.git --exclude='./.venv*' --exclude=./venv --exclude=./policy/venv \
     --exclude=./.pytest_cache --exclude=./build --exclude='*.egg-info' --exclude=__pycache__ \
     --exclude=./trainstack --exclude=./training -cf - . | tar -C "$work/tree" -xf -
+# Left out besides -m "not source_tree", each for needing the checkout itself: the whole stacks build the training
+# image from the checkout's images/ (a wheel refuses them by design: test_install.py checks that refusal);
+# the plugin runs from a checkout's provider/ folder; test_schema.py compares `make schema`'s output file,
+# which lives in a checkout (test_install.py checks the wheel's provider serves the committed schema.json).
+checkout_only=(
+    --ignore=tests/library/test_schema.py
+    --deselect "tests/library/test_facades.py::test_hosted_stack_builds_the_same_graph_as_the_program"
+    --deselect "tests/library/test_facades.py::test_hosted_aws_stack_builds_the_efa_stacks_graph_too"
+    --deselect "tests/library/test_examples.py::test_python_example_builds_the_stack_in_the_existing_vpc_under_mocks"
+    --deselect "tests/library/test_examples.py::test_yaml_example_and_docs_snippet_construct_as_sent_over_the_wire"
+    --deselect "tests/library/test_provider_process.py::test_the_plugin_entry_point_serves_the_committed_schema"
+)
 cd "$work/tree"
-TRAINSTACK_UNDER_TEST=wheel TRAINSTACK_WHEEL="${wheels[0]}" "$work/venv/bin/python" -m pytest -q -m "not source_tree" tests/library
+TRAINSTACK_UNDER_TEST=wheel TRAINSTACK_WHEEL="${wheels[0]}" "$work/venv/bin/python" -m pytest -q -m "not source_tree" \
+    "${checkout_only[@]}" tests/library

@@ -307,3 +307,16 @@ def test_the_install_commands_in_docs_library_md_name_what_exists():
     assert not re.search(r"pip install ['\"]?trainstack(\[[^\]]*\])?['\"]?(?!\s*@)(\s|$)", text)  # bare
     host_path = repository.removeprefix("https://")
     assert f"pulumi package add {host_path}.git/provider@{tag}" in text
+
+
+def test_the_provider_serves_the_committed_schema_with_its_package_metadata():
+    """The schema `pulumi package add` gets is the committed schema.json, metadata included, also from an installed
+    trainstack (the release runs this against its wheel)."""
+    import json
+
+    from trainstack.components import HOSTED
+    from trainstack.provider import NAME, VERSION, TrainstackProvider
+
+    served = json.loads(TrainstackProvider(HOSTED, NAME, version=VERSION).schema)
+    assert served == json.loads((REPO / "schema.json").read_text())
+    assert "kind/component" in served["keywords"] and served["license"] == "Apache-2.0"

@@ -14,11 +14,13 @@ from trainstack.infra.core.release_chart import PROJECT_COPY, release_chart_path
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.source_tree
 def test_this_repositorys_program_records_the_checkouts_chart_as_before():
     assert release_chart_path(project=REPO) == "workloads/charts/training-job"
     assert not (REPO / PROJECT_COPY).exists()
 
 
+@pytest.mark.source_tree
 def test_a_project_inside_the_checkout_records_the_path_from_there():
     # examples/python-existing-vpc installs the checkout with -e ../..: the path is part of the repository.
     assert release_chart_path(project=REPO / "examples" / "python-existing-vpc") == "../../workloads/charts/training-job"
