@@ -15,6 +15,8 @@ handles between components are outputs (cluster name, kubeconfig, image ref), ne
   filesystem; the bucket).
 """
 
+from typing import TYPE_CHECKING
+
 from trainstack.components.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from trainstack.components.job_args import Job, SecretEnv
 from trainstack.components.kubernetes_args import Toleration
@@ -27,6 +29,39 @@ from trainstack.components.platform import (
     TrainingPlatformArgs,
 )
 from trainstack.components.training_job import TrainingJob, TrainingJobArgs
+
+if TYPE_CHECKING:  # what __getattr__ below returns, for mypy and pyright (py.typed)
+    from trainstack.components.aws import (
+        AwsExistingNetwork,
+        AwsStack,
+        AwsStackArgs,
+        EksGpuNodes,
+        EksSystemNodes,
+    )
+    from trainstack.components.efs_storage import EfsStorage, EfsStorageArgs
+    from trainstack.components.eks_cluster import EksCluster, EksClusterArgs
+    from trainstack.components.filestore_share import FilestoreShare, FilestoreShareArgs
+    from trainstack.components.gcp import (
+        Filestore,
+        GcpExistingNetwork,
+        GcpStack,
+        GcpStackArgs,
+        GkeGpuPool,
+        GkeNetwork,
+        GkeSystemNodes,
+    )
+    from trainstack.components.gcs_snapshot_bucket import GcsSnapshotBucket, GcsSnapshotBucketArgs
+    from trainstack.components.gke_cluster import GkeCluster, GkeClusterArgs
+    from trainstack.components.gke_node_pool import GkeGpuNodePool, GkeGpuNodePoolArgs
+    from trainstack.components.gpu_direct import (
+        GpuDirect,
+        GpuDirectArgs,
+        GpuDirectNetworks,
+        GpuDirectNetworksArgs,
+    )
+    from trainstack.components.s3_snapshot_bucket import S3SnapshotBucket, S3SnapshotBucketArgs
+
+    HOSTED: list[type]
 
 # The cloud parts import their cloud's SDK, which only that cloud's extra installs ([aws], [gcp]): each is
 # imported on first use, so `pip install 'trainstack[kubernetes]'` is enough for TrainingPlatform and its parts.
