@@ -11,6 +11,7 @@ in sdk/go/common/util/errors InputPropertiesError). So a component's own refusal
 InputError from a part's checks, an InvalidArgsError from an infra component's) is re-raised as that.
 """
 
+import json
 import re
 from typing import Any
 
@@ -21,9 +22,9 @@ from pulumi.provider.server import ComponentInitError
 
 from trainstack.components.stack_config import InputError
 from trainstack.infra.core.validation import InvalidArgsError
+from trainstack.package_metadata import VERSION, with_package_metadata
 
 NAME = "trainstack"
-VERSION = "0.1.0"
 
 # `[<Component> '<name>': ]<property path>: <reason>`, as InputErrors are written: the path runs to the first
 # ": " (a tag key such as `tags.aws:owner` keeps its own colon).
@@ -43,7 +44,12 @@ def as_property_error(message: str) -> InputPropertyError | InputPropertiesError
 
 
 class TrainstackProvider(ComponentProvider):
-    """ComponentProvider whose components' input errors become property errors (see the module's docstring)."""
+    """ComponentProvider whose components' input errors become property errors (see the module's docstring),
+    serving the schema with the package metadata (trainstack/package_metadata.py)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.schema = json.dumps(with_package_metadata(json.loads(self.schema)))
 
     def map_input_properties(self, inputs: Any, properties: Any, mapping: Any, component_name: str,
                              property_path: str) -> Any:

@@ -15,6 +15,7 @@ from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.schema import generate_schema
 
 from trainstack.components import HOSTED
+from trainstack.package_metadata import with_package_metadata
 from trainstack.provider import NAME, VERSION
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema.json"
@@ -25,7 +26,7 @@ def inferred_schema() -> dict[str, Any]:
     dependencies = sorted(result["dependencies"], key=lambda d: f"{d.name}{d.version}")
     schema = generate_schema(NAME, VERSION, None, result["component_definitions"], result["type_definitions"],
                              dependencies)
-    return schema.to_json()
+    return with_package_metadata(schema.to_json())
 
 
 def rendered() -> str:

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import tomllib
 import yaml
-from pulumi.provider.experimental.component import ComponentProvider
 
 from trainstack import schema
 from trainstack.components import (
@@ -24,7 +23,7 @@ from trainstack.components import (
     Job,
     S3SnapshotBucketArgs,
 )
-from trainstack.provider import NAME, VERSION
+from trainstack.provider import NAME, VERSION, TrainstackProvider
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,7 +38,7 @@ def test_committed_schema_is_the_inferred_one():
 
 
 def test_the_provider_serves_the_committed_schema():
-    served = ComponentProvider(HOSTED, NAME, version=VERSION).schema
+    served = TrainstackProvider(HOSTED, NAME, version=VERSION).schema  # with the package metadata
     assert json.loads(served) == committed()
 
 

@@ -18,7 +18,6 @@ from pulumi.provider.experimental.util import camel_case
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.config.errors import ConfigError
 from trainstack.infra.cost import check_budget
-from trainstack.infra.image.training_image import missing_build_context
 
 
 def config_value(value: Any) -> Any:
@@ -100,6 +99,8 @@ def checked_stack_config(label: str, args: Any, provider_keys: Mapping[str, str]
     with stack_errors_as_inputs(provider_keys):
         config = parse(stack_config(args, provider_keys), pulumi.get_stack())
         check_budget(estimate(config), config.budget, config.job.enabled)
+    from trainstack.infra.image.training_image import missing_build_context  # [aws]/[gcp] only
+
     missing = missing_build_context()  # the stack builds the training image from the checkout
     if missing:
         raise InputError(f"{label}: {missing}")

@@ -36,13 +36,30 @@ Component conventions:
 - Versions, charts and images are pinned in trainstack.infra.core.versions, each with its source.
 """
 
+from typing import TYPE_CHECKING
+
 from trainstack.infra.core.contracts import GpuPlacement, ObjectStore, SharedStorage, WorkloadIdentity
 from trainstack.infra.core.validation import InvalidArgsError
-from trainstack.infra.image.training_image import TrainingImage, TrainingImageArgs, tensorboard_image_args
 from trainstack.infra.kubernetes.kueue import Kueue, KueueArgs, PoolQueue
 from trainstack.infra.kubernetes.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from trainstack.infra.kubernetes.platform import TrainingPlatform, TrainingPlatformArgs
 from trainstack.infra.kubernetes.training_job import SecretEnv, TrainingJob, TrainingJobArgs
+
+if TYPE_CHECKING:  # what __getattr__ below returns, for type checkers
+    from trainstack.infra.image.training_image import TrainingImage, TrainingImageArgs, tensorboard_image_args
+
+# The training image needs pulumi_docker_build, which only the cloud extras ([aws], [gcp]) install: imported on
+# first use, so `[kubernetes]` alone (TrainingPlatform on your own cluster) imports this package.
+_IMAGE_NAMES = ("TrainingImage", "TrainingImageArgs", "tensorboard_image_args")
+
+
+def __getattr__(name: str):
+    if name in _IMAGE_NAMES:
+        from trainstack.infra.image import training_image
+
+        return getattr(training_image, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "GpuPlacement",

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR, project_relative
+from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
+from trainstack.infra.core.release_chart import release_chart_path
 from trainstack.infra.core.versions import KUEUE_CHART
 
 # Every chart the GCP stack installs -> the container ports the API server calls on (webhooks, APIServices).
@@ -40,7 +41,7 @@ PORTS_READ_AT_VERSION: Mapping[str, str] = {KUEUE_CHART.chart: "0.19.2"}
 
 def chart_key(chart: str) -> str:
     """The table's key of a Release's `chart`: the OCI URL or repository name, or `training-job` for ours."""
-    return "training-job" if chart in (project_relative(TRAINING_JOB_CHART_DIR), str(TRAINING_JOB_CHART_DIR)) \
+    return "training-job" if chart in (release_chart_path(), str(TRAINING_JOB_CHART_DIR)) \
         else chart
 
 

@@ -24,7 +24,7 @@ from trainstack.infra import TrainingImage, TrainingImageArgs, tensorboard_image
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.core import versions
 from trainstack.infra.core.contracts import ObjectStore
-from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR, project_relative
+from trainstack.infra.core.release_chart import release_chart_path
 from trainstack.infra.gcp import preflight
 from trainstack.infra.gcp.artifact_registry import ArtifactRegistry, ArtifactRegistryArgs
 from trainstack.infra.gcp.cluster import GkeCluster, GkeClusterArgs
@@ -141,7 +141,7 @@ class GcpStack(pulumi.ComponentResource):
                 protect=cfg.protect_shared_filesystem), opts=after_apis)
 
         # The private control plane must reach the webhooks of what the platform installs (Kueue) first.
-        installed_charts = [project_relative(TRAINING_JOB_CHART_DIR)] + ([versions.KUEUE_CHART.chart]
+        installed_charts = [release_chart_path()] + ([versions.KUEUE_CHART.chart]
                                                                           if cfg.job.queue else [])
         job_ready: list[pulumi.Resource] = [system_pool.pool]
         if control_plane_ports(installed_charts):

@@ -29,7 +29,8 @@ import yaml
 
 from trainstack.infra.core import validation
 from trainstack.infra.core.contracts import EFA_RESOURCE, GPU_RESOURCE
-from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR, project_relative
+from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
+from trainstack.infra.core.release_chart import release_chart_path
 from trainstack.infra.core.resource_options import child_options
 from trainstack.infra.kubernetes.pod_requests import format_quantity, parse_quantity
 
@@ -383,7 +384,7 @@ class TrainingJob(pulumi.ComponentResource):
                 name=release_name,
                 namespace=args.namespace,
                 create_namespace=args.create_namespace,
-                chart=project_relative(TRAINING_JOB_CHART_DIR),
+                chart=release_chart_path(),  # the same on every machine (release_chart.py)
                 values=values,
                 # A failed install or upgrade is rolled back instead of leaving a half-applied job.
                 atomic=True,
