@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+import uuid
 from collections.abc import Sequence
 
 from trainstack.infra.config import JobConfig
 from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
 from trainstack.infra.kubernetes.job_owner import JOB_OWNER
 from trainstack.infra.kubernetes.job_submission import SUBMITTED_BY_CLI
-from trainstack.jobs import render, status, submission, sweep
+from trainstack.infra.kubernetes.training_job import deep_merge
+from trainstack.jobs import preflight, render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
-from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError
+from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError, one_line
+from trainstack.jobs.helm_version import check_helm
 from trainstack.jobs.stack_outputs import StackOutputs, load, on_pool
 
 
@@ -33,7 +37,7 @@ def _pods_flag(args: argparse.Namespace) -> tuple[tuple[int, int] | None, str]:
     """--pods, or the older --nodes (the same pods of the job; it meant torchrun's nodes) with one warning;
     and the flag the user typed, for the errors about it."""
     if args.nodes is None:
-        return (_pods(args.pods) if args.pods else None), "--pods"
+        return (_pods(args.pods) if args.pods is not None else None), "--pods"
     if args.pods is not None:
         raise UsageError("both --pods and --nodes given (--pods replaces --nodes)", "drop --nodes")
     print("trainstack submit: warning: --nodes is deprecated: use --pods (the same pods of the job)", file=sys.stderr)
@@ -94,6 +98,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 
+UNINSTALL_MARGIN_S = 120  # past the grace period: the Job controller and the GC deleting the pods
+
+
+def grace_seconds(values) -> int:
+    """The pods' terminationGracePeriodSeconds: the stack's job values, else the chart's default."""
+    grace = ((values.get("job") or {}) if isinstance(values, dict) else {}).get("terminationGracePeriodSeconds")
+    if not isinstance(grace, int) or isinstance(grace, bool):
+        grace = status.chart_default_values()["job"]["terminationGracePeriodSeconds"]
+    return int(grace)
+
+
 def _releases(cluster: Cluster, *, submitted_by_cli: bool = False) -> list[dict]:
     # --all: a failed or pending release still holds its name (helm list's default shows deployed and failed).
     # --max 0: helm list returns at most 256 releases by default, cut after sorting by name (helm v3.21.4
@@ -101,8 +116,10 @@ def _releases(cluster: Cluster, *, submitted_by_cli: bool = False) -> list[dict]
     args = ["list", "--all", "--max", "0", "--output", "json"]
     if submitted_by_cli:
         args += ["--selector", "=".join(SUBMITTED_BY_CLI)]  # helm list -l (cmd/helm/list.go:129)
-    return [r for r in cluster.json("helm", args) or []
-            if str(r.get("chart", "")).startswith(f"{status.CHART_NAME}-")]
+    releases = cluster.json("helm", args, expect=list)
+    if not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in releases):
+        raise CommandFailed("helm list answered with entries that are not releases (no name)")
+    return [r for r in releases if str(r.get("chart", "")).startswith(f"{status.CHART_NAME}-")]
 
 
 def _known(cluster: Cluster, name: str) -> None:
@@ -190,30 +207,35 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
         values = submission.chart_values(outputs, job, target, image=image,
                                          sweep=args.name if args.sweep else None, tensorboard=args.tensorboard)
         # The chart's own schema and checks, offline: what it refuses is bad input, not a cluster error.
-        render.check_renders(values, release=point.name, namespace=outputs.namespace)
+        rendered = render.check_renders(values, release=point.name, namespace=outputs.namespace)
         partial = submission.check_queue(outputs, job, values, pods_flag=pods_flag)
         if partial:
             print(f"trainstack submit: warning: {point.name}: {partial}", file=sys.stderr)
-        planned.append((point.name, values))
+        planned.append((point.name, values, rendered))
     _check_gang(outputs, job, len(points))
     with Cluster(outputs) as cluster:
+        check_helm(cluster, "submit")
         existing = {r["name"] for r in _releases(cluster)}
-        taken = [name for name, _ in planned if name in existing or name == outputs.stack_job]
+        taken = [name for name, _, _ in planned if name in existing or name == outputs.stack_job]
         if taken:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
                              f"pick another NAME (e.g. {args.name}-2), or trainstack cancel {taken[0]} first")
+        preflight.check_no_earlier_pods(cluster, [name for name, _, _ in planned], grace_seconds(outputs.values))
+        preflight.check_limit_ranges(cluster, planned[0][2], planned[0][0])
         _check_owner(cluster, outputs)
         if _without_gang(outputs, job):
             print(f"trainstack submit: warning: no queue on this stack, so the {job.pods_min} pods are not reserved "
                   "together: another multi-pod job may take their nodes (trainstack:job.queue true admits all or "
                   "nothing)", file=sys.stderr)
-        for done, (name, values) in enumerate(planned):
+        for done, (name, values, _) in enumerate(planned):
             try:
-                # install, never upgrade: a name in use fails here too, whatever raced us.
+                # install, never upgrade: a name in use fails here too, whatever raced us. The submission id
+                # labels this job's pods and selects them in its Service: an earlier job's pods never match.
+                values = deep_merge(values, {"job": {"submissionId": uuid.uuid4().hex}})
                 cluster.run("helm", ["install", name, str(TRAINING_JOB_CHART_DIR), "--values", "-",
                                      "--labels", "=".join(SUBMITTED_BY_CLI)], stdin=json.dumps(values))
             except CommandFailed as error:
-                submitted = ", ".join(n for n, _ in planned[:done]) or "none"
+                submitted = ", ".join(n for n, _, _ in planned[:done]) or "none"
                 print(f"trainstack submit: {error} (submitted before it: {submitted})", file=sys.stderr)
                 if OWNER_FORBIDDEN in str(error):
                     print(f"trainstack submit: fix: your identity needs update on configmaps/finalizers "
@@ -242,10 +264,12 @@ def _pricing(outputs: StackOutputs) -> list[status.PoolPricing]:
 def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
         releases = _releases(cluster)
-        jobs = cluster.json("kubectl", ["get", "jobs", "--output", "json"])
-        workloads = (cluster.json("kubectl", ["get", "workloads.kueue.x-k8s.io", "--output", "json"])
+        jobs = {"items": cluster.items(["get", "jobs", "--output", "json"])}
+        workloads = ({"items": cluster.items(["get", "workloads.kueue.x-k8s.io", "--output", "json"])}
                      if outputs.queue_name else {})
-    print(status.table(status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None,
+        # The jobs' pods: which ones are on a node (priced), ready, or stuck (an image that cannot be pulled).
+        pods = cluster.items(["get", "pods", "--selector", "app.kubernetes.io/name=training-job", "--output", "json"])
+    print(status.table(status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None, pods=pods,
                                    gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
                                    ttl=status.ttl_seconds(outputs.values), pools=_pricing(outputs))))
     return 0
@@ -271,22 +295,43 @@ def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
     if args.name is not None and args.name == outputs.stack_job:
         raise UsageError(f"{args.name} is the stack's own job (trainstack:job): pulumi up would bring it back",
                          "pulumi config set --path trainstack:job.enabled false && pulumi up")
+    grace = grace_seconds(outputs.values)
     with Cluster(outputs) as cluster:
+        check_helm(cluster, "cancel")
+        # Only the releases the CLI installed (their label), for one name as for --all: the stack's own job is
+        # Pulumi's (pulumi destroy or job.enabled=false removes it), and a release installed by hand is its owner's.
+        ours = [r["name"] for r in _releases(cluster, submitted_by_cli=True) if r["name"] != outputs.stack_job]
         if args.all:
-            # Only the releases the CLI installed (their label): the stack's own job is Pulumi's, and
-            # pulumi destroy (or job.enabled=false) removes it.
-            names = [r["name"] for r in _releases(cluster, submitted_by_cli=True) if r["name"] != outputs.stack_job]
+            names = ours
             # Before pulumi destroy: return only once the pods are gone (they hold the shared claim), not
             # helm uninstall's default of no --wait and --cascade background (cmd/helm/uninstall.go:79-80).
-            how = ["--wait", "--cascade", "foreground"]
+            # Helm's --timeout (300 s by default) must outlast the pods' grace period, or a job that uses it for
+            # its checkpoint fails the uninstall after the release is already gone.
+            wait = grace + UNINSTALL_MARGIN_S
+            how = ["--wait", "--cascade", "foreground", "--timeout", f"{wait}s"]
         else:
             _known(cluster, args.name)
-            names = [args.name]
-            how = []
+            if args.name not in ours:
+                raise UsageError(f"{args.name} was not submitted by trainstack (its release has no "
+                                 f"{'='.join(SUBMITTED_BY_CLI)} label): cancel removes only the CLI's jobs",
+                                 f"if you mean it, helm uninstall {args.name} --namespace {outputs.namespace}")
+            names, wait, how = [args.name], 0, []
+        failed = []
         for name in names:
-            # Uninstall deletes the Job, its pods and Service; the bucket prefix is never touched.
-            cluster.run("helm", ["uninstall", name, *how])
-            print(f"cancelled {name}; its checkpoints stay in {submission.run_prefix(outputs, name)}/")
+            # Uninstall deletes the Job, its pods and Service; the bucket prefix is never touched. A failure
+            # does not stop the others: each is named at the end.
+            try:
+                cluster.run("helm", ["uninstall", name, *how], timeout_s=max(wait + 60, cluster.timeout_s))
+            except CommandFailed as error:
+                print(f"trainstack cancel: {name}: {error}", file=sys.stderr)
+                failed.append(name)
+                continue
+            print(f"cancelled {name}; its checkpoints stay in {submission.run_prefix(outputs, name)}/"
+                  + ("" if args.all else f" (its pods stop within {grace}s; submit {name} again after that)"))
+    if failed:
+        print(f"trainstack cancel: not cancelled, or not confirmed gone: {', '.join(failed)}; run "
+              f"trainstack cancel --all again, and see kubectl get pods", file=sys.stderr)
+        return 1
     if not names:
         print("no jobs to cancel")
     return 0
@@ -296,8 +341,10 @@ def results(args: argparse.Namespace, outputs: StackOutputs) -> int:
     # No cluster call: the bucket outlives the job (and the cluster).
     submission.check_name(outputs, args.name)
     prefix = submission.run_prefix(outputs, args.name)
-    fetch = (f"aws s3 sync {prefix}/ ./{args.name}/" if prefix.startswith("s3://")
-             else f"gcloud storage rsync --recursive {prefix}/ ./{args.name}/")
+    # Quoted: it is a command to paste into a shell.
+    source, target = shlex.quote(f"{prefix}/"), shlex.quote(f"./{args.name}/")
+    fetch = (f"aws s3 sync {source} {target}" if prefix.startswith("s3://")
+             else f"gcloud storage rsync --recursive {source} {target}")
     print(f"checkpoints: {prefix}/checkpoints/step_XXXXXXXX/ (complete when manifest.json is there)")
     print(f"export:      {prefix}/export/")
     print(f"run record:  {prefix}/ (run_config.json, metrics.jsonl, loss.png)")
@@ -331,5 +378,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trainstack {args.command}: {error}", file=sys.stderr)
         return USAGE_EXIT_CODE
     except CommandFailed as error:
-        print(f"trainstack {args.command}: {error}", file=sys.stderr)
+        print(f"trainstack {args.command}: {one_line(str(error))}", file=sys.stderr)
         return 1

@@ -34,7 +34,27 @@ _QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 #   failurePolicy Ignore (templates/webhook/manifests.yaml "if has \"pod\" ..."), so while Kueue is not
 #   ready nothing but a Job is refused (the autoscaler, the device plugin, GKE's add-ons start as usual);
 # - managedJobsNamespaceSelector: the job webhooks (failurePolicy Fail) select the training namespace
-#   only, so an unready Kueue blocks no other namespace's Jobs.
+#   only, so an unready Kueue blocks no other namespace's Jobs;
+# - waitForPodsReady with a bound on requeues (WAIT_FOR_PODS_READY).
+#
+# An admitted job whose pods never all become ready (an image that cannot be pulled, a pod that cannot be
+# placed) would hold its GPU nodes and quota for ever: the Job controller counts only pods that ended
+# (kubernetes/kubernetes#122300). Kueue v0.19.2 turns waitForPodsReady on by default (apis/config/v1beta2/
+# defaults.go: timeout 30m, recoveryTimeout = timeout, backoffLimitCount null, "requeued endlessly"), so it is
+# set here, explicitly: an hour for all pods to be ready after admission (a GPU node scale-up plus a
+# multi-GB image pull take well under that; 30 minutes is tight for a slow spot scale-up), an hour for a
+# running job's lost pod to be back, then evict and requeue after 60 s, 120 s, 240 s; after the 3rd requeue
+# Kueue deactivates the workload (spec.active false, reason RequeuingLimitExceeded) and `list` shows it
+# `deactivated`. Fields: apis/config/v1beta2/configuration_types.go WaitForPodsReady, RequeuingStrategy.
+WAIT_FOR_PODS_READY = {
+    "timeout": "60m",
+    "recoveryTimeout": "60m",
+    "blockAdmission": False,
+    "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 3, "backoffBaseSeconds": 60,
+                          "backoffMaxSeconds": 3600},
+}
+
+
 def manager_config_yaml(namespace: str) -> str:
     """The Kueue controller's Configuration for a cluster whose queued jobs all live in `namespace`."""
     return json.dumps({
@@ -50,6 +70,7 @@ def manager_config_yaml(namespace: str) -> str:
         "clientConnection": {"qps": 300, "burst": 500},
         "managedJobsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
         "integrations": {"frameworks": ["batch/job"]},
+        "waitForPodsReady": WAIT_FOR_PODS_READY,
     }, indent=2, sort_keys=True)  # JSON is YAML: the chart reads it with fromYaml
 
 
