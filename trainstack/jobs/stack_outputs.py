@@ -233,7 +233,8 @@ def on_pool(outputs: StackOutputs, pool: str) -> StackOutputs:
     chosen = outputs.pools[pool]
     if chosen["unavailable"]:
         raise UsageError(f"--pool {pool}: {chosen['unavailable']}",
-                         f"pulumi config set trainstack:jobPool {pool} && pulumi up, or pick another pool")
+                         f"pick another pool, or make it the job's pool (GKE: pulumi config set trainstack:jobPool "
+                         f"{pool} && pulumi up)")
     # An unknown maximum: the job's own pool's is the stack's estimate (atMax.nodes); another's is not checked.
     max_nodes = chosen["maxNodes"] if chosen["maxNodes"] is not None else (
         outputs.pool_max_nodes if chosen["values"] == outputs.values else None)
