@@ -103,6 +103,10 @@ def test_evicted_preempted_and_deactivated_show_kueues_reason(listed):
         "preempted": {"suspend": True, "conditions": [
             _cond("Evicted", "Preempted", "Preempted to accommodate a workload (UID: 1) due to prioritization in "
                   "the ClusterQueue"), waiting]},
+        # A topology pool's lost node (kueue v0.19.2 pkg/scheduler/scheduler.go evictWorkloadAfterFailedTASReplacement).
+        "tasloss": {"suspend": True, "conditions": [
+            _cond("Evicted", "NodeFailures", "Workload was evicted as there was no replacement for unhealthy "
+                  "node(s): gke-a3-pool-1-abcd"), waiting]},
         "gaveup": {"suspend": True, "active": False, "conditions": [
             _cond("Evicted", "Deactivated", "The workload is deactivated due to exceeding the maximum number of "
                   "re-queuing retries")]},
@@ -111,6 +115,8 @@ def test_evicted_preempted_and_deactivated_show_kueues_reason(listed):
     assert "evicted: PodsReadyTimeout: Exceeded the PodsReady timeout" in rows["evicted"]
     assert rows["evicted"].split()[4] == "$1.50"  # 2 h admitted before the eviction x 2 nodes, not reset to $0.00
     assert rows["preempted"].split()[1] == "preempted" and "Preempted to accommodate" in rows["preempted"]
+    assert rows["tasloss"].split()[1] == "evicted"
+    assert "evicted: NodeFailures: Workload was evicted as there was no replacement" in rows["tasloss"]
     assert rows["gaveup"].split()[1] == "deactivated"
     assert "deactivated: Deactivated: The workload is deactivated due to exceeding" in rows["gaveup"]
     assert "it will not run again" in rows["gaveup"]

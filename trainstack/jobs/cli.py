@@ -22,6 +22,7 @@ from trainstack.jobs import preflight, render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
 from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError, one_line
 from trainstack.jobs.helm_version import check_helm
+from trainstack.jobs.registry import check_image_exists
 from trainstack.jobs.stack_outputs import StackOutputs, load, on_pool
 
 
@@ -213,6 +214,7 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
             print(f"trainstack submit: warning: {point.name}: {partial}", file=sys.stderr)
         planned.append((point.name, values, rendered))
     _check_gang(outputs, job, len(points))
+    check_image_exists(image, outputs.values.get("image"))
     with Cluster(outputs) as cluster:
         check_helm(cluster, "submit")
         existing = {r["name"] for r in _releases(cluster)}
