@@ -111,3 +111,13 @@ def test_the_flags_the_cli_passes_exist_in_helm_4(cluster, cli, outputs_file):
             after = call["argv"][call["argv"].index("--wait") + 1]
             assert after.startswith("--"), call["argv"]
     assert json.loads(cluster.state_file.read_text())["releases"] == []
+
+
+@pytest.mark.parametrize("job", [{"metadata": {"name": "exp"}}, {"metadata": {"name": "exp"}, "spec": None},
+                                 {"metadata": {"name": "exp"}, "spec": {"template": {"spec": {"containers": [
+                                     {"resources": {"limits": {"nvidia.com/gpu": "lots"}}}]}}}}])
+def test_a_job_of_the_wrong_shape_is_one_line(job, cluster, cli, outputs_file):
+    cluster.set_state({"releases": [{"name": "exp", "chart": "training-job-0.1.0", "status": "deployed"}],
+                       "jobs": [job]})
+    code, _, err = cli("list", "--outputs", outputs_file("aws"))
+    assert code == 1 and "not what a Kubernetes API server sends" in _one_line(err)

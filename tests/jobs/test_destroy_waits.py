@@ -17,7 +17,7 @@ from trainstack.infra.core.versions import KUEUE_CHART
 from trainstack.infra.kubernetes.job_owner import DELETE_TIMEOUT
 from trainstack.infra.kubernetes.kueue import manager_config_yaml
 from trainstack.infra.kubernetes.training_job import chart_default_values
-from trainstack.jobs.cli import UNINSTALL_MARGIN_S
+from trainstack.jobs.releases import UNINSTALL_MARGIN_S
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "jobs.md"
 STACKS = {**RUNS, "aws-p5": lambda: run_p5(p5_config({"trainstack:job": {"enabled": True, "queue": True}}))}

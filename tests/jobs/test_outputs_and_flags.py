@@ -90,3 +90,16 @@ def test_a_limit_range_the_job_fits_lets_it_go(cluster, cli, outputs_file):
     cluster.set_state({"limitranges": [_limit_range(max={"memory": "64Gi", "cpu": "64"}, min={"cpu": "100m"})]})
     code, _, err = cli("submit", "exp", "--outputs", outputs_file("gcp", without_queue))
     assert code == 0, err
+
+
+def test_a_pod_limit_range_counts_the_pod_as_kubernetes_sums_it(cluster, cli, outputs_file):
+    """A Pod max between the trainer's own memory and the sum with every init container: the init containers
+    run before the trainer, so Kubernetes (and Kueue) count the larger of the two, not the sum."""
+    limit_range = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "pods"},
+                   "spec": {"limits": [{"type": "Pod", "max": {"memory": "9Gi"}}]}}
+    cluster.set_state({"limitranges": [limit_range]})
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("gcp", without_queue))
+    assert code == 0, err
+    cluster.set_state({"limitranges": [{**limit_range, "spec": {"limits": [{"type": "Pod", "max": {"memory": "2Gi"}}]}}]})
+    code, _, err = cli("submit", "exp2", "--outputs", outputs_file("gcp", without_queue))
+    assert code == 2 and "the pod's memory" in err and "above the LimitRange Pod max 2Gi" in err

@@ -23,6 +23,7 @@ from trainstack.jobs.cluster import Cluster, CommandFailed
 from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError, one_line
 from trainstack.jobs.helm_version import check_helm
 from trainstack.jobs.registry import check_image_exists
+from trainstack.jobs.releases import cancel, grace_seconds, job_releases, known
 from trainstack.jobs.stack_outputs import StackOutputs, load, on_pool
 
 
@@ -97,37 +98,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-
-
-UNINSTALL_MARGIN_S = 120  # past the grace period: the Job controller and the GC deleting the pods
-
-
-def grace_seconds(values) -> int:
-    """The pods' terminationGracePeriodSeconds: the stack's job values, else the chart's default."""
-    grace = ((values.get("job") or {}) if isinstance(values, dict) else {}).get("terminationGracePeriodSeconds")
-    if not isinstance(grace, int) or isinstance(grace, bool):
-        grace = status.chart_default_values()["job"]["terminationGracePeriodSeconds"]
-    return int(grace)
-
-
-def _releases(cluster: Cluster, *, submitted_by_cli: bool = False) -> list[dict]:
-    # --all: a failed or pending release still holds its name (helm list's default shows deployed and failed).
-    # --max 0: helm list returns at most 256 releases by default, cut after sorting by name (helm v3.21.4
-    # cmd/helm/list.go:126, pkg/action/list.go:206-214); 0 returns all of them.
-    args = ["list", "--all", "--max", "0", "--output", "json"]
-    if submitted_by_cli:
-        args += ["--selector", "=".join(SUBMITTED_BY_CLI)]  # helm list -l (cmd/helm/list.go:129)
-    releases = cluster.json("helm", args, expect=list)
-    if not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in releases):
-        raise CommandFailed("helm list answered with entries that are not releases (no name)")
-    return [r for r in releases if str(r.get("chart", "")).startswith(f"{status.CHART_NAME}-")]
-
-
-def _known(cluster: Cluster, name: str) -> None:
-    names = sorted(r["name"] for r in _releases(cluster))
-    if name not in names:
-        listed = ", ".join(names) if names else "none"
-        raise UsageError(f"no job {name!r} on this stack (jobs: {listed})", "trainstack list shows them")
 
 
 # The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix.
@@ -217,7 +187,7 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
     check_image_exists(image, outputs.values.get("image"))
     with Cluster(outputs) as cluster:
         check_helm(cluster, "submit")
-        existing = {r["name"] for r in _releases(cluster)}
+        existing = {r["name"] for r in job_releases(cluster)}
         taken = [name for name, _, _ in planned if name in existing or name == outputs.stack_job]
         if taken:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
@@ -265,21 +235,27 @@ def _pricing(outputs: StackOutputs) -> list[status.PoolPricing]:
 
 def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
-        releases = _releases(cluster)
+        releases = job_releases(cluster)
         jobs = {"items": cluster.items(["get", "jobs", "--output", "json"])}
         workloads = ({"items": cluster.items(["get", "workloads.kueue.x-k8s.io", "--output", "json"])}
                      if outputs.queue_name else {})
         # The jobs' pods: which ones are on a node (priced), ready, or stuck (an image that cannot be pulled).
         pods = cluster.items(["get", "pods", "--selector", "app.kubernetes.io/name=training-job", "--output", "json"])
-    print(status.table(status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None, pods=pods,
-                                   gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
-                                   ttl=status.ttl_seconds(outputs.values), pools=_pricing(outputs))))
+    try:
+        rows = status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None, pods=pods,
+                           gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
+                           ttl=status.ttl_seconds(outputs.values), pools=_pricing(outputs))
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        # The API server never sends a Job without spec.template; a proxy or a wrong kubectl might.
+        raise CommandFailed(f"kubectl get answered with objects that are not what a Kubernetes API server sends "
+                            f"({type(error).__name__}: {error})") from None
+    print(status.table(rows))
     return 0
 
 
 def logs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
-        _known(cluster, args.name)
+        known(cluster, args.name)
         # The Job's pods that exist now (the label the Job controller sets), each line prefixed with its pod.
         # --tail=-1: with a selector kubectl prints only the last 10 lines of each pod unless --tail is given
         # (kubernetes/kubectl v0.34.0 pkg/cmd/logs/logs.go:112,240-241).
@@ -289,54 +265,6 @@ def logs(args: argparse.Namespace, outputs: StackOutputs) -> int:
         # --ignore-errors (logs.go:396-404, parallelConsumeRequest).
         follow = ["--follow", "--ignore-errors"] if args.follow else []
         return cluster.stream("kubectl", [*command, *follow])
-
-
-def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
-    if (args.name is None) == (not args.all):
-        raise UsageError("cancel takes a NAME or --all", "trainstack cancel NAME, or trainstack cancel --all")
-    if args.name is not None and args.name == outputs.stack_job:
-        raise UsageError(f"{args.name} is the stack's own job (trainstack:job): pulumi up would bring it back",
-                         "pulumi config set --path trainstack:job.enabled false && pulumi up")
-    grace = grace_seconds(outputs.values)
-    with Cluster(outputs) as cluster:
-        check_helm(cluster, "cancel")
-        # Only the releases the CLI installed (their label), for one name as for --all: the stack's own job is
-        # Pulumi's (pulumi destroy or job.enabled=false removes it), and a release installed by hand is its owner's.
-        ours = [r["name"] for r in _releases(cluster, submitted_by_cli=True) if r["name"] != outputs.stack_job]
-        if args.all:
-            names = ours
-            # Before pulumi destroy: return only once the pods are gone (they hold the shared claim), not
-            # helm uninstall's default of no --wait and --cascade background (cmd/helm/uninstall.go:79-80).
-            # Helm's --timeout (300 s by default) must outlast the pods' grace period, or a job that uses it for
-            # its checkpoint fails the uninstall after the release is already gone.
-            wait = grace + UNINSTALL_MARGIN_S
-            how = ["--wait", "--cascade", "foreground", "--timeout", f"{wait}s"]
-        else:
-            _known(cluster, args.name)
-            if args.name not in ours:
-                raise UsageError(f"{args.name} was not submitted by trainstack (its release has no "
-                                 f"{'='.join(SUBMITTED_BY_CLI)} label): cancel removes only the CLI's jobs",
-                                 f"if you mean it, helm uninstall {args.name} --namespace {outputs.namespace}")
-            names, wait, how = [args.name], 0, []
-        failed = []
-        for name in names:
-            # Uninstall deletes the Job, its pods and Service; the bucket prefix is never touched. A failure
-            # does not stop the others: each is named at the end.
-            try:
-                cluster.run("helm", ["uninstall", name, *how], timeout_s=max(wait + 60, cluster.timeout_s))
-            except CommandFailed as error:
-                print(f"trainstack cancel: {name}: {error}", file=sys.stderr)
-                failed.append(name)
-                continue
-            print(f"cancelled {name}; its checkpoints stay in {submission.run_prefix(outputs, name)}/"
-                  + ("" if args.all else f" (its pods stop within {grace}s; submit {name} again after that)"))
-    if failed:
-        print(f"trainstack cancel: not cancelled, or not confirmed gone: {', '.join(failed)}; run "
-              f"trainstack cancel --all again, and see kubectl get pods", file=sys.stderr)
-        return 1
-    if not names:
-        print("no jobs to cancel")
-    return 0
 
 
 def results(args: argparse.Namespace, outputs: StackOutputs) -> int:

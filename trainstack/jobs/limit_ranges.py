@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from trainstack.infra.kubernetes.pod_requests import format_quantity, parse_quantity
+from trainstack.infra.kubernetes.pod_requests import format_quantity, parse_quantity, pod_requests
 
 Resources = dict[str, Fraction]
 
@@ -50,22 +50,33 @@ def _defaulted(container: Mapping[str, Any], ranges: Mapping[str, Resources]) ->
     the default request, else to the limit: Kubernetes' own defaulting)."""
     resources = container.get("resources") or {}
     limits = {**ranges.get("default", {}), **_quantities(resources.get("limits"))}
-    requests = {**{k: v for k, v in limits.items()}, **ranges.get("defaultRequest", {}),
+    requests = {**limits, **ranges.get("defaultRequest", {}),
                 **_quantities(resources.get("requests"))}
     return requests, limits
+
+
+def _with_defaults(pod_spec: Mapping[str, Any], ranges: Mapping[str, Resources]) -> dict[str, Any]:
+    """The pod spec with each container's requests and limits as Kueue sees them after the defaults."""
+    def defaulted(container: Mapping[str, Any]) -> dict[str, Any]:
+        requests, limits = _defaulted(container, ranges)
+        return {**container, "resources": {"requests": {k: format_quantity(v) for k, v in requests.items()},
+                                           "limits": {k: format_quantity(v) for k, v in limits.items()}}}
+
+    return {**pod_spec, "initContainers": [defaulted(c) for c in pod_spec.get("initContainers") or []],
+            "containers": [defaulted(c) for c in pod_spec.get("containers") or []]}
 
 
 def violations(pod_spec: Mapping[str, Any], limit_ranges: Sequence[Mapping[str, Any]]) -> list[str]:
     """Why Kueue would refuse this pod in a namespace with these LimitRanges ([] when it would not)."""
     summary = summarize(limit_ranges)
     container_range = summary.get("Container", {})
+    spec = _with_defaults(pod_spec, container_range)
     problems: list[str] = []
-    total: Resources = {}
-    for container in [*(pod_spec.get("initContainers") or []), *(pod_spec.get("containers") or [])]:
+    for container in [*spec["initContainers"], *spec["containers"]]:
         name = container.get("name", "?")
-        requests, limits = _defaulted(container, container_range)
+        requests = _quantities(container["resources"]["requests"])
+        limits = _quantities(container["resources"]["limits"])
         for resource, request in requests.items():
-            total[resource] = total.get(resource, Fraction(0)) + request
             if resource in limits and request > limits[resource]:
                 problems.append(f"container {name}: {resource} request {format_quantity(request)} is above its "
                                 f"limit {format_quantity(limits[resource])} (the LimitRange's default limit)")
@@ -79,9 +90,14 @@ def violations(pod_spec: Mapping[str, Any], limit_ranges: Sequence[Mapping[str, 
             if lowest.get(resource, Fraction(0)) < floor:
                 problems.append(f"container {name}: {resource} {format_quantity(lowest.get(resource, Fraction(0)))} "
                                 f"is below the LimitRange min {format_quantity(floor)}")
-    pod_range = summary.get("Pod", {})
-    for resource, cap in pod_range.get("max", {}).items():
+    # The pod's requests as Kubernetes sums them (sidecars, the largest init container: pod_requests.py).
+    total = pod_requests(spec)
+    for resource, cap in summary.get("Pod", {}).get("max", {}).items():
         if total.get(resource, Fraction(0)) > cap:
             problems.append(f"the pod's {resource} {format_quantity(total[resource])} is above the LimitRange "
                             f"Pod max {format_quantity(cap)}")
+    for resource, floor in summary.get("Pod", {}).get("min", {}).items():
+        if total.get(resource, Fraction(0)) < floor:
+            problems.append(f"the pod's {resource} {format_quantity(total.get(resource, Fraction(0)))} is below the "
+                            f"LimitRange Pod min {format_quantity(floor)}")
     return problems
