@@ -134,3 +134,15 @@ def test_a_release_stuck_in_pending_install_says_so(cluster, cli, outputs_file):
     assert code == 0
     assert rows["stuck"].split()[1] == "stuck" and "trainstack cancel stuck" in rows["stuck"]
     assert rows["fresh"].split()[1] == "submitting"
+
+
+def test_a_job_a_limit_range_keeps_inadmissible_shows_kueues_reason(listed):
+    """Item 11, for a LimitRange added after submit: the scheduler's ValidateAdmissibility error becomes the
+    QuotaReserved=False message, reason Misconfigured (kueue v0.19.2 pkg/scheduler/scheduler.go:683-690,
+    pkg/workload/resources.go:50 ErrLimitRangeConstraintsUnsatisfiedResources)."""
+    message = ("resources didn't satisfy LimitRange constraints: podSets[0].template.spec.containers[0]: Invalid "
+               "value: [\"memory\"]: requests must not be above the limitRange max")
+    rows = listed({"limited": {"suspend": True,
+                               "conditions": [_cond("QuotaReserved", "Misconfigured", message, status="False")]}})
+    assert rows["limited"].split()[1] == "queued"
+    assert "waiting: resources didn't satisfy LimitRange constraints" in rows["limited"]

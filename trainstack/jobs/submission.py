@@ -226,6 +226,9 @@ def check_image(image: str | None) -> dict[str, str] | None:
 
 def check_object_names(name: str) -> None:
     """A job's name must not be one of another object's the chart or Kubernetes already uses."""
+    if name != name.strip():
+        # The stack's check reads the name stripped; helm, the bucket prefix and the run directory would not.
+        raise UsageError(f"NAME: {name!r} has white space around it", f"give {name.strip()!r} without it")
     if name in _TAKEN_BY_KUBERNETES:
         raise UsageError(f"NAME: {name!r} is the name of an object Kubernetes keeps in every namespace",
                          "pick another name")
