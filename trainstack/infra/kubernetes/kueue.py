@@ -42,13 +42,17 @@ _QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 # (kubernetes/kubernetes#122300). Kueue v0.19.2 turns waitForPodsReady on by default (apis/config/v1beta2/
 # defaults.go: timeout 30m, recoveryTimeout = timeout, backoffLimitCount null, "requeued endlessly"), so it is
 # set here, explicitly: an hour for all pods to be ready after admission (a GPU node scale-up plus a
-# multi-GB image pull take well under that; 30 minutes is tight for a slow spot scale-up), an hour for a
-# running job's lost pod to be back, then evict and requeue after 60 s, 120 s, 240 s; after the 3rd requeue
-# Kueue deactivates the workload (spec.active false, reason RequeuingLimitExceeded) and `list` shows it
-# `deactivated`. Fields: apis/config/v1beta2/configuration_types.go WaitForPodsReady, RequeuingStrategy.
+# multi-GB image pull take well under that; 30 minutes is tight for a slow spot scale-up), then evict and
+# requeue after 60 s, 120 s, 240 s; after the 3rd requeue Kueue deactivates the workload (spec.active
+# false) and `list` shows it `deactivated`. A running job's lost pod gets two hours to be back
+# (recoveryTimeout): longer than the survivors of a job of fixed size wait for it themselves (2 x
+# job.joinTimeoutSeconds, then they fail and count), while an elastic job trains on without it meanwhile.
+# The requeue count is never reset while the workload lives (pkg/controller/core/workload_controller.go
+# clears requeueState only on deactivation), so a long job can take 3 such evictions in its life.
+# Fields: apis/config/v1beta2/configuration_types.go WaitForPodsReady, RequeuingStrategy.
 WAIT_FOR_PODS_READY = {
     "timeout": "60m",
-    "recoveryTimeout": "60m",
+    "recoveryTimeout": "120m",
     "blockAdmission": False,
     "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 3, "backoffBaseSeconds": 60,
                           "backoffMaxSeconds": 3600},
