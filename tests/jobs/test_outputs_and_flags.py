@@ -82,8 +82,14 @@ def _limit_range(**limits) -> dict:
 def test_a_limit_range_that_would_keep_the_job_queued_is_refused(limit_range, says, cluster, cli, outputs_file):
     cluster.set_state({"limitranges": [limit_range]})
     code, _, err = cli("submit", "exp", "--outputs", outputs_file("gcp", without_queue))
-    assert code == 2 and says in _one_line(err) and "Kueue would keep the job queued for ever" in err
+    assert code == 2 and says in _one_line(err) and "the API server would refuse its pods" in err  # no queue
     assert "helm install" not in cluster.verbs()
+
+
+def test_with_a_queue_the_refusal_says_kueue_would_keep_it_queued(cluster, cli, outputs_file):
+    cluster.set_state({"limitranges": [_limit_range(max={"memory": "4Gi"})]})
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("gcp"))
+    assert code == 2 and "Kueue would keep the job queued for ever" in _one_line(err)
 
 
 def test_a_limit_range_the_job_fits_lets_it_go(cluster, cli, outputs_file):

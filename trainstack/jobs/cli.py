@@ -193,7 +193,7 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
                              f"pick another NAME (e.g. {args.name}-2), or trainstack cancel {taken[0]} first")
         preflight.check_no_earlier_pods(cluster, [name for name, _, _ in planned], grace_seconds(outputs.values))
-        preflight.check_limit_ranges(cluster, planned[0][2], planned[0][0])
+        preflight.check_limit_ranges(cluster, planned[0][2], planned[0][0], queued=outputs.queue_name is not None)
         _check_owner(cluster, outputs)
         if _without_gang(outputs, job):
             print(f"trainstack submit: warning: no queue on this stack, so the {job.pods_min} pods are not reserved "

@@ -36,7 +36,7 @@ def check_no_earlier_pods(cluster: Cluster, names: Sequence[str], grace_s: int) 
                              f"{grace_s}s after cancel), then submit again")
 
 
-def check_limit_ranges(cluster: Cluster, job: Mapping[str, Any] | None, release: str) -> None:
+def check_limit_ranges(cluster: Cluster, job: Mapping[str, Any] | None, release: str, *, queued: bool) -> None:
     """UsageError when the namespace's LimitRanges would keep the rendered Job inadmissible."""
     if job is None:
         return  # not rendered here (no helm-python-sdk, no helm): Kueue's reason shows in `list`
@@ -46,6 +46,10 @@ def check_limit_ranges(cluster: Cluster, job: Mapping[str, Any] | None, release:
     problems = violations(job["spec"]["template"]["spec"], limit_ranges)
     if problems:
         names = ", ".join(str(r["metadata"].get("name")) for r in limit_ranges)
-        raise UsageError(f"job {release}: {problems[0]} in namespace {cluster.namespace} (LimitRange {names}); Kueue "
-                         "would keep the job queued for ever", "ask the namespace's admin to relax the LimitRange, or "
-                         "change the stack's pod resources (trainstack:job resources) and pulumi up")
+        # Without a queue the API server's LimitRanger admission refuses the pods themselves, and the Job
+        # retries creating them for ever (kubernetes plugin/pkg/admission/limitranger, the same min/max rules).
+        outcome = ("Kueue would keep the job queued for ever" if queued else
+                   "the API server would refuse its pods and the Job would wait for ever")
+        raise UsageError(f"job {release}: {problems[0]} in namespace {cluster.namespace} (LimitRange {names}); "
+                         f"{outcome}", "ask the namespace's admin to relax the LimitRange, or change the stack's pod "
+                         "resources (trainstack:job resources) and pulumi up")

@@ -108,7 +108,6 @@ def missing_job_state(release: Mapping[str, Any], ttl: int | None, now: datetime
         return "stuck"
     if release_status in _RELEASE_STATES:
         return _RELEASE_STATES[release_status]  # failed: helm could not create the job's objects
-    updated = helm_time(release.get("updated"))
     if ttl is not None and updated is not None and (now - updated).total_seconds() > ttl:
         return "expired"  # finished, and its Job deleted ttlSecondsAfterFinished later
     return "deleted"  # the release is deployed but its Job was deleted by hand
