@@ -24,7 +24,7 @@ Same flags as `torchrun` (it is torch's own launcher underneath). The difference
   is tried again until join_timeout has passed; store operations keep the read_timeout. A node whose
   store host went away after it had connected (pod 0 lost: connection reset, refused or closed)
   exits HOST_LOST, which the chart's podFailurePolicy ignores: the pod is replaced and waits for the
-  new pod 0. Any other rendezvous failure (a timeout against a live but slow host, say) keeps its
+  new pod 0. Within a budget per Job (training/elastic/restart_budget.py): past it, 1, which counts. Any other rendezvous failure (a timeout against a live but slow host, say) keeps its
   exit code 1 and counts against backoffLimit.
 - A store host that stops answering without closing the connection (a frozen or partitioned pod 0)
   would hang every store call for ever: TCPStore's own timeout does not fire on a silent socket.
@@ -47,12 +47,15 @@ import threading
 import time
 from collections.abc import Mapping
 
+from training.elastic import restart_budget
+
 SIGTERM_EXIT = 143
 # The store host (pod 0) went away after this node had joined: "restart me", like a peer's
 # preemption (training/elastic/preemption.py PEER_PREEMPTED); the chart's podFailurePolicy ignores it.
 HOST_LOST = 75
 TORCH_JOIN_TIMEOUT_DEFAULT = 600  # DynamicRendezvousHandler's join_timeout when --rdzv-conf has none
 RDZV_CONF_DEFAULTS = {"keep_alive_interval": "1", "keep_alive_max_attempt": "3"}
+RUN: dict[str, str | None] = {"id": None}  # this launch's rendezvous id, once parsed
 
 
 def with_rdzv_defaults(rdzv_conf: str) -> str:
@@ -99,7 +102,7 @@ def exit_host_lost(reason: str) -> None:
         os._exit(1)
     print(f"[trainstack] lost the rendezvous store host (pod 0): {reason}; exiting for a replacement pod",
           file=sys.stderr, flush=True)
-    os._exit(HOST_LOST)
+    os._exit(restart_budget.spend(HOST_LOST, RUN["id"]))
 
 
 def watchdog(seconds: float, what: str) -> threading.Timer:
@@ -229,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         torchrun.config_from_args = lambda args: warm_start(*torchrun.config_from_args_cold(args))
 
     args = torchrun.parse_args(sys.argv[1:] if argv is None else argv)
+    RUN["id"] = args.rdzv_id  # the Job's own (<release>-<Job UID> in the chart): its restart budget's ledger
     args.rdzv_conf = with_rdzv_defaults(args.rdzv_conf)
     if args.rdzv_backend == "c10d":
         args.rdzv_conf = with_host_from_index(args.rdzv_conf, os.environ)
@@ -240,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     except ChildFailedError as exc:
         _, failure = exc.get_first_failure()
         print(f"[trainstack] worker failed with exit code {failure.exitcode}", file=sys.stderr, flush=True)
+        if failure.exitcode == HOST_LOST:  # a peer was preempted: restart me, within the Job's budget
+            return restart_budget.spend(HOST_LOST, RUN["id"])
         return failure.exitcode if failure.exitcode > 0 else 1
     except SignalException as exc:
         return 128 + int(exc.sigval)
@@ -248,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             raise  # never reached the host, or a slow host that is still there: a failure that counts
         print("[trainstack] lost the rendezvous store host (pod 0); exiting for a replacement pod",
               file=sys.stderr, flush=True)
-        return HOST_LOST
+        return restart_budget.spend(HOST_LOST, RUN["id"])
     return 0
 
 

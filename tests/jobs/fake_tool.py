@@ -20,6 +20,15 @@ Answers follow the tools' source (helm/helm at v3.21.4, kubernetes/kubectl at v0
   release: not found".
 - `kubectl get <kind> --output json`: {"apiVersion": "v1", "kind": "List", "items": [...]}; `kubectl get
   configmap NAME --ignore-not-found`: nothing for a missing one (kubectl v0.34.0 pkg/cmd/get/get.go:732-734).
+- `helm version --short`: "v3.21.4+g5ccc2d2" (state "helm_version" another; helm v4 pkg/cmd/version.go
+  formatVersion prints the same form).
+- `helm uninstall --wait` past `--timeout` (state "uninstall_timeout": names): the release is purged, then
+  "Error: uninstallation completed with 1 error(s): timed out waiting for the condition", exit 1
+  (helm v3.21.4 pkg/action/uninstall.go: the wait's error is returned after the release is deleted).
+- `kubectl get pods|limitranges --output json`: state "pods" / "limitranges", selected by `--selector`.
+- State "answer": {"<tool> <verb>": text} printed instead of the real answer (a truncated or wrong one);
+  "hang": ["<tool> <verb>"] sleeps until killed (a cluster that never answers); "stderr": {"<tool> <verb>":
+  text} fails with that text and exit 1 (an exec credential plugin's lines before the tool's own).
 - `kubectl logs --selector`: the last 10 lines of each pod unless `--tail` is given (-1: all), and with
   `--follow` one failing pod stream ends every stream unless `--ignore-errors` (pkg/cmd/logs/logs.go:112,
   240-241, 396-404). State "logs" is every line; "log_stream_error" a pod stream that fails.
@@ -30,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 HELM_LIST_DEFAULT_MAX = 256  # cmd/helm/list.go:126
@@ -74,6 +84,15 @@ def main() -> int:
     state_path = Path(os.environ["FAKE_CLUSTER_STATE"])
     state = json.loads(state_path.read_text())
     namespace = _option(argv, "--namespace", "-n")  # as helm and kubectl both spell it
+    key = f"{tool} {argv[0]}"
+    if key in state.get("hang", []):
+        time.sleep(3600)
+    if key in state.get("stderr", {}):
+        print(state["stderr"][key], file=sys.stderr)
+        return 1
+    if key in state.get("answer", {}):
+        print(state["answer"][key])
+        return 0
     if tool == "helm":
         verb = argv[0]
         releases = state.setdefault("releases", [])
@@ -85,6 +104,9 @@ def main() -> int:
             if limit > 0:
                 listed = listed[:limit]
             print(json.dumps([{k: v for k, v in r.items() if k != "labels"} for r in listed]))
+            return 0
+        if verb == "version":
+            print(state.get("helm_version", "v3.21.4+g5ccc2d2"))
             return 0
         name = argv[1]
         known = any(r["name"] == name for r in releases)
@@ -120,6 +142,10 @@ def main() -> int:
                 return 1
             state["releases"] = [r for r in releases if r["name"] != name]
             state_path.write_text(json.dumps(state))
+            if name in state.get("uninstall_timeout", []) and "--wait" in argv:
+                print("Error: uninstallation completed with 1 error(s): timed out waiting for the condition",
+                      file=sys.stderr)
+                return 1
             print(f'release "{name}" uninstalled')
             return 0
     if tool == "kubectl":
@@ -135,6 +161,12 @@ def main() -> int:
                 return 1
             print(json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
                               "metadata": {"name": argv[2], "namespace": namespace, "uid": uid}}))
+            return 0
+        if argv[:2] in (["get", "pods"], ["get", "limitranges"]):
+            selector = _option(argv, "--selector", "-l")
+            items = [i for i in state.get(argv[1], [])
+                     if selector is None or _matches(i["metadata"].get("labels") or {}, selector)]
+            print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
             return 0
         if argv[:2] == ["get", "workloads.kueue.x-k8s.io"]:
             print(json.dumps({"apiVersion": "v1", "kind": "List", "items": state.get("workloads", [])}))

@@ -10,7 +10,7 @@ import pytest
 
 from tests.jobs.conftest import without_queue
 
-READ_ONLY = ["helm list"]
+READ_ONLY = {"helm list", "helm version"}
 
 
 def _one_line(err: str) -> str:
@@ -124,7 +124,7 @@ def test_an_unknown_job(command, cluster, cli, outputs_file):
     cluster.set_state({"releases": [{"name": "exp", "chart": "training-job-0.1.0", "status": "deployed"}]})
     code, _, err = cli(*command, "--outputs", outputs_file("aws"))
     assert code == 2 and "no job 'ghost' on this stack (jobs: exp)" in _one_line(err)
-    assert cluster.verbs() == READ_ONLY
+    assert set(cluster.verbs()) <= READ_ONLY
 
 
 def test_cancelling_the_stacks_own_job_is_pulumis(cluster, cli, outputs_file):

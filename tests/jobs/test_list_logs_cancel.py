@@ -56,7 +56,7 @@ def _cluster_with_jobs(cluster, cli, outputs_path) -> None:
         elif name == "admitted":
             conditions = [_condition("QuotaReserved", 0.1, "QuotaReserved"), _condition("Admitted", 0.1, "Admitted")]
         elif name in ("running", "lrs-lr-3e-4"):
-            status = {"active": job["spec"]["parallelism"], "startTime": _at(1)}
+            status = {"active": job["spec"]["parallelism"], "ready": job["spec"]["parallelism"], "startTime": _at(1)}
             conditions = [_condition("Admitted", 1, "Admitted")]
         elif name == "done":
             status = {"startTime": _at(2), "completionTime": _at(1), "succeeded": 1,
@@ -97,13 +97,13 @@ def test_list_shows_state_gpus_age_cost_and_groups_sweeps(cluster, cli, outputs_
     assert lines[sweep].split()[2:5] == ["2", "jobs", "2"]  # GPUs held or asked for
     assert [line.split()[:2] for line in lines[sweep + 1:sweep + 3]] == [["lrs-lr-1e-3", "queued"],
                                                                         ["lrs-lr-3e-4", "running"]]
-    assert cluster.verbs() == ["helm list", "kubectl get", "kubectl get"]
+    assert cluster.verbs() == ["helm list", "kubectl get", "kubectl get", "kubectl get"]  # jobs, workloads, pods
 
 
 def test_list_without_a_queue_asks_no_workloads(cluster, cli, outputs_file):
     code, out, _ = cli("list", "--outputs", outputs_file("gcp", without_queue))
     assert code == 0 and out.startswith("NAME")
-    assert [c["argv"][:2] for c in cluster.calls] == [["list", "--all"], ["get", "jobs"]]
+    assert [c["argv"][:2] for c in cluster.calls] == [["list", "--all"], ["get", "jobs"], ["get", "pods"]]
 
 
 def test_logs_reads_every_pod_of_the_job(cluster, cli, outputs_file):

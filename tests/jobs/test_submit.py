@@ -15,6 +15,10 @@ from .kueue_schema import validate_workload, workload_for
 STACKS = ("aws", "gcp", "gcp-a3")
 
 
+# What submit reads before it installs: helm's version, the names in use, pods of an earlier job of the
+# name, the namespace's LimitRanges, the job owner's uid.
+READS_BEFORE_INSTALL = ["helm version", "helm list", "kubectl get", "kubectl get", "kubectl get"]
+
 def _installs(cluster):
     return [c for c in cluster.calls if c["tool"] == "helm" and c["argv"][0] == "install"]
 
@@ -89,8 +93,9 @@ def test_the_same_name_twice_never_replaces_the_job(cluster, cli, outputs_file):
     code, _, err = cli("submit", "exp", "--outputs", path)
     assert code == 2
     assert err.count("\n") == 1 and "a job named exp already exists" in err and "pick another NAME" in err
-    # The first: the names, the job owner's uid, the install. The second: no second install, no upgrade.
-    assert cluster.verbs() == ["helm list", "kubectl get", "helm install", "helm list"]
+    # The first: helm's version, the names, earlier pods of the name, the LimitRanges, the job owner's uid, the
+    # install. The second: no second install, no upgrade.
+    assert cluster.verbs() == [*READS_BEFORE_INSTALL, "helm install", "helm version", "helm list"]
 
 
 def test_a_sweep_point_that_clashes_stops_the_whole_sweep(cluster, cli, outputs_file):
@@ -179,7 +184,7 @@ def test_outputs_naming_another_job_owner_are_refused_before_install(cluster, cl
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert "they are from an earlier pulumi up" in err and "save the outputs again" in err
     assert (cluster_owner or "has none") in err
-    assert cluster.verbs() == ["helm list", "kubectl get"]
+    assert cluster.verbs() == READS_BEFORE_INSTALL
 
 
 def _without_owner(exports):
@@ -195,14 +200,14 @@ def test_outputs_from_before_the_owner_are_refused_on_a_cluster_that_has_it(clus
     code, out, err = cli("submit", "exp", "--outputs", outputs_file("gcp", _without_owner))
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     assert "from before the job owner existed" in err and "save the outputs again" in err
-    assert cluster.verbs() == ["helm list", "kubectl get"]
+    assert cluster.verbs() == READS_BEFORE_INSTALL
 
 
 def test_outputs_and_a_cluster_from_before_the_owner_submit_an_unowned_job(cluster, cli, outputs_file):
     cluster.set_state({"configmaps": {}})
     code, _, err = cli("submit", "exp", "--outputs", outputs_file("gcp", _without_owner))
     assert code == 0, err
-    assert cluster.verbs() == ["helm list", "kubectl get", "helm install"]
+    assert cluster.verbs() == [*READS_BEFORE_INSTALL, "helm install"]
     [install] = _installs(cluster)
     assert "owner" not in json.loads(install["stdin"])
 
@@ -228,6 +233,7 @@ def test_the_old_nodes_flag_submits_the_same_job_with_one_deprecation_line(clust
     assert code == 0, err
     assert err.splitlines() == ["trainstack submit: warning: --nodes is deprecated: use --pods (the same pods of the job)"]
     new, old = (json.loads(c["stdin"]) for c in _installs(cluster))
+    new["job"].pop("submissionId"), old["job"].pop("submissionId")  # one per install
     assert new["job"] == old["job"] and new["job"]["pods"] == {"min": 1, "max": 2}
 
 

@@ -8,6 +8,9 @@ and the agent's pid). When it finds a lock, it decides:
 - the same torchrun run (same run id, or the same agent after an elastic restart): take it over,
   it is this run's own previous worker;
 - an owner on this host: alive means refuse; dead (crashed, kill -9) means take over, with a warning;
+- an owner of another job (another Kubernetes Job's UID, TRAINSTACK_JOB_UID, or another torchrun run id):
+  judged as on another host, whatever its hostname: a cancelled job's pod NAME-0 and the next job's
+  pod NAME-0 share the hostname but not the process table, so a pid probe would judge a live owner dead;
 - an owner on another host (another pod on a shared volume): its liveness cannot be asked, so the
   lock's heartbeat (its mtime, touched every HEARTBEAT_S) is watched for OBSERVE_S: still beating
   means refuse, silent means the owner is gone: take over, with a warning.
@@ -46,11 +49,20 @@ def _run_id() -> str | None:
     return None if run_id in (None, "", "none") else run_id  # torchrun's default id means "not given"
 
 
+JOB_UID_ENV = "TRAINSTACK_JOB_UID"  # the Job's UID, set by the chart (downward API, controller-uid label)
+
+
 def _me(token: str) -> dict:
     under_torchrun = "TORCHELASTIC_RUN_ID" in os.environ
     return {"host": socket.gethostname(), "pid": os.getpid(), "start": _start_ticks(os.getpid()),
             "run_id": _run_id(), "agent_pid": os.getppid() if under_torchrun else None,
+            "job": os.environ.get(JOB_UID_ENV) or None,
             "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "token": token}
+
+
+def _other_job(owner: dict, me: dict) -> bool:
+    """Does the owner belong to another job than ours, by an id both name (never by hostname)?"""
+    return any(me.get(key) and owner.get(key) and owner.get(key) != me.get(key) for key in ("job", "run_id"))
 
 
 def _alive_here(owner: dict) -> bool:
@@ -147,7 +159,7 @@ def _judge(owner: dict, me: dict, path: Path) -> None:
         return  # the same torchrun run: an elastic restart, maybe on another node
     who = f"pid {owner.get('pid')} on {owner.get('host')} (since {owner.get('since')})"
     advice = f"wait for it to finish or stop it, or use another --out; if no such training runs, delete {path}"
-    if owner.get("host") == me["host"]:
+    if owner.get("host") == me["host"] and not _other_job(owner, me):
         if me["agent_pid"] and owner.get("agent_pid") == me["agent_pid"]:
             return  # this torchrun agent's previous worker (restarted after a failure)
         if _alive_here(owner):

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+import uuid
 from collections.abc import Sequence
 
 from trainstack.infra.config import JobConfig
 from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
 from trainstack.infra.kubernetes.job_owner import JOB_OWNER
 from trainstack.infra.kubernetes.job_submission import SUBMITTED_BY_CLI
-from trainstack.jobs import render, status, submission, sweep
+from trainstack.infra.kubernetes.training_job import deep_merge
+from trainstack.jobs import preflight, render, status, submission, sweep
 from trainstack.jobs.cluster import Cluster, CommandFailed
-from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError
+from trainstack.jobs.errors import USAGE_EXIT_CODE, UsageError, one_line
+from trainstack.jobs.helm_version import check_helm
+from trainstack.jobs.registry import check_image_exists
+from trainstack.jobs.releases import cancel, grace_seconds, job_releases, known
 from trainstack.jobs.stack_outputs import StackOutputs, load, on_pool
 
 
@@ -33,7 +39,7 @@ def _pods_flag(args: argparse.Namespace) -> tuple[tuple[int, int] | None, str]:
     """--pods, or the older --nodes (the same pods of the job; it meant torchrun's nodes) with one warning;
     and the flag the user typed, for the errors about it."""
     if args.nodes is None:
-        return (_pods(args.pods) if args.pods else None), "--pods"
+        return (_pods(args.pods) if args.pods is not None else None), "--pods"
     if args.pods is not None:
         raise UsageError("both --pods and --nodes given (--pods replaces --nodes)", "drop --nodes")
     print("trainstack submit: warning: --nodes is deprecated: use --pods (the same pods of the job)", file=sys.stderr)
@@ -92,24 +98,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-
-
-def _releases(cluster: Cluster, *, submitted_by_cli: bool = False) -> list[dict]:
-    # --all: a failed or pending release still holds its name (helm list's default shows deployed and failed).
-    # --max 0: helm list returns at most 256 releases by default, cut after sorting by name (helm v3.21.4
-    # cmd/helm/list.go:126, pkg/action/list.go:206-214); 0 returns all of them.
-    args = ["list", "--all", "--max", "0", "--output", "json"]
-    if submitted_by_cli:
-        args += ["--selector", "=".join(SUBMITTED_BY_CLI)]  # helm list -l (cmd/helm/list.go:129)
-    return [r for r in cluster.json("helm", args) or []
-            if str(r.get("chart", "")).startswith(f"{status.CHART_NAME}-")]
-
-
-def _known(cluster: Cluster, name: str) -> None:
-    names = sorted(r["name"] for r in _releases(cluster))
-    if name not in names:
-        listed = ", ".join(names) if names else "none"
-        raise UsageError(f"no job {name!r} on this stack (jobs: {listed})", "trainstack list shows them")
 
 
 # The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix.
@@ -190,30 +178,36 @@ def submit(args: argparse.Namespace, outputs: StackOutputs) -> int:
         values = submission.chart_values(outputs, job, target, image=image,
                                          sweep=args.name if args.sweep else None, tensorboard=args.tensorboard)
         # The chart's own schema and checks, offline: what it refuses is bad input, not a cluster error.
-        render.check_renders(values, release=point.name, namespace=outputs.namespace)
+        rendered = render.check_renders(values, release=point.name, namespace=outputs.namespace)
         partial = submission.check_queue(outputs, job, values, pods_flag=pods_flag)
         if partial:
             print(f"trainstack submit: warning: {point.name}: {partial}", file=sys.stderr)
-        planned.append((point.name, values))
+        planned.append((point.name, values, rendered))
     _check_gang(outputs, job, len(points))
+    check_image_exists(image, outputs.values.get("image"))
     with Cluster(outputs) as cluster:
-        existing = {r["name"] for r in _releases(cluster)}
-        taken = [name for name, _ in planned if name in existing or name == outputs.stack_job]
+        check_helm(cluster, "submit")
+        existing = {r["name"] for r in job_releases(cluster)}
+        taken = [name for name, _, _ in planned if name in existing or name == outputs.stack_job]
         if taken:
             raise UsageError(f"a job named {taken[0]} already exists (install never replaces a job)",
                              f"pick another NAME (e.g. {args.name}-2), or trainstack cancel {taken[0]} first")
+        preflight.check_no_earlier_pods(cluster, [name for name, _, _ in planned], grace_seconds(outputs.values))
+        preflight.check_limit_ranges(cluster, planned[0][2], planned[0][0], queued=outputs.queue_name is not None)
         _check_owner(cluster, outputs)
         if _without_gang(outputs, job):
             print(f"trainstack submit: warning: no queue on this stack, so the {job.pods_min} pods are not reserved "
                   "together: another multi-pod job may take their nodes (trainstack:job.queue true admits all or "
                   "nothing)", file=sys.stderr)
-        for done, (name, values) in enumerate(planned):
+        for done, (name, values, _) in enumerate(planned):
             try:
-                # install, never upgrade: a name in use fails here too, whatever raced us.
+                # install, never upgrade: a name in use fails here too, whatever raced us. The submission id
+                # labels this job's pods and selects them in its Service: an earlier job's pods never match.
+                values = deep_merge(values, {"job": {"submissionId": uuid.uuid4().hex}})
                 cluster.run("helm", ["install", name, str(TRAINING_JOB_CHART_DIR), "--values", "-",
                                      "--labels", "=".join(SUBMITTED_BY_CLI)], stdin=json.dumps(values))
             except CommandFailed as error:
-                submitted = ", ".join(n for n, _ in planned[:done]) or "none"
+                submitted = ", ".join(n for n, _, _ in planned[:done]) or "none"
                 print(f"trainstack submit: {error} (submitted before it: {submitted})", file=sys.stderr)
                 if OWNER_FORBIDDEN in str(error):
                     print(f"trainstack submit: fix: your identity needs update on configmaps/finalizers "
@@ -241,19 +235,27 @@ def _pricing(outputs: StackOutputs) -> list[status.PoolPricing]:
 
 def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
-        releases = _releases(cluster)
-        jobs = cluster.json("kubectl", ["get", "jobs", "--output", "json"])
-        workloads = (cluster.json("kubectl", ["get", "workloads.kueue.x-k8s.io", "--output", "json"])
+        releases = job_releases(cluster)
+        jobs = {"items": cluster.items(["get", "jobs", "--output", "json"])}
+        workloads = ({"items": cluster.items(["get", "workloads.kueue.x-k8s.io", "--output", "json"])}
                      if outputs.queue_name else {})
-    print(status.table(status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None,
-                                   gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
-                                   ttl=status.ttl_seconds(outputs.values), pools=_pricing(outputs))))
+        # The jobs' pods: which ones are on a node (priced), ready, or stuck (an image that cannot be pulled).
+        pods = cluster.items(["get", "pods", "--selector", "app.kubernetes.io/name=training-job", "--output", "json"])
+    try:
+        rows = status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None, pods=pods,
+                           gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
+                           ttl=status.ttl_seconds(outputs.values), pools=_pricing(outputs))
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        # The API server never sends a Job without spec.template; a proxy or a wrong kubectl might.
+        raise CommandFailed(f"kubectl get answered with objects that are not what a Kubernetes API server sends "
+                            f"({type(error).__name__}: {error})") from None
+    print(status.table(rows))
     return 0
 
 
 def logs(args: argparse.Namespace, outputs: StackOutputs) -> int:
     with Cluster(outputs) as cluster:
-        _known(cluster, args.name)
+        known(cluster, args.name)
         # The Job's pods that exist now (the label the Job controller sets), each line prefixed with its pod.
         # --tail=-1: with a selector kubectl prints only the last 10 lines of each pod unless --tail is given
         # (kubernetes/kubectl v0.34.0 pkg/cmd/logs/logs.go:112,240-241).
@@ -265,39 +267,14 @@ def logs(args: argparse.Namespace, outputs: StackOutputs) -> int:
         return cluster.stream("kubectl", [*command, *follow])
 
 
-def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
-    if (args.name is None) == (not args.all):
-        raise UsageError("cancel takes a NAME or --all", "trainstack cancel NAME, or trainstack cancel --all")
-    if args.name is not None and args.name == outputs.stack_job:
-        raise UsageError(f"{args.name} is the stack's own job (trainstack:job): pulumi up would bring it back",
-                         "pulumi config set --path trainstack:job.enabled false && pulumi up")
-    with Cluster(outputs) as cluster:
-        if args.all:
-            # Only the releases the CLI installed (their label): the stack's own job is Pulumi's, and
-            # pulumi destroy (or job.enabled=false) removes it.
-            names = [r["name"] for r in _releases(cluster, submitted_by_cli=True) if r["name"] != outputs.stack_job]
-            # Before pulumi destroy: return only once the pods are gone (they hold the shared claim), not
-            # helm uninstall's default of no --wait and --cascade background (cmd/helm/uninstall.go:79-80).
-            how = ["--wait", "--cascade", "foreground"]
-        else:
-            _known(cluster, args.name)
-            names = [args.name]
-            how = []
-        for name in names:
-            # Uninstall deletes the Job, its pods and Service; the bucket prefix is never touched.
-            cluster.run("helm", ["uninstall", name, *how])
-            print(f"cancelled {name}; its checkpoints stay in {submission.run_prefix(outputs, name)}/")
-    if not names:
-        print("no jobs to cancel")
-    return 0
-
-
 def results(args: argparse.Namespace, outputs: StackOutputs) -> int:
     # No cluster call: the bucket outlives the job (and the cluster).
     submission.check_name(outputs, args.name)
     prefix = submission.run_prefix(outputs, args.name)
-    fetch = (f"aws s3 sync {prefix}/ ./{args.name}/" if prefix.startswith("s3://")
-             else f"gcloud storage rsync --recursive {prefix}/ ./{args.name}/")
+    # Quoted: it is a command to paste into a shell.
+    source, target = shlex.quote(f"{prefix}/"), shlex.quote(f"./{args.name}/")
+    fetch = (f"aws s3 sync {source} {target}" if prefix.startswith("s3://")
+             else f"gcloud storage rsync --recursive {source} {target}")
     print(f"checkpoints: {prefix}/checkpoints/step_XXXXXXXX/ (complete when manifest.json is there)")
     print(f"export:      {prefix}/export/")
     print(f"run record:  {prefix}/ (run_config.json, metrics.jsonl, loss.png)")
@@ -331,5 +308,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trainstack {args.command}: {error}", file=sys.stderr)
         return USAGE_EXIT_CODE
     except CommandFailed as error:
-        print(f"trainstack {args.command}: {error}", file=sys.stderr)
+        print(f"trainstack {args.command}: {one_line(str(error))}", file=sys.stderr)
         return 1

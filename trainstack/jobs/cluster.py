@@ -1,7 +1,9 @@
 """The cluster through the tools a Kubernetes user has: `helm` and `kubectl`, with the stack's kubeconfig.
 
 The kubeconfig is written to a private temporary file only when the first command runs (after every
-check has passed) and removed when the command ends.
+check has passed) and removed when the command ends. Every call is bounded: kubectl's own
+`--request-timeout` for each request it makes, and a deadline on the process for both tools (helm
+has no per-request flag), so a cluster that never answers is one line naming the tool, not a hang.
 """
 
 from __future__ import annotations
@@ -13,21 +15,26 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from trainstack.jobs.errors import UsageError
+from trainstack.jobs.errors import UsageError, failure_detail
 from trainstack.jobs.stack_outputs import StackOutputs
 
 # Where each tool comes from, for the one line that says it is missing.
 INSTALL = {"helm": "https://helm.sh/docs/intro/install/", "kubectl": "https://kubernetes.io/docs/tasks/tools/"}
 
-
+# kubectl's client timeout for each request (kubectl --request-timeout, pkg/cmd/util/kubectl_match_version.go:
+# a duration; 0 means none, its default). The process deadline is longer: a kubectl get makes a few requests
+# (discovery, then the list) and the exec credential plugin may take a few seconds for a token.
+KUBECTL_REQUEST_TIMEOUT_S = 60
+CALL_TIMEOUT_S = 180
 class CommandFailed(Exception):
     """A helm or kubectl call the cluster refused (not bad input: exit 1 with the tool's message)."""
 
 
 class Cluster:
-    def __init__(self, outputs: StackOutputs) -> None:
+    def __init__(self, outputs: StackOutputs, *, timeout_s: float | None = None) -> None:
         self.outputs = outputs
         self.namespace = outputs.namespace
+        self.timeout_s = timeout_s or CALL_TIMEOUT_S
         self._dir: tempfile.TemporaryDirectory[str] | None = None
 
     def __enter__(self) -> Cluster:
@@ -45,23 +52,53 @@ class Cluster:
             path.write_text(self.outputs.kubeconfig)
         return str(Path(self._dir.name) / "kubeconfig")
 
-    def _argv(self, tool: str, args: list[str]) -> list[str]:
+    def _argv(self, tool: str, args: list[str], *, bounded: bool = True) -> list[str]:
         binary = shutil.which(tool)
         if binary is None:
             raise UsageError(f"{tool} is not on PATH", f"install it ({INSTALL[tool]})")
-        return [binary, *args, "--kubeconfig", self._kubeconfig(), "--namespace", self.namespace]
+        limit = [f"--request-timeout={KUBECTL_REQUEST_TIMEOUT_S}s"] if tool == "kubectl" and bounded else []
+        return [binary, *args, *limit, "--kubeconfig", self._kubeconfig(), "--namespace", self.namespace]
 
-    def run(self, tool: str, args: list[str], stdin: str | None = None) -> str:
-        done = subprocess.run(self._argv(tool, args), input=stdin, capture_output=True, text=True, check=False)
+    def run(self, tool: str, args: list[str], stdin: str | None = None, *, timeout_s: float | None = None) -> str:
+        limit = timeout_s or self.timeout_s
+        try:
+            done = subprocess.run(self._argv(tool, args), input=stdin, capture_output=True, text=True, check=False,
+                                  timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise CommandFailed(f"{tool} {args[0]} did not answer within {limit:.0f}s (is the cluster reachable? "
+                                "retry, or check with kubectl get nodes)") from None
         if done.returncode != 0:
-            detail = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-            raise CommandFailed(f"{tool} {args[0]} failed: {detail}")
+            raise CommandFailed(f"{tool} {args[0]} failed: {failure_detail(done.stderr, done.returncode)}")
         return done.stdout
 
     def stream(self, tool: str, args: list[str]) -> int:
-        """Run with the terminal's output (logs -f): returns the tool's exit code."""
-        return subprocess.run(self._argv(tool, args), check=False).returncode
+        """Run with the terminal's output (logs -f): returns the tool's exit code. Not bounded: a follow
+        lasts as long as the user wants (kubectl's --request-timeout would cut the stream too)."""
+        return subprocess.run(self._argv(tool, args, bounded=False), check=False).returncode
 
-    def json(self, tool: str, args: list[str]) -> Any:
-        return json.loads(self.run(tool, args) or "null")
+    def json(self, tool: str, args: list[str], *, expect: type = dict) -> Any:
+        """The tool's JSON answer, checked to be `expect` (a list or an object); anything else is one line."""
+        text = self.run(tool, args)
+        what = f"{tool} {args[0]}"
+        try:
+            answer = json.loads(text) if text.strip() else expect()
+        except json.JSONDecodeError as error:
+            raise CommandFailed(f"{what} answered with something that is not JSON ({error.msg} at line "
+                                f"{error.lineno}): is {tool} the real {tool}, and the whole answer there?") from None
+        except RecursionError:
+            raise CommandFailed(f"{what} answered with JSON nested too deep to read") from None
+        if answer is None:
+            return expect()
+        if not isinstance(answer, expect):
+            raise CommandFailed(f"{what} answered with a JSON {type(answer).__name__}, expected "
+                                f"{'a list' if expect is list else 'an object'}")
+        return answer
 
+    def items(self, args: list[str]) -> list[dict[str, Any]]:
+        """`kubectl get ... --output json`'s items, each an object with metadata (or one line)."""
+        answer = self.json("kubectl", args)
+        items = answer.get("items", [])
+        if not isinstance(items, list) or not all(
+                isinstance(i, dict) and isinstance(i.get("metadata"), dict) for i in items):
+            raise CommandFailed(f"kubectl get {args[1]} answered with items that are not Kubernetes objects")
+        return items

@@ -32,30 +32,53 @@ def _one_line(message: str) -> str:
     return re.sub(r"^.*?execution error at \([^)]*\):\s*", "", text)
 
 
-def _with_sdk(values: Mapping[str, Any], release: str, namespace: str) -> None:
+def _with_sdk(values: Mapping[str, Any], release: str, namespace: str) -> str:
     import helm_python  # optional: the dev extra installs it
     from helm_python.errors import HelmError
 
     try:
-        helm_python.Chart.load(TRAINING_JOB_CHART_DIR).render(dict(values), name=release, namespace=namespace)
+        rendered = helm_python.Chart.load(TRAINING_JOB_CHART_DIR).render(dict(values), name=release,
+                                                                         namespace=namespace)
     except HelmError as error:
         raise UsageError(f"the chart refuses job {release}: {_one_line(str(error))}", _FIX) from None
+    return "\n---\n".join(text for path, text in sorted(rendered.items()) if not path.endswith("NOTES.txt"))
 
 
-def _with_helm(helm: str, values: Mapping[str, Any], release: str, namespace: str) -> None:
-    done = subprocess.run([helm, "template", release, str(TRAINING_JOB_CHART_DIR), "--namespace", namespace,
-                           "--values", "-"], input=json.dumps(values), capture_output=True, text=True, check=False)
+TEMPLATE_TIMEOUT_S = 60  # helm template is offline: it reads the chart and renders, no cluster
+
+
+def _with_helm(helm: str, values: Mapping[str, Any], release: str, namespace: str) -> str:
+    try:
+        done = subprocess.run([helm, "template", release, str(TRAINING_JOB_CHART_DIR), "--namespace", namespace,
+                               "--values", "-"], input=json.dumps(values), capture_output=True, text=True,
+                              check=False, timeout=TEMPLATE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"helm template did not answer within {TEMPLATE_TIMEOUT_S}s (it needs no cluster)",
+                         "check that helm runs (helm version)") from None
     if done.returncode != 0:
         raise UsageError(f"the chart refuses job {release}: {_one_line(done.stderr)}", _FIX)
+    return done.stdout
 
 
-def check_renders(values: Mapping[str, Any], *, release: str, namespace: str) -> None:
-    """UsageError (one line) when Helm's engine refuses these values; nothing when it renders them."""
+def _job(manifest: str) -> dict[str, Any] | None:
+    """The Job among the rendered objects (None when the text holds none, e.g. a fake helm's)."""
+    import yaml  # pulumi's dependency, so there with the infra extra
+
     try:
-        _with_sdk(values, release, namespace)
-        return
+        objects = [doc for doc in yaml.safe_load_all(manifest) if isinstance(doc, dict)]
+    except yaml.YAMLError:
+        return None
+    return next((obj for obj in objects if obj.get("kind") == "Job"), None)
+
+
+def check_renders(values: Mapping[str, Any], *, release: str, namespace: str) -> dict[str, Any] | None:
+    """UsageError (one line) when Helm's engine refuses these values; else the Job it renders (None when
+    neither the SDK nor helm can render here)."""
+    try:
+        return _job(_with_sdk(values, release, namespace))
     except ImportError:
         pass
     helm = shutil.which("helm")
     if helm is not None:  # without it, `submit` stops at `helm install` anyway
-        _with_helm(helm, values, release, namespace)
+        return _job(_with_helm(helm, values, release, namespace))
+    return None

@@ -12,6 +12,7 @@ Outputs used (every stack exports them: trainstack/infra/aws/stack.py, trainstac
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -20,7 +21,9 @@ from typing import Any
 
 from trainstack.contract.deadline import NoAnswer, call_within
 from trainstack.contract.paths import kind_of
-from trainstack.jobs.errors import UsageError
+from trainstack.infra.kubernetes.pod_requests import parse_quantity
+from trainstack.jobs.bucket_names import check_bucket_uri
+from trainstack.jobs.errors import UsageError, failure_detail
 
 REQUIRED = ("kubeconfig", "jobSubmission", "estimatedHourlyUsd")
 _SUBMISSION_KEYS = ("namespace", "bucketUri", "gpusPerNode", "nodeType", "values")
@@ -56,6 +59,7 @@ class StackOutputs:
 MAX_OUTPUTS_BYTES = 16 * 2**20
 
 
+PULUMI_TIMEOUT_S = 120.0  # pulumi stack output reads the backend's checkpoint: seconds, unless it hangs
 PIPE_WAIT_S = 30.0  # opening a pipe waits for its writer; <(pulumi stack output ...) has one within seconds
 
 
@@ -102,12 +106,16 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
             raise UsageError("no stack given", "add --stack <stack> (aws, aws-p5, gcp, gcp-a3, gcp-a4) or --outputs FILE")
         command = ["pulumi", "stack", "output", "--json", "--show-secrets", "--stack", stack]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=PULUMI_TIMEOUT_S)
         except FileNotFoundError:
             raise UsageError("the pulumi CLI is not on PATH",
                              "install it (https://www.pulumi.com/docs/install/) or pass --outputs FILE") from None
+        except subprocess.TimeoutExpired:
+            raise UsageError(f"pulumi stack output --stack {stack} did not answer within {PULUMI_TIMEOUT_S:.0f}s "
+                             "(its backend unreachable, or a login prompt waiting)",
+                             "check pulumi whoami and the network, or pass --outputs FILE") from None
         if done.returncode != 0:
-            detail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            detail = failure_detail(done.stderr, done.returncode)
             raise UsageError(f"pulumi stack output --stack {stack} failed: {detail}",
                              "run it from the project directory, logged in to the stack's backend")
         text = done.stdout
@@ -117,10 +125,17 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise UsageError(f"{where}: not JSON ({error.msg} at line {error.lineno})",
                          "write it with pulumi stack output --json --show-secrets") from None
+    except RecursionError:
+        raise UsageError(f"{where}: JSON nested deeper than any stack's outputs",
+                         "write it with pulumi stack output --json --show-secrets") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{where}: expected an object of outputs, got {type(raw).__name__}",
                          "write it with pulumi stack output --json --show-secrets")
     return raw
+
+
+# A namespace's name: an RFC 1123 label (k8s.io/apimachinery pkg/util/validation IsDNS1123Label).
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def _bad(field: str, expected: str, got: Any) -> UsageError:
@@ -172,6 +187,13 @@ def _queues(value: Any) -> dict[str, Any]:
             and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in q["quota"].values())
             for q in value.values()):
         raise _bad("jobSubmission.queues", "an object of queues, each with a quota of quantities", value)
+    for name, queue in value.items():
+        for resource, quantity in queue["quota"].items():
+            try:
+                parse_quantity(quantity)
+            except ValueError:
+                raise _bad(f"jobSubmission.queues.{name}.quota.{resource}", "a Kubernetes quantity (e.g. 64, 256Gi)",
+                           quantity) from None
     return dict(value)
 
 
@@ -211,7 +233,8 @@ def on_pool(outputs: StackOutputs, pool: str) -> StackOutputs:
     chosen = outputs.pools[pool]
     if chosen["unavailable"]:
         raise UsageError(f"--pool {pool}: {chosen['unavailable']}",
-                         f"pulumi config set trainstack:jobPool {pool} && pulumi up, or pick another pool")
+                         f"pick another pool, or make it the job's pool (GKE: pulumi config set trainstack:jobPool "
+                         f"{pool} && pulumi up)")
     # An unknown maximum: the job's own pool's is the stack's estimate (atMax.nodes); another's is not checked.
     max_nodes = chosen["maxNodes"] if chosen["maxNodes"] is not None else (
         outputs.pool_max_nodes if chosen["values"] == outputs.values else None)
@@ -246,14 +269,19 @@ def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
     if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float)) or usd < 0):
         raise _bad("estimatedHourlyUsd.gpuNode.usdPerNode", "a price in USD (a number) or null", usd)
     bucket = _text(submission["bucketUri"], "jobSubmission.bucketUri")
-    if not bucket.startswith(("s3://", "gs://")):
-        raise _bad("jobSubmission.bucketUri", "s3://<bucket> or gs://<bucket>", bucket)
+    problem = check_bucket_uri(bucket)
+    if problem:
+        raise _bad("jobSubmission.bucketUri", problem, bucket)
+    namespace = _text(submission["namespace"], "jobSubmission.namespace")
+    if not _DNS_LABEL.fullmatch(namespace):
+        raise _bad("jobSubmission.namespace", "a namespace name (lowercase letters, digits and -, at most 63)",
+                   namespace)
     values = submission["values"]
     if not isinstance(values, dict):
         raise _bad("jobSubmission.values", "an object of chart values", values)
     return StackOutputs(
         kubeconfig=kubeconfig if isinstance(kubeconfig, str) else json.dumps(kubeconfig),
-        namespace=_text(submission["namespace"], "jobSubmission.namespace"),
+        namespace=namespace,
         bucket_uri=bucket.rstrip("/"),
         gpus_per_node=_positive_int(submission["gpusPerNode"], "jobSubmission.gpusPerNode"),
         node_type=_text(submission["nodeType"], "jobSubmission.nodeType"),

@@ -2,10 +2,20 @@
 
 States, from the Job (batch/v1) and its Workload (Kueue v1beta2):
 - succeeded / failed: the Job's Complete / Failed condition is True.
-- running: pods are active and the Job is not suspended.
+- running: every active pod is ready (the Job's status.ready).
+- starting: pods are active but not all ready: on a node pulling the image or starting, or without a
+  node yet; `not starting: ImagePullBackOff ...` when a container waits for a reason that does not
+  fix itself (Kubernetes' own waiting reasons, kubelet pkg/kubelet/images/types.go and
+  pkg/kubelet/kuberuntime). Kueue's waitForPodsReady evicts such a job after its timeout
+  (trainstack/infra/kubernetes/kueue.py).
 - admitted: the Workload's Admitted condition is True (or there is no queue) but no pod runs yet.
-- submitting / cancelling / failed / expired / deleted, while the Job is missing: from helm's release
-  status (pending-install, uninstalling, failed), else expired once the release is older than the
+- evicted / preempted: the Workload's Evicted condition is True (reason Preempted: preempted) and it
+  waits to be admitted again; the reason and Kueue's message are shown.
+- deactivated: the Workload's spec.active is false (Kueue gave up after its requeue limit, or someone
+  deactivated it): it never runs again by itself; the Evicted condition's reason is shown.
+- submitting / stuck / cancelling / failed / expired / deleted, while the Job is missing: from helm's
+  release status (pending-install: stuck once older than STUCK_INSTALL_S, helm having been stopped
+  mid-install; uninstalling, failed), else expired once the release is older than the
   chart's job.ttlSecondsAfterFinished (the Job finished and Kubernetes deleted it), else deleted.
 - queued: the Job is suspended and its Workload not admitted (Kueue creates queued Jobs suspended;
   kubernetes-sigs/kueue site/content/en/docs/concepts/workload.md, conditions QuotaReserved, Admitted,
@@ -36,6 +46,7 @@ class JobRow:
     cost_usd: float | None
     sweep: str | None
     waiting: str | None = None  # why a queued job waits: its Workload's QuotaReserved=False message
+    note: str | None = None  # what else `list` says about it (an eviction's reason, a pod that cannot start)
 
 
 def _condition(obj: Mapping[str, Any] | None, kind: str) -> bool:
@@ -85,15 +96,34 @@ def ttl_seconds(values: Mapping[str, Any]) -> int | None:
     return int(ttl) if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else None
 
 
+STUCK_INSTALL_S = 900  # helm install creates a job's few objects in seconds; 15 minutes pending is a dead helm
+
+
 def missing_job_state(release: Mapping[str, Any], ttl: int | None, now: datetime) -> str:
     """The state of a release whose Job is not there: the release's own status says why."""
     release_status = str(release.get("status", ""))
+    updated = helm_time(release.get("updated"))
+    if (release_status == "pending-install" and updated is not None
+            and (now - updated).total_seconds() > STUCK_INSTALL_S):
+        return "stuck"
     if release_status in _RELEASE_STATES:
         return _RELEASE_STATES[release_status]  # failed: helm could not create the job's objects
-    updated = helm_time(release.get("updated"))
     if ttl is not None and updated is not None and (now - updated).total_seconds() > ttl:
         return "expired"  # finished, and its Job deleted ttlSecondsAfterFinished later
     return "deleted"  # the release is deployed but its Job was deleted by hand
+
+
+def _find(obj: Mapping[str, Any] | None, kind: str) -> Mapping[str, Any] | None:
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == kind and c.get("status") == "True"), None)
+
+
+def _said(condition: Mapping[str, Any] | None) -> str:
+    """A condition's reason and message, on one line."""
+    if condition is None:
+        return ""
+    reason, message = str(condition.get("reason") or ""), " ".join(str(condition.get("message") or "").split())
+    return f"{reason}: {message}" if message and message != reason else reason
 
 
 def state(job: Mapping[str, Any] | None, workload: Mapping[str, Any] | None, queued_by_kueue: bool) -> str:
@@ -105,10 +135,42 @@ def state(job: Mapping[str, Any] | None, workload: Mapping[str, Any] | None, que
         return "failed"
     status = job.get("status") or {}
     if not (job.get("spec") or {}).get("suspend") and status.get("active", 0) > 0:
-        return "running"
+        ready = status.get("ready")
+        return "running" if ready is None or ready >= status["active"] else "starting"
+    if queued_by_kueue and workload is not None and (workload.get("spec") or {}).get("active") is False:
+        return "deactivated"  # Kueue admits it no more: spec.active false
     if queued_by_kueue and not _condition(workload, "Admitted"):
+        evicted = _find(workload, "Evicted")
+        if evicted is not None:
+            return "preempted" if evicted.get("reason") == "Preempted" else "evicted"
         return "queued"
     return "admitted"
+
+
+# Container waiting reasons that do not clear by themselves (kubelet: pkg/kubelet/images/types.go ErrImagePull,
+# ImagePullBackOff, InvalidImageName; pkg/kubelet/kuberuntime CreateContainerConfigError, CrashLoopBackOff).
+STUCK_REASONS = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
+                 "CreateContainerError", "CrashLoopBackOff")
+_TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def job_pods(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The Job's own live pods: its controller-uid label (set by the Job controller), not its name."""
+    uid = job["metadata"].get("uid")
+    return [p for p in pods if uid and (p.get("metadata", {}).get("labels") or {}).get(
+        "batch.kubernetes.io/controller-uid") == uid and (p.get("status") or {}).get("phase") not in _TERMINAL_PHASES]
+
+
+def not_starting(pods: Sequence[Mapping[str, Any]]) -> str | None:
+    """`not starting: <reason>: <message>` for the first container stuck for a reason that will not clear."""
+    for pod in pods:
+        status = pod.get("status") or {}
+        for container in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in STUCK_REASONS:
+                message = " ".join(str(waiting.get("message") or "").split())[:200]
+                return f"not starting: {waiting['reason']}" + (f": {message}" if message else "")
+    return None
 
 
 def gpus_per_pod(job: Mapping[str, Any]) -> int:
@@ -116,31 +178,63 @@ def gpus_per_pod(job: Mapping[str, Any]) -> int:
     return sum(int(((c.get("resources") or {}).get("limits") or {}).get(GPU_RESOURCE, 0)) for c in containers)
 
 
+def _note(current: str, workload: Mapping[str, Any] | None, live: Sequence[Mapping[str, Any]] | None) -> str | None:
+    if current == "starting" and live is not None:
+        stuck = not_starting(live)
+        if stuck:
+            return stuck
+        if live and not any((p.get("spec") or {}).get("nodeName") for p in live):
+            return "waiting for a GPU node (no pod is on a node yet)"
+        return None
+    if current in ("evicted", "preempted"):
+        return f"{current}: {_said(_find(workload, 'Evicted'))}; requeued, it waits to be admitted again"
+    if current == "deactivated":
+        why = _said(_find(workload, "Evicted")) or "spec.active is false"
+        return (f"deactivated: {why}; it will not run again: trainstack cancel, fix, and submit again "
+                "(checkpoints stay)")
+    return None
+
+
+def _nodes(pods: int, per_pod: int, gpus_per_node: int) -> int:
+    return math.ceil(pods * per_pod / gpus_per_node) if per_pod and gpus_per_node else pods
+
+
 def row(name: str, job: Mapping[str, Any] | None, workload: Mapping[str, Any] | None, *, queued_by_kueue: bool,
-        gpus_per_node: int, usd_per_node: float | None, now: datetime) -> JobRow:
+        gpus_per_node: int, usd_per_node: float | None, now: datetime,
+        pods: Sequence[Mapping[str, Any]] | None = None) -> JobRow:
+    """`pods`: the namespace's training pods (None: not asked, every active pod is taken as on a node)."""
     current = state(job, workload, queued_by_kueue)
     if job is None:
         return JobRow(name, current, 0, None, 0.0, None)
     per_pod = gpus_per_pod(job)
     status = job.get("status") or {}
-    pods = status.get("active", 0) if current == "running" else (job["spec"].get("parallelism") or 1)
+    live = job_pods(job, pods) if pods is not None else None
+    active = current in ("running", "starting")
+    pods = status.get("active", 0) if active else (job["spec"].get("parallelism") or 1)
     created = _time(job["metadata"].get("creationTimestamp"))
     # Billed from when the Job last started (status.startTime is reset on each resume) to its end.
     started = _time(status.get("startTime"))
     ended = _time(status.get("completionTime")) or next(
         (_time(c.get("lastTransitionTime")) for c in status.get("conditions") or []
          if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"), None)
-    cost: float | None = 0.0
-    if started is not None and current in ("running", "succeeded", "failed"):
+    parallelism = job["spec"].get("parallelism") or 1
+    # Node-hours: the runs before each Kueue eviction (the Workload's accumulated admitted time; Kueue resets
+    # the Job's startTime on each resume, job_controller.go Stop), then this run: only pods on a node are billed.
+    past = ((workload or {}).get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0
+    node_hours = (past if isinstance(past, int) else 0) / 3600 * _nodes(parallelism, per_pod, gpus_per_node)
+    if started is not None and current in ("running", "starting", "succeeded", "failed"):
         hours = max(((ended or now) - started).total_seconds(), 0.0) / 3600
-        parallelism = job["spec"].get("parallelism") or 1
-        nodes = math.ceil(parallelism * per_pod / gpus_per_node) if per_pod and gpus_per_node else parallelism
-        cost = None if usd_per_node is None else hours * nodes * usd_per_node
+        # A ready pod is on a node too (the pod list and the Job are read a moment apart).
+        on_nodes = parallelism if live is None or not active else max(
+            sum(1 for p in live if (p.get("spec") or {}).get("nodeName")), status.get("ready") or 0)
+        node_hours += hours * _nodes(on_nodes, per_pod, gpus_per_node)
+    cost = None if usd_per_node is None else node_hours * usd_per_node
     labels = job["spec"]["template"].get("metadata", {}).get("labels") or {}
     return JobRow(name=name, state=current, gpus=pods * per_pod,
                   age_seconds=(now - created).total_seconds() if created else None,
                   cost_usd=cost, sweep=labels.get(SWEEP_LABEL),
-                  waiting=quota_message(workload) if current == "queued" else None)
+                  waiting=quota_message(workload) if current in ("queued", "evicted", "preempted") else None,
+                  note=_note(current, workload, live))
 
 
 @dataclass(frozen=True)
@@ -161,7 +255,8 @@ def pool_of(job: Mapping[str, Any] | None, pools: Sequence[PoolPricing]) -> Pool
 
 def rows(releases: list[Mapping[str, Any]], jobs: Mapping[str, Any], workloads: Mapping[str, Any], *,
          queued_by_kueue: bool, gpus_per_node: int, usd_per_node: float | None,
-         now: datetime | None = None, ttl: int | None = None, pools: Sequence[PoolPricing] = ()) -> list[JobRow]:
+         now: datetime | None = None, ttl: int | None = None, pools: Sequence[PoolPricing] = (),
+         pods: Sequence[Mapping[str, Any]] | None = None) -> list[JobRow]:
     """One row per training-job release; `jobs` from `kubectl get jobs -o json`, `workloads` likewise.
     A job on one of `pools` is priced with that pool's nodes; any other with `gpus_per_node` and `usd_per_node`."""
     now = now or datetime.now(timezone.utc)
@@ -184,9 +279,12 @@ def rows(releases: list[Mapping[str, Any]], jobs: Mapping[str, Any], workloads: 
         pool = pool_of(job, pools)
         found = row(name, job, workload, queued_by_kueue=queued_by_kueue,
                     gpus_per_node=pool.gpus_per_node if pool else gpus_per_node,
-                    usd_per_node=pool.usd_per_node if pool else usd_per_node, now=now)
+                    usd_per_node=pool.usd_per_node if pool else usd_per_node, now=now, pods=pods)
         if job is None:
             found = replace(found, state=missing_job_state(release, ttl, now))
+            if found.state == "stuck":
+                found = replace(found, note=f"stuck: helm install never finished (pending-install since "
+                                            f"{release.get('updated')}); trainstack cancel {name}, then submit again")
         result.append(found)
     return result
 
@@ -205,12 +303,14 @@ def _age(seconds: float | None) -> str:
 
 def table(job_rows: list[JobRow]) -> str:
     """Jobs of a sweep together under their sweep's name; the rest alone."""
-    lines = [f"{'NAME':<52} {'STATE':<10} {'GPUS':>4} {'AGE':>5} {'COST':>9}"]
+    lines = [f"{'NAME':<52} {'STATE':<11} {'GPUS':>4} {'AGE':>5} {'COST':>9}"]
 
     def line(r: JobRow, indent: str = "") -> str:
         cost = "?" if r.cost_usd is None else f"${r.cost_usd:.2f}"
-        text = f"{indent + r.name:<52} {r.state:<10} {r.gpus:>4} {_age(r.age_seconds):>5} {cost:>9}"
-        return text if r.waiting is None else f"{text}  waiting: {r.waiting}"
+        text = f"{indent + r.name:<52} {r.state:<11} {r.gpus:>4} {_age(r.age_seconds):>5} {cost:>9}"
+        said = [f"waiting: {r.waiting}"] if r.waiting is not None else []
+        said += [r.note] if r.note is not None else []
+        return text if not said else f"{text}  {'; '.join(said)}"
 
     sweeps: dict[str, list[JobRow]] = {}
     for r in job_rows:
@@ -221,8 +321,9 @@ def table(job_rows: list[JobRow]) -> str:
     for sweep, members in sweeps.items():
         costs = [m.cost_usd for m in members]
         total = "?" if None in costs else f"${sum(c for c in costs if c is not None):.2f}"
-        lines.append(f"{'sweep ' + sweep:<52} {len(members)} jobs{'':<7}{sum(m.gpus for m in members):>4} "
+        lines.append(f"{'sweep ' + sweep:<52} {len(members)} jobs{'':<8}{sum(m.gpus for m in members):>4} "
                      f"{'':>5} {total:>9}")
         lines.extend(line(m, "  ") for m in members)
-    lines.append("COST: GPU node-hours since each job started x the stack's price per GPU node (trainstack/infra/cost/prices.yaml)")
+    lines.append("COST: GPU node-hours of each job's pods on a node (runs before an eviction included) x the stack's "
+                 "price per GPU node (trainstack/infra/cost/prices.yaml)")
     return "\n".join(lines)

@@ -7,12 +7,15 @@ plus the GPU pool's size, as the clouds check it (gpu_nodes_for_job against the 
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trainstack.contract.cli import build_parser
 from trainstack.infra.config import ConfigError, gpu_nodes_for_job, parse_job
 from trainstack.infra.config.job import KEY as KEY_JOB
 from trainstack.infra.config.job import JobConfig
@@ -70,6 +73,31 @@ def _cli_error(error: ConfigError, pods_flag: str) -> UsageError:
     return UsageError(f"{label}: {problem}", cli_fix)
 
 
+@functools.cache
+def _trainer_options() -> tuple[str, ...]:
+    """Every option string the trainer's `train` parser knows, -h and --help included."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["train"]
+    return tuple(sub._option_string_actions)
+
+
+def trainer_option(word: str) -> str | None:
+    """The trainer option `word` means to its parser: argparse takes a unique prefix of a long option
+    (allow_abbrev, on by default: cpython Lib/argparse.py _parse_optional, _get_option_tuples), so
+    `--snapshot-u` is `--snapshot-uri`. None for a value, an unknown or an ambiguous flag."""
+    flag = word.partition("=")[0] if word.startswith("--") else word
+    options = _trainer_options()
+    if flag in options:
+        return flag
+    if not flag.startswith("--") or len(flag) < 3:
+        return None
+    matches = [option for option in options if option.startswith(flag)]
+    return matches[0] if len(matches) == 1 else None
+
+
+HELP_FLAGS = ("-h", "--help")
+
+
 def _train_values(flags: Sequence[str]) -> dict[str, Any]:
     """Trainer flags -> trainstack:job.train: the chart's first-class flags as its keys, the rest extraArgs.
 
@@ -85,9 +113,14 @@ def _train_values(flags: Sequence[str]) -> dict[str, Any]:
         word = words[i]
         flag, has_inline, inline = word.partition("=")
         key = by_flag.get(flag)
-        if flag == SNAPSHOT_FLAG:
-            raise UsageError(f"{SNAPSHOT_FLAG} is set by trainstack: each job writes under its own prefix "
-                             "(<bucket>/runs/<NAME>)", f"remove {SNAPSHOT_FLAG} from the flags after --")
+        meant = trainer_option(word)
+        if meant == SNAPSHOT_FLAG:
+            named = flag if flag == SNAPSHOT_FLAG else f"{flag} (an abbreviation of {SNAPSHOT_FLAG})"
+            raise UsageError(f"{named} is set by trainstack: each job writes under its own prefix "
+                             "(<bucket>/runs/<NAME>)", f"remove {flag} from the flags after --")
+        if meant in HELP_FLAGS:
+            raise UsageError(f"{flag} after -- would make the job print the trainer's usage and end: nothing "
+                             "to submit", "see the flags with python -m training train --help, then submit them")
         if key in chart_keys and train_keys()[key].kind != "bool":
             if has_inline:
                 train[key] = inline
@@ -193,6 +226,9 @@ def check_image(image: str | None) -> dict[str, str] | None:
 
 def check_object_names(name: str) -> None:
     """A job's name must not be one of another object's the chart or Kubernetes already uses."""
+    if name != name.strip():
+        # The stack's check reads the name stripped; helm, the bucket prefix and the run directory would not.
+        raise UsageError(f"NAME: {name!r} has white space around it", f"give {name.strip()!r} without it")
     if name in _TAKEN_BY_KUBERNETES:
         raise UsageError(f"NAME: {name!r} is the name of an object Kubernetes keeps in every namespace",
                          "pick another name")

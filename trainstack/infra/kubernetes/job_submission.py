@@ -69,6 +69,10 @@ def without_per_job_values(values: Mapping[str, Any]) -> dict[str, Any]:
 POOL_VALUE_KEYS = ("gpuNetworking",)
 
 
+# GPU networking modes whose pods attach GKE Network objects (networking.gke.io/v1) by name.
+NETWORK_OBJECT_MODES = ("tcpx", "tcpxo", "rdma")
+
+
 def pool_entry(gpu: GpuPlacement, queue_name: pulumi.Input[str] | None, values: Mapping[str, Any]) -> dict[str, Any]:
     """One GPU pool as `trainstack submit --pool` reads it (trainstack/jobs/stack_outputs.py): its node type,
     size, queue, and the whole of the chart values a job on it shares (its placement and pod resources)."""
@@ -76,8 +80,9 @@ def pool_entry(gpu: GpuPlacement, queue_name: pulumi.Input[str] | None, values: 
              "queueName": queue_name, "values": dict(values)}
     networking = values.get("gpuNetworking") or {}
     mode = networking.get("mode", "none")
-    if mode != "none" and "networks" not in (networking.get(mode) or {}):
+    if mode in NETWORK_OBJECT_MODES and "networks" not in (networking.get(mode) or {}):
         # The chart's default network names would be rendered, and no such Network exists on the cluster.
+        # EFA (EKS) names no network objects: its pods ask for the node's vpc.amazonaws.com/efa devices.
         entry["unavailable"] = (f"its GPU networking ({mode}) is set up only for the stack job's pool "
                                 "(trainstack:jobPool)")
     return entry

@@ -34,7 +34,31 @@ _QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 #   failurePolicy Ignore (templates/webhook/manifests.yaml "if has \"pod\" ..."), so while Kueue is not
 #   ready nothing but a Job is refused (the autoscaler, the device plugin, GKE's add-ons start as usual);
 # - managedJobsNamespaceSelector: the job webhooks (failurePolicy Fail) select the training namespace
-#   only, so an unready Kueue blocks no other namespace's Jobs.
+#   only, so an unready Kueue blocks no other namespace's Jobs;
+# - waitForPodsReady with a bound on requeues (WAIT_FOR_PODS_READY).
+#
+# An admitted job whose pods never all become ready (an image that cannot be pulled, a pod that cannot be
+# placed) would hold its GPU nodes and quota for ever: the Job controller counts only pods that ended
+# (kubernetes/kubernetes#122300). Kueue v0.19.2 turns waitForPodsReady on by default (apis/config/v1beta2/
+# defaults.go: timeout 30m, recoveryTimeout = timeout, backoffLimitCount null, "requeued endlessly"), so it is
+# set here, explicitly: an hour for all pods to be ready after admission (a GPU node scale-up plus a
+# multi-GB image pull take well under that; 30 minutes is tight for a slow spot scale-up), then evict and
+# requeue after 60 s, 120 s, 240 s; after the 3rd requeue Kueue deactivates the workload (spec.active
+# false) and `list` shows it `deactivated`. A running job's lost pod gets two hours to be back
+# (recoveryTimeout): longer than the survivors of a job of fixed size wait for it themselves (2 x
+# job.joinTimeoutSeconds, then they fail and count), while an elastic job trains on without it meanwhile.
+# The requeue count is never reset while the workload lives (pkg/controller/core/workload_controller.go
+# clears requeueState only on deactivation), so a long job can take 3 such evictions in its life.
+# Fields: apis/config/v1beta2/configuration_types.go WaitForPodsReady, RequeuingStrategy.
+WAIT_FOR_PODS_READY = {
+    "timeout": "60m",
+    "recoveryTimeout": "120m",
+    "blockAdmission": False,
+    "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 3, "backoffBaseSeconds": 60,
+                          "backoffMaxSeconds": 3600},
+}
+
+
 def manager_config_yaml(namespace: str) -> str:
     """The Kueue controller's Configuration for a cluster whose queued jobs all live in `namespace`."""
     return json.dumps({
@@ -50,6 +74,7 @@ def manager_config_yaml(namespace: str) -> str:
         "clientConnection": {"qps": 300, "burst": 500},
         "managedJobsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
         "integrations": {"frameworks": ["batch/job"]},
+        "waitForPodsReady": WAIT_FOR_PODS_READY,
     }, indent=2, sort_keys=True)  # JSON is YAML: the chart reads it with fromYaml
 
 
