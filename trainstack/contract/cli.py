@@ -84,8 +84,8 @@ def _add_device_settings(group) -> None:
     """Device flags, shared by `train` and `bench`."""
     group.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     group.add_argument("--precision", choices=("auto", "bf16", "fp16", "fp32"), default="auto",
-                       help="auto: bf16 autocast on GPUs and on CPUs with native bf16 (AVX512-BF16, AMX), "
-                            "fp32 elsewhere")
+                       help="auto: bf16 autocast on GPUs from SM 8.0 (A100, H100, L4, A10G) and on CPUs with native "
+                            "bf16 (AVX512-BF16, AMX); fp16 with loss scaling on older GPUs (T4, V100); fp32 elsewhere")
     group.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
                        help="torch.compile the model and its loss (auto: on)")
 
