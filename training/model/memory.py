@@ -60,9 +60,9 @@ def check_batch_fits(config, device: torch.device, batch_size: int, block_size: 
         return
     per_sequence = bytes_per_sequence(config, block_size)
     room = available - parameters(config) * BYTES_PER_PARAM
-    if batch_size * per_sequence <= room:
-        return
-    largest = max(room // per_sequence, 0)
+    if room <= 0 or batch_size * per_sequence <= room:
+        return  # a model that does not fit at all is check_fits' to refuse, in its own words
+    largest = room // per_sequence
     advice = (f"the largest that could fit is about --batch-size {largest:,} (the global batch is kept by "
               "gradient accumulation)" if largest else "choose a smaller model or --block-size")
     raise UserError(f"--batch-size {batch_size:,}: a micro-batch of {batch_size:,} x {block_size} tokens needs at "
