@@ -307,9 +307,6 @@ def _prepare(args: argparse.Namespace, out: Path) -> Path:
     if trained_vocab:
         info(f"training a byte-level BPE tokenizer with {trained_vocab} tokens on {documents} documents")
         tokenizer = tok.train((row["text"] for row in corpus), trained_vocab)
-        if len(tokenizer) < trained_vocab:
-            info(f"asked for {trained_vocab:,} tokens, made {len(tokenizer):,}: the corpus has no more pairs worth "
-                 "merging (BPE stops there); prepare more text for a larger vocabulary")
     else:
         tokenizer = loaded
     dtype = _token_dtype(args.token_dtype, len(tokenizer))
@@ -361,7 +358,8 @@ def _prepare(args: argparse.Namespace, out: Path) -> Path:
     for stale in out.glob("gen-*"):  # the previous generation, and any a killed run left behind
         if stale != generation:
             shutil.rmtree(stale, ignore_errors=True)
-    asked = f", asked {trained_vocab:,}" if trained_vocab and trained_vocab != len(tokenizer) else ""
+    asked = (f" of the {trained_vocab:,} asked: BPE found no more pairs worth merging in this corpus"
+             if trained_vocab and trained_vocab != len(tokenizer) else "")
     info(f"wrote {splits['train']['tokens']:,} train and {splits['val']['tokens']:,} validation tokens "
          f"({dtype.name}, vocabulary {len(tokenizer):,}{asked}) from {documents} documents to {out}")
     return out
