@@ -11,14 +11,20 @@ from __future__ import annotations
 import sys
 
 from training.elastic.process_exit import exit_code, exit_now
+from training.library_bars import quiet_transformers_bars
 from trainstack.contract.cli import build_parser, check_values
 from trainstack.contract.errors import NO_RETRY_EXIT, UserError, storage_error, storage_failure
+
+# The commands that load or save models with transformers (its bars say nothing a user needs).
+LOAD_OR_SAVE_MODELS = ("train", "distill", "sample", "evaluate", "demo")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_values(args)
+        if args.command in LOAD_OR_SAVE_MODELS:
+            quiet_transformers_bars()
         if args.command == "prepare":
             from training.data.prepare import prepare
 

@@ -7,8 +7,9 @@ from .common import Resource, Stack, get, is_false, truthy
 
 GKE_CLUSTER = "gcp:container/cluster:Cluster"
 FILESTORE = "gcp:filestore/instance:Instance"
-# The stack config key that documents a deliberate "off" (a disposable stack torn down often).
-DELETION_PROTECTION_KEY = "trainstack:deletionProtection"
+# The stacks have no config key for deletion protection (the GCP program refuses unknown keys): a deliberate
+# "off" is the rule itself set to "disabled" in the policy config (an enforcement level Pulumi accepts).
+DISABLE_DELETION_PROTECTION = '--policy-pack-config with {"deletion-protection": "disabled"}'
 
 
 def gke_workload_identity(resource: Resource, stack: Stack) -> list[str]:
@@ -30,15 +31,13 @@ def kubernetes_secrets_encryption(resource: Resource, stack: Stack) -> list[str]
 
 
 def deletion_protection(resource: Resource, stack: Stack) -> list[str]:
-    """Off only where the stack's config says so: the documented two-step teardown of a disposable stack."""
-    if stack.is_set_false(DELETION_PROTECTION_KEY):
-        return []
+    """Advisory: trainstack's stacks turn protection off so `pulumi destroy` removes what costs money."""
     if resource.type == GKE_CLUSTER and is_false(get(resource.props, "deletionProtection")):
-        return [f"deletionProtection is off; keep it on, or set {DELETION_PROTECTION_KEY} false in the stack's "
-                "config to record that this stack is disposable"]
+        return ["deletionProtection is off; keep it on, or, for a disposable stack, run the pack with "
+                f"{DISABLE_DELETION_PROTECTION}"]
     if resource.type == FILESTORE and not truthy(get(resource.props, "deletionProtectionEnabled")):
-        return [f"deletionProtectionEnabled must be true (checkpoints live here), or set {DELETION_PROTECTION_KEY} "
-                "false in the stack's config"]
+        return ["deletionProtectionEnabled must be true (checkpoints live here), or, for a disposable stack, run "
+                f"the pack with {DISABLE_DELETION_PROTECTION}"]
     return []
 
 

@@ -47,10 +47,6 @@ class Stack:
         """A boolean stack config key (`true`/`false`), false when unset."""
         return str(self.config.get(key, "")).strip().lower() == "true"
 
-    def is_set_false(self, key: str) -> bool:
-        """True only when the stack's config explicitly says `false`: a documented opt-out."""
-        return str(self.config.get(key, "")).strip().lower() == "false"
-
 
 def get(value: Any, path: str, default: Any = None) -> Any:
     """props["a"]["b"][0] written get(props, "a.b.0"); `default` where any step is missing."""

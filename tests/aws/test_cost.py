@@ -28,7 +28,7 @@ def test_several_spot_types_are_priced_at_the_dearest():
 def test_hourly_estimate_breaks_down_platform_and_spot_gpu_nodes(exports):
     hourly = exports["estimatedHourlyUsd"]
     platform = 0.10 + 0.0416 + 20 * GP3_HOUR + (0.045 + 0.005)  # EKS, t3.medium, its disk, one NAT gateway + IPv4
-    node_spot, node_on_demand = 0.18373 + 100 * GP3_HOUR, 0.526 + 100 * GP3_HOUR
+    node_spot, node_on_demand = 0.18373 + 160 * GP3_HOUR, 0.526 + 160 * GP3_HOUR  # Pulumi.aws.yaml: diskSizeGb 160
     assert hourly["idlePlatform"] == pytest.approx(platform, abs=1e-4)
     assert hourly["gpuNode"] == {"type": "g4dn.xlarge", "capacity": "SPOT", "usdPerNode": round(node_spot, 4),
                                  "onDemandUsdPerNode": round(node_on_demand, 4), "spotUsdPerNode": round(node_spot, 4)}

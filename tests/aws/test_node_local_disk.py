@@ -32,7 +32,7 @@ def test_the_estimate_follows_nodeadm_on_the_filesystem_not_the_volume():
 def test_the_gpu_group_tells_the_autoscaler_its_local_disk_and_the_job_fits_it():
     up = run_main(config_with(JOB_ENABLED))
     tags = up.one(NODE_GROUP, "trainstack-eks-gpu").inputs["tags"]
-    assert tags[TAG] == "87Gi"  # Pulumi.aws.yaml: diskSizeGb 100
+    assert tags[TAG] == "140Gi"  # Pulumi.aws.yaml: diskSizeGb 160
     job = up.one(RELEASE, "train").inputs["values"]
     request = pod_requests(pod_resources(deep_merge(chart_default_values(), job)))["ephemeral-storage"]
     assert request <= parse_quantity(tags[TAG])
@@ -44,3 +44,15 @@ def test_the_gpu_group_tells_the_autoscaler_its_local_disk_and_the_job_fits_it()
 def test_a_gpu_disk_too_small_for_the_pod_is_refused(job):
     stop, _, _ = run_main_expecting_error(config_with({**job, "trainstack:gpuNodes": {"diskSizeGb": 20}}))
     assert "local disk" in str(stop) and "diskSizeGb" in str(stop), stop
+
+
+def test_the_shipped_stack_does_not_warn_against_itself(monkeypatch):
+    """Issue 30.18: Pulumi.aws.yaml as shipped (160 GB) holds the trainer's /tmp and the data cache's cap."""
+    import pulumi
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    run_main(config_with(JOB_ENABLED))
+    assert not [w for w in warnings if "storage.cache.sizeLimit" in w], warnings
+    warnings.clear()
+    run_main(config_with({**JOB_ENABLED, "trainstack:gpuNodes": {"diskSizeGb": 100}}))  # the old default did
+    assert [w for w in warnings if "storage.cache.sizeLimit 100Gi" in w], warnings

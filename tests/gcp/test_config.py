@@ -141,7 +141,7 @@ BAD_CONFIGS = [
     # 2 x (n1-standard-4 + 2 T4) on demand at max: $0.52 platform + 2 x $0.91 = $2.35/h.
     ("stack over the hourly budget", {"trainstack:gpuPools": {"t4": {"capacity": "ON_DEMAND"}},
                                       "trainstack:maxHourlyUsd": 2}, (), "trainstack:maxHourlyUsd",
-     "the stack can cost $0.52 platform + 2 x n1-standard-4 + 2 x nvidia-tesla-t4 ON_DEMAND $0.91 = $2.35/h with "
+     "the stack can cost $0.52 platform + 2 x n1-standard-4 + 2 x nvidia-tesla-t4 ON_DEMAND $0.95 = $2.43/h with "
      "the GPU pool at its max, over the $2.00/h limit"),
     ("job over the run budget", {"trainstack:job": {"enabled": True, "train": {"maxSteps": 1000000}},
                                  "trainstack:maxRunUsd": 50}, (), "trainstack:maxRunUsd",
@@ -201,7 +201,7 @@ def test_stack_file_parses_to_seed_003s_defaults():
         PROJECT, "us-central1", "us-central1-a", "us-central1-a")
     (t4,) = config.gpu_pools
     assert (t4.machine_type, t4.accelerator_type, t4.gpus_per_node) == ("n1-standard-4", "nvidia-tesla-t4", 2)
-    assert (t4.disk_size_gb, t4.disk_type, t4.min_nodes, t4.max_nodes, t4.spot) == (100, "pd-ssd", 0, 2, True)
+    assert (t4.disk_size_gb, t4.disk_type, t4.min_nodes, t4.max_nodes, t4.spot) == (270, "pd-ssd", 0, 2, True)
     assert config.job.enabled is False
     assert (config.job.pods_min, config.job.pods_max, config.job.gpus_per_pod) == (1, 2, 2)
     assert config.filestore is not None and config.filestore.capacity_gb == 1024

@@ -12,7 +12,7 @@ from tests.stack_runs import config_with as stack_config_with
 def test_t4_stack_prices_host_gpus_disk_and_filestore():
     hourly = run_main(config_with(JOB_ENABLED)).exports["estimatedHourlyUsd"]
     platform = 0.10 + 0.13402 + (0.0014 + 0.005) + 1024 * 0.20 / 730  # GKE, e2-standard-4, NAT, BASIC_HDD 1 TiB
-    node_spot = 0.04816 + 2 * 0.14 + 100 * 0.17 / 730 + 0.0014  # n1-standard-4 + 2 T4 + pd-ssd + its NAT share
+    node_spot = 0.04816 + 2 * 0.14 + 270 * 0.17 / 730 + 0.0014  # n1-standard-4 + 2 T4 + 270 GB pd-ssd + its NAT share
     assert hourly["idlePlatform"] == pytest.approx(platform, abs=1e-4)
     assert hourly["gpuNode"]["usdPerNode"] == pytest.approx(node_spot, abs=1e-4)
     assert hourly["atJob"] == {"nodes": 2, "usd": round(platform + 2 * node_spot, 4)}

@@ -117,7 +117,7 @@ def test_gpu_pool_is_seed_003s_spot_t4_pool_scaling_from_zero(up):
     pool = _gpu_pool(up).inputs
     node = pool["nodeConfig"]
     assert node["machineType"] == "n1-standard-4"
-    assert node["diskSizeGb"] == 100 and node["diskType"] == "pd-ssd"
+    assert node["diskSizeGb"] == 270 and node["diskType"] == "pd-ssd"  # Pulumi.gcp.yaml (issue 30.18: the cache fits)
     assert node["spot"] is True
     (accelerator,) = node["guestAccelerators"]
     assert accelerator == {"type": "nvidia-tesla-t4", "count": 2,

@@ -297,10 +297,12 @@ def test_bucket_retained_honours_delete_bucket_on_destroy():
     assert rule.check(doomed, Stack("aws", {"trainstack:deleteBucketOnDestroy": "true"})) == []
 
 
-def test_deletion_protection_off_where_the_stack_config_says_so():
+def test_deletion_protection_fix_is_the_policy_config_not_a_stack_key():
+    """The GCP program refuses `trainstack:deletionProtection` (unknown key): the fix is the rule's level."""
     rule = BY_NAME["deletion-protection"]
     cluster = res("gcp:container/cluster:Cluster", **merged(GKE_CLUSTER, deletionProtection=False))
-    assert rule.check(cluster, Stack("gcp", {"trainstack:deletionProtection": "false"})) == []
+    [message] = rule.check(cluster, Stack("gcp", {"trainstack:deletionProtection": "false"}))
+    assert '{"deletion-protection": "disabled"}' in message and "trainstack:" not in message
 
 
 def test_cpu_pools_are_not_gpu_pools():

@@ -155,7 +155,8 @@ def test_run_dir_with_a_different_model_is_refused_and_untouched(data_dir, tmp_p
     assert train(data_dir, run, "--max-steps", "2", "--no-export")[0] == 0
     before = tree_digest(run / "checkpoints")
     one_line_error(train(data_dir, run, "--max-steps", "4", "--n-layer", "3"),
-                   "different model configuration", "n_layer 2 there vs 3 now", "new --out")
+                   "different model configuration", "n_layer 2 there vs 3 now", "new --out",
+                   "resume it with --preset tiny --n-embd 64 --n-head 2 --block-size 32 (the shape it was started with)")
     one_line_error(train(data_dir, run, "--max-steps", "4", "--global-batch-size", "16"), "--global-batch-size 8")
     assert tree_digest(run / "checkpoints") == before
 

@@ -59,6 +59,8 @@ def summarize(run_dir: Path) -> dict:
         "best_val_loss": best[2] if best else None,
         "best_val_step": best[0] if best else None,
         "best_val_perplexity": math.exp(min(best[2], 50.0)) if best else None,
+        "val_tokens": start.get("val_tokens"),  # what each validation loss was measured on (this session's)
+        "block_size": start.get("block_size"),
         "tokens_per_s": statistics.median(tok_s) if tok_s else None,
         "mfu": statistics.median(mfu) if mfu else None,
         "checkpoints": [int(p.name[len(checkpoint.PREFIX):]) for p in sorted((run_dir / checkpoint.CHECKPOINTS).glob(
@@ -118,7 +120,8 @@ def table(summary: dict) -> str:
         ("workers, device", f"{s['workers']}, {s['device']}" if s["workers"] else none),
         ("parameters", _count(s["parameters"]) if s["parameters"] else none),
         ("last training loss", f"{s['last_train_loss']:.4f}" if s["last_train_loss"] is not None else none),
-        ("best validation loss", f"{s['best_val_loss']:.4f} at step {s['best_val_step']:,}"
+        ("best validation loss", f"{s['best_val_loss']:.4f} nats/token at step {s['best_val_step']:,}"
+         + (f", on {run_log.describe_tokens(int(s['val_tokens']), s['block_size'])}" if s["val_tokens"] else "")
          if s["best_val_loss"] is not None else "- (no validation split or no evaluation yet)"),
         ("best validation perplexity", f"{s['best_val_perplexity']:.2f}" if s["best_val_perplexity"] else none),
         ("tokens/s (median)", f"{s['tokens_per_s']:,.0f}" if s["tokens_per_s"] else none),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import sys
 from pathlib import Path
 
 import torch
@@ -99,7 +100,7 @@ def _load_checkpoint(path: Path):
             warn(f"checkpoint {candidate.path} passes its checksums but does not fit the run's model "
                  f"({_reason(exc)}); trying the previous one (move it aside to stop this warning)")
             continue
-        return model, tokenizer
+        return model, tokenizer, f"checkpoint of step {candidate.step} ({candidate.path})"
     raise UserError(f"no checkpoint of {path} fits the run's model ({'; '.join(misfits[:2])}); they stay untouched; "
                     "evaluate its export instead, or move the checkpoints that do not fit aside once an earlier one "
                     "is back")
@@ -109,10 +110,16 @@ def load_for_generation(path: Path):
     """(model, tokenizer) from an export directory, a RUN_DIR's export, or a RUN_DIR's newest checkpoint.
 
     A RUN_DIR whose export is damaged falls back to its newest intact checkpoint, with a warning."""
+    model, tokenizer, _ = load_with_source(path)
+    return model, tokenizer
+
+
+def load_with_source(path: Path):
+    """load_for_generation's (model, tokenizer), and which model that is: the export, or checkpoint step N."""
     is_run = (path / "run_config.json").is_file()
     if (path / "export" / "config.json").is_file():
         try:
-            return _load_export(path / "export")
+            return (*_load_export(path / "export"), f"the export {path / 'export'}")
         except UserError as exc:
             if not is_run or checkpoint.latest_valid(path, announce=False) is None:
                 raise UserError(f"{exc}; and {path} has no intact checkpoint to fall back to; re-export by running "
@@ -121,7 +128,7 @@ def load_for_generation(path: Path):
             return _load_checkpoint(path)
     if (path / "config.json").is_file():
         try:
-            return _load_export(path)
+            return (*_load_export(path), f"the export {path}")
         except UserError as exc:
             raise UserError(f"{exc}; use its run directory (its checkpoints) or export it again by running train "
                             "on that run") from None
@@ -143,7 +150,9 @@ def prompt_text(prompt: str) -> str:
 
 def sample(args: argparse.Namespace) -> list[str]:
     prompt_text(args.prompt)  # before the model loads
-    model, tokenizer = load_for_generation(Path(args.model))
+    model, tokenizer, source = load_with_source(Path(args.model))
+    # on stderr: stdout is the samples alone, for a pipe or a file
+    print(f"[trainstack] sampling from {source}", file=sys.stderr, flush=True)
     model.eval()
     torch.manual_seed(args.seed)
     ids = tokenizer(prompt_text(args.prompt), add_special_tokens=False)["input_ids"] or [tokenizer.eos_token_id]

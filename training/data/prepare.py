@@ -37,6 +37,7 @@ from training.data.sources import (
     text_file_pieces,
 )
 from training.elastic.preemption import exit_on_signals
+from training.library_bars import no_datasets_bars
 from trainstack.contract.cli import parse_tokenizer_spec
 from trainstack.contract.errors import UserError, storage_error, storage_failure
 from trainstack.contract.log import info
@@ -71,15 +72,16 @@ def load_corpus(found: Sources, args, cache_dir: Path, stamp: str):
     features = datasets.Features({"text": datasets.Value("string"), "end": datasets.Value("bool")})
     parts = []
     try:
-        if found.text:
-            parts.append(datasets.Dataset.from_generator(
-                text_file_pieces, cache_dir=str(cache_dir), features=features,
-                gen_kwargs={"files": [str(p) for p in found.text], "encoding": args.encoding, "stamp": stamp}))
-        if found.structured:
-            parts.append(datasets.Dataset.from_generator(
-                structured_texts, cache_dir=str(cache_dir), features=features,
-                gen_kwargs={"files": {k: [str(p) for p in v] for k, v in found.structured.items()},
-                            "column": args.text_column, "stamp": stamp}))
+        with no_datasets_bars():  # "Generating train split: N examples" counts file pieces, not documents
+            if found.text:
+                parts.append(datasets.Dataset.from_generator(
+                    text_file_pieces, cache_dir=str(cache_dir), features=features,
+                    gen_kwargs={"files": [str(p) for p in found.text], "encoding": args.encoding, "stamp": stamp}))
+            if found.structured:
+                parts.append(datasets.Dataset.from_generator(
+                    structured_texts, cache_dir=str(cache_dir), features=features,
+                    gen_kwargs={"files": {k: [str(p) for p in v] for k, v in found.structured.items()},
+                                "column": args.text_column, "stamp": stamp}))
     except Exception as exc:  # datasets wraps what the generators raise
         user_error = _wrapped_user_error(exc)
         if user_error is None:
@@ -356,8 +358,10 @@ def _prepare(args: argparse.Namespace, out: Path) -> Path:
     for stale in out.glob("gen-*"):  # the previous generation, and any a killed run left behind
         if stale != generation:
             shutil.rmtree(stale, ignore_errors=True)
+    asked = (f" of the {trained_vocab:,} asked: BPE found no more pairs worth merging in this corpus"
+             if trained_vocab and trained_vocab != len(tokenizer) else "")
     info(f"wrote {splits['train']['tokens']:,} train and {splits['val']['tokens']:,} validation tokens "
-         f"({dtype.name}, vocabulary {len(tokenizer)}) from {documents} documents to {out}")
+         f"({dtype.name}, vocabulary {len(tokenizer):,}{asked}) from {documents} documents to {out}")
     return out
 
 

@@ -45,3 +45,26 @@ def check_fits(config, device: torch.device, flags: str) -> None:
         raise UserError(f"{flags}: a model of {parameters(config) / 1e9:.2f}B parameters needs about "
                         f"{needed / 2**30:.0f} GiB for weights, gradients and optimizer state, more than this "
                         f"{device.type.upper()}'s {available / 2**30:.0f} GiB; choose a smaller model")
+
+
+def bytes_per_sequence(config, block_size: int) -> int:
+    """A lower bound on what one sequence of a micro-batch takes: its token ids and targets (int64, on the
+    host), one bf16 hidden state per layer kept for the backward pass, and its bf16 logits."""
+    return block_size * (2 * 8 + 2 * config.n_layer * config.n_embd + 2 * config.vocab_size)
+
+
+def check_batch_fits(config, device: torch.device, batch_size: int, block_size: int) -> None:
+    """Refuse a --batch-size that cannot fit even by the lower bound, before anything is allocated."""
+    available = device_memory(device)
+    if available is None:
+        return
+    per_sequence = bytes_per_sequence(config, block_size)
+    room = available - parameters(config) * BYTES_PER_PARAM
+    if room <= 0 or batch_size * per_sequence <= room:
+        return  # a model that does not fit at all is check_fits' to refuse, in its own words
+    largest = room // per_sequence
+    advice = (f"the largest that could fit is about --batch-size {largest:,} (the global batch is kept by "
+              "gradient accumulation)" if largest else "choose a smaller model or --block-size")
+    raise UserError(f"--batch-size {batch_size:,}: a micro-batch of {batch_size:,} x {block_size} tokens needs at "
+                    f"least {batch_size * per_sequence / 2**30:,.0f} GiB, more than this {device.type.upper()}'s "
+                    f"{available / 2**30:,.0f} GiB; {advice}")

@@ -39,8 +39,10 @@ def draw(run_dir: Path) -> Path | None:
                  label="training loss (mean over each logging window)")
     if val:
         best = min(val, key=lambda p: p[2])
+        measured = (f" (on {run_log.describe_tokens(int(start['val_tokens']), start.get('block_size'))})"
+                    if start.get("val_tokens") else "")
         top.plot([s for s, _, _ in val], [v for _, _, v in val], color="tab:orange", lw=1.8, marker="o",
-                 ms=5, label="validation loss")
+                 ms=5, label=f"validation loss{measured}")
         last_step = max(s for s, _, _ in train + val)
         top.annotate(f"best {best[2]:.3f} (perplexity {math.exp(min(best[2], 50)):.1f})", (best[0], best[2]),
                      xytext=(0, -16), textcoords="offset points", fontsize=9, color="tab:orange",

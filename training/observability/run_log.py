@@ -108,3 +108,11 @@ def read(run_dir: Path) -> RunLog:
     for tag, by_step in values.items():
         log.series[tag] = [(s, tok, v) for s, (tok, v) in sorted(by_step.items())]
     return log
+
+
+def describe_tokens(tokens: int, block_size: int | None) -> str:
+    """'128 tokens (1 window of 128)': what a validation loss was measured on; one window says little."""
+    if not block_size:
+        return f"{tokens:,} tokens"
+    windows = tokens // block_size
+    return f"{tokens:,} tokens ({windows:,} window{'' if windows == 1 else 's'} of {block_size:,})"

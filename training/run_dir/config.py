@@ -14,6 +14,7 @@ from pathlib import Path
 from training.data.dataset import DataMeta
 from trainstack.contract.errors import UserError
 from trainstack.contract.log import info
+from trainstack.contract.shapes import PRESETS
 
 FILE = "run_config.json"
 
@@ -29,6 +30,27 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def shape_flags(model: dict) -> str:
+    """The fewest flags that give MODEL's shape: a preset that matches, else one plus its overrides."""
+    names = ("n_layer", "n_embd", "n_head", "block_size")
+
+    def overrides(preset: str) -> list[str]:
+        shape = asdict(PRESETS[preset])
+        return [f"--{n.replace('_', '-')} {model[n]}" for n in names if n in model and shape[n] != model[n]]
+
+    best = min(sorted(PRESETS), key=lambda preset: len(overrides(preset)))
+    return " ".join([f"--preset {best}", *overrides(best)])
+
+
+def _resume_advice(existing: RunConfig, wanted: RunConfig) -> str:
+    """How to resume the run there: the flags of its shape (a pretrained start: its --init-from)."""
+    if existing.init_from and not existing.init_from.startswith("distill:"):
+        return f"resume it with --init-from {existing.init_from}"
+    if existing.model.get("vocab_size") != wanted.model.get("vocab_size"):
+        return "resume it with the --data it was trained on (another vocabulary)"
+    return f"resume it with {shape_flags(existing.model)} (the shape it was started with)"
 
 
 def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_batch: int | None,
@@ -69,10 +91,10 @@ def load_or_create_run_config(run_dir: Path, wanted: RunConfig, explicit_global_
                          for k in sorted(set(existing.model) | set(wanted.model))
                          if existing.model.get(k) != wanted.model.get(k))
         raise UserError(f"{where} holds a run with a different model configuration ({diff}); "
-                        f"use {fresh}, or the same --preset/--n-layer/--n-embd/--n-head/--block-size/--init-from")
+                        f"{_resume_advice(existing, wanted)}, or use {fresh}")
     if existing.block_size != wanted.block_size:
         raise UserError(f"{where} was trained with --block-size {existing.block_size}, not {wanted.block_size}; "
-                        "use the same --block-size or {fresh}")
+                        f"use the same --block-size or {fresh}")
     if existing.tokenizer_fingerprint != wanted.tokenizer_fingerprint:
         raise UserError(f"{where} was trained on data from a different tokenizer than --data uses; prepare the "
                         f"data with the run's tokenizer (RUN_DIR/tokenizer) or use {fresh}")

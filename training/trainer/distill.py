@@ -121,6 +121,19 @@ def make_student(teacher, choice: ModelChoice, settings: DistillConfig):
     return student
 
 
+def describe(source: str, teacher, student) -> str:
+    """The line a distillation starts with: the teacher, the student's shape, and where its layers come from."""
+    shape = f"{student.n_layer} layers x {student.n_embd} wide, {student.n_head} heads"
+    if student.n_embd != teacher.n_embd or student.n_head != teacher.n_head:
+        start = "its weights random (another width than the teacher's)"
+    else:
+        pairs = ", ".join(f"{mine}<-{theirs}" for mine, theirs in
+                          enumerate(teacher_layers(teacher.n_layer, student.n_layer)))
+        start = f"its layers copied from the teacher's (student<-teacher: {pairs}), embeddings and final LayerNorm too"
+    return (f"distilling teacher {source} ({teacher.n_layer} layers x {teacher.n_embd} wide, {teacher.n_head} heads) "
+            f"into a student of {shape}, {start}")
+
+
 def teacher_flops_per_token(teacher, block_size: int) -> float:
     """The teacher's forward pass: a third of the forward+backward FLOPs of metrics.flops_per_token."""
     c = teacher.config

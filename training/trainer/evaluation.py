@@ -8,6 +8,7 @@ import torch
 from training.data.dataset import TokenWindows, micro_batches
 from training.elastic import distributed
 from training.elastic.distributed import DistInfo
+from training.observability.run_log import describe_tokens
 from training.trainer.step import Stepper
 from trainstack.contract.config import TrainConfig
 
@@ -27,7 +28,14 @@ class Evaluator:
         if self.dist_info.is_main:
             writer.add_scalar("val/loss", val_loss, step)
             writer.add_scalar("val/perplexity", float(np.exp(min(val_loss, 50.0))), step)
-            console.emit(f"step {step} | val loss {val_loss:.4f} | val perplexity {np.exp(min(val_loss, 50.0)):.2f}")
+            console.emit(f"step {step} | val loss {val_loss:.4f} nats/token on "
+                         f"{describe_tokens(validation_tokens(self.windows, self.samples), self.windows.block_size)}"
+                         f" | val perplexity {np.exp(min(val_loss, 50.0)):.2f}")
+
+
+def validation_tokens(windows: TokenWindows, samples: int) -> int:
+    """How many tokens each evaluation measures: the first `samples` windows, or all there are."""
+    return min(len(windows), samples) * windows.block_size
 
 
 @torch.no_grad()

@@ -47,6 +47,7 @@ class Console:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None  # what is emitted after close is printed plainly, with no bar redrawn below it
 
 
 class TrainLog:

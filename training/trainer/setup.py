@@ -28,7 +28,7 @@ from training.model.build import (
     save_model_config,
     shape_of,
 )
-from training.model.memory import check_fits
+from training.model.memory import check_batch_fits, check_fits
 from training.run_dir.config import RunConfig, check_tokenizer_matches_model, load_or_create_run_config
 from training.trainer import distill
 from training.trainer.checkpointing import restore_rng
@@ -68,6 +68,7 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
     if block_size > config.n_positions:
         raise UserError(f"--block-size {block_size} exceeds the model's {config.n_positions} positions; "
                         f"use --block-size {config.n_positions} or less")
+    check_batch_fits(config, device, cfg.optim.batch_size, block_size)  # before run_config.json is written
     init_from = cfg.model.init_from or (f"distill:{cfg.distill.teacher}" if teacher else "")
     wanted = RunConfig(model=shape_of(config), block_size=block_size,
                        tokenizer_fingerprint=data.tokenizer_fingerprint,
@@ -172,8 +173,9 @@ def _resume(start: Start, latest: Checkpoint, cfg: TrainConfig, dist_info: DistI
                         f"({type(exc).__name__}: {reason}); move it aside to resume from the previous one, or use a "
                         "new --out") from exc
     if dist_info.is_main:
-        log_info(f"resumed from {latest.path} (step {start.step}, "
-                 f"saved by {len(states['trainer']['rng'])} workers, now {dist_info.world_size})")
+        saved_by = len(states["trainer"]["rng"])
+        log_info(f"resumed from {latest.path} (step {start.step}, saved by {saved_by} "
+                 f"worker{'s' if saved_by != 1 else ''}, now {dist_info.world_size})")
         start.resumed_schedule = states["trainer"].get("schedule")
 
 

@@ -23,9 +23,9 @@ from training.elastic.preemption import PreemptionWatcher, exit_on_signals
 from training.model.export import export_model, looks_intact
 from training.observability import metrics, recorder, wandb_logger
 from training.run_dir.claim import RunDirClaim, check_location
-from training.trainer import distill, setup
+from training.trainer import announce, distill, setup
 from training.trainer.checkpointing import Checkpointing, agree_on_checkpoint
-from training.trainer.evaluation import Evaluator
+from training.trainer.evaluation import Evaluator, validation_tokens
 from training.trainer.optim import Schedule, set_lr
 from training.trainer.progress import Console, TrainLog
 from training.trainer.step import Stepper, resolve_precision
@@ -88,6 +88,7 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     writer = recorder.open_recorder(run_dir, cfg, tokens_per_step, start=dict(
         step=start.step, max_steps=cfg.optim.max_steps, world_size=dist_info.world_size, device=str(dist_info.device),
         precision=precision, params=n_params, global_batch=start.global_batch, block_size=start.block_size,
+        val_tokens=validation_tokens(start.val_windows, cfg.cadence.eval_samples),
     )) if dist_info.is_main else None
     if writer is not None and claim is not None:
         claim.on_undo(writer.rollback)  # a failed start puts metrics.jsonl and loss.png back as they were
@@ -96,15 +97,19 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     saves = Checkpointing(cfg, run_dir, dist_info, start.model, start.optimizer, claim=claim, uploader=uploader,
                           trainer_state={"run_config": start.run_config.to_dict(), "schedule": vars(schedule)},
                           start_step=start.step)  # a resume starts the --checkpoint-every-minutes timer afresh
+    if dist_info.is_main:  # before the progress bar, so the bar does not swallow it
+        log_info(f"training {n_params / 1e6:.1f}M parameters{announce.vocabulary_note(data.vocab_size)} on "
+                 f"{dist_info.world_size} worker(s) ({dist_info.device.type}, {precision}); global batch "
+                 f"{start.global_batch} x {start.block_size} tokens; steps {start.step} -> {cfg.optim.max_steps}; "
+                 "losses are cross-entropy in nats per token")
+        if start.teacher is not None:
+            log_info(distill.describe(cfg.distill.teacher, start.teacher.config, start.model.config))
+        announce.warn_repeated_passes(data, cfg, tokens_per_step)
     console = Console(cfg, start.step, dist_info)
     log = TrainLog(cfg, run_dir, dist_info, writer, console, schedule, tokens_per_step, flops_token,
                    distilling=start.teacher is not None)
     evaluator = Evaluator(cfg, start.val_windows, eval_stepper, dist_info)
     completed, watcher, step = False, PreemptionWatcher(), start.step
-    if dist_info.is_main:
-        log_info(f"training {n_params / 1e6:.1f}M parameters on {dist_info.world_size} worker(s) "
-                 f"({dist_info.device.type}, {precision}); global batch {start.global_batch} x {start.block_size} "
-                 f"tokens; steps {start.step} -> {cfg.optim.max_steps}")
     try:
         while step < cfg.optim.max_steps:
             set_lr(start.optimizer, schedule.lr_at(step))
@@ -127,6 +132,7 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
             console.update()
             if stop:
                 code = watcher.exit_code()
+                console.close()  # the last word: no bar redrawn under the stop message
                 console.emit(f"rank {dist_info.rank}: stop requested; checkpoint of step {step} saved; "
                              f"exiting with {code}", force=True)
                 return code
@@ -263,6 +269,7 @@ def _announce_schedule_change(saved: dict | None, schedule: Schedule, step: int)
     now, was = f"{schedule.lr_at(step):.3g}", f"{before.lr_at(step):.3g}"
     effect = (f"the lr at step {step} is now {now} instead of {was}" if now != was
               else f"the lr at step {step} stays {now}; the steps after it follow the new schedule")
-    log_info(f"the learning-rate schedule changed on resume (max steps {before.max_steps} -> {schedule.max_steps}, "
-             f"lr {before.lr:g} -> {schedule.lr:g}, min lr {before.min_lr:g} -> {schedule.min_lr:g}, warmup "
-             f"{before.warmup_steps} -> {schedule.warmup_steps}): {effect}")
+    fields = (("max steps", before.max_steps, schedule.max_steps), ("lr", before.lr, schedule.lr),
+              ("min lr", before.min_lr, schedule.min_lr), ("warmup", before.warmup_steps, schedule.warmup_steps))
+    changed = ", ".join(f"{name} {was:g} -> {now:g}" for name, was, now in fields if was != now)
+    log_info(f"the learning-rate schedule changed on resume ({changed}): {effect}")

@@ -84,8 +84,8 @@ def _add_device_settings(group) -> None:
     """Device flags, shared by `train` and `bench`."""
     group.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     group.add_argument("--precision", choices=("auto", "bf16", "fp16", "fp32"), default="auto",
-                       help="auto: bf16 autocast on GPUs and on CPUs with native bf16 (AVX512-BF16, AMX), "
-                            "fp32 elsewhere")
+                       help="auto: bf16 autocast on GPUs from SM 8.0 (A100, H100, L4, A10G) and on CPUs with native "
+                            "bf16 (AVX512-BF16, AMX); fp16 with loss scaling on older GPUs (T4, V100); fp32 elsewhere")
     group.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
                        help="torch.compile the model and its loss (auto: on)")
 
@@ -189,7 +189,20 @@ def build_parser(parser_class: type[argparse.ArgumentParser] = OneLineErrorParse
     _add_bench(sub)
     _add_demo(sub)
     cli_integrations.extend(sub)  # report, evaluate, distill, snapshots, W&B
+    for command in sub.choices.values():
+        _show_defaults(command)
     return parser
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """`--help` says each flag's default (the first checkpoint at step 200 is no secret). A flag whose help
+    already explains its default, or that has none (None, a switch), is left as it is."""
+    for action in parser._actions:
+        if (not action.option_strings or any(action.default is nothing for nothing in (None, False, argparse.SUPPRESS))
+                or "default" in (action.help or "")):
+            continue
+        shown = f"(default: {action.default})".replace("%", "%%")
+        action.help = f"{action.help} {shown}" if action.help else shown
 
 
 # ---------------------------------------------------------------- flags that depend on each other

@@ -45,7 +45,7 @@ def _add_snapshot_flags(train: argparse.ArgumentParser) -> None:
 
 
 def _add_wandb_flags(train: argparse.ArgumentParser) -> None:
-    g = train.add_argument_group("Weights & Biases (pip install 'trainstack[wandb]')")
+    g = train.add_argument_group("Weights & Biases (in a checkout: .venv/bin/pip install -e '.[wandb]')")
     g.add_argument("--wandb-project", default=None, help="log the run to this W&B project (rank 0; key from WANDB_API_KEY)")
     g.add_argument("--wandb-entity", default=None, help="W&B team or user (default: the key's default entity)")
     g.add_argument("--wandb-group", default=None,

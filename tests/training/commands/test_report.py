@@ -67,7 +67,7 @@ def test_report_summarizes_the_run(resumed_run):
 
     code, out, err = cli(["report", str(resumed_run)])
     assert code == 0, err
-    assert f"{val[best_step]:.4f} at step {best_step}" in out
+    assert f"{val[best_step]:.4f} nats/token at step {best_step}, on " in out  # with its unit and tokens (issue 30)
     assert "12 of 12" in out and "in 2 session(s)" in out and "loss.png" in out
 
 

@@ -42,7 +42,7 @@ def test_two_workers_to_one_resume_matches_the_two_worker_run(data_dir, tmp_path
     # ...and back to 2 workers
     log = run_to_end(standalone(2) + train_args(data_dir, shrunk, "--max-steps", "14", "--no-export"),
                      tmp_path / "c.log")
-    assert "saved by 1 workers, now 2" in log
+    assert "saved by 1 worker, now 2" in log  # not "1 workers" (issue 30)
     assert checkpoint_steps(shrunk)[-1] == 14
 
 
