@@ -1,0 +1,22 @@
+"""An AWS part's region: the given aws provider's, asked of it, or its own input (trainstack/components/providers.py)."""
+
+import pulumi
+import pulumi_aws as aws
+
+from trainstack.components.stack_config import InputError
+
+
+def aws_region(given: pulumi.ProviderResource | None, region: str | None, parent: pulumi.Resource | None = None) -> str:
+    """The region the part's AWS resources go to: the given provider's (asked of it: aws.getRegion), which an
+    input `region` must agree with; without a provider, the input `region`, which must then be set."""
+    if given is None:
+        if not region:
+            raise InputError("region: not set, and no aws provider is given. Fix: set the input region (e.g. "
+                             "eu-west-1), or pass your aws.Provider in the resource options")
+        return region
+    # A blocking invoke: the region decides checks and settings while the program runs, never in an apply.
+    provider_region = aws.get_region(opts=pulumi.InvokeOptions(provider=given, parent=parent)).region
+    if region and region != provider_region:
+        raise InputError(f"region: {region}, but the given aws provider is in {provider_region}. Fix: remove the "
+                         f"input region (the provider's is used), or set it to {provider_region}")
+    return provider_region
