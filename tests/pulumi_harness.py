@@ -89,6 +89,7 @@ class ProgramResult:
     exports: dict  # stack outputs, resolved; UNKNOWN where preview does not know them
     secret_exports: frozenset[str] = frozenset()
     invokes: list[tuple[str, dict]] = field(default_factory=list)
+    invoke_providers: list[tuple[str, str | None]] = field(default_factory=list)  # (token, provider URN)
     value: Any = None  # what the program returned
     registered_outputs: dict[str, dict] = field(default_factory=dict)  # URN -> register_outputs(...)
 
@@ -167,6 +168,7 @@ class _Mocks(pulumi_mocks.Mocks):
         self._calls = calls
         self._preview = preview
         self.invokes: list[tuple[str, dict]] = []
+        self.invoke_providers: list[tuple[str, str | None]] = []
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict]:
         extra = self._outputs(args.typ, args.name, _plain(args.inputs)) if self._outputs else {}
@@ -183,6 +185,7 @@ class _Mocks(pulumi_mocks.Mocks):
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
         self.invokes.append((args.token, _plain(args.args)))
+        self.invoke_providers.append((args.token, _provider_urn(args.provider)))
         if self._calls is None:
             raise NotImplementedError(f"unmocked invoke {args.token}: pass calls=... to run_program")
         return self._calls(args.token, _plain(args.args))
@@ -387,6 +390,7 @@ def run_program(
         exports=exports,
         secret_exports=secret_exports,
         invokes=list(mocks.invokes),
+        invoke_providers=list(mocks.invoke_providers),
         value=box.get("value"),
         registered_outputs=dict(monitor.registered_outputs),
     )

@@ -11,6 +11,7 @@ in sdk/go/common/util/errors InputPropertiesError). So a component's own refusal
 InputError from a part's checks, an InvalidArgsError from an infra component's) is re-raised as that.
 """
 
+import difflib
 import re
 from typing import Any
 
@@ -33,6 +34,21 @@ WHOLE_OUTPUT = ("takes a plain object, not an output or a secret as a whole. Fix
                 "or another resource's output may go in its fields that take outputs)")
 
 
+PLAIN_OUTPUT = ("takes a plain value, not an output or a secret. Fix: pass the value itself (a literal or stack "
+                "config), not another resource's output")
+
+
+def _joined(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def unknown_property(name: str, properties: Any) -> str:
+    """The reason for a property the schema does not have, with the closest one it has."""
+    close = difflib.get_close_matches(name, sorted(properties), n=1, cutoff=0.5)
+    hint = f"rename it to {close[0]}" if close else f"remove it (the properties here: {', '.join(sorted(properties))})"
+    return f"unknown property. Fix: {hint}"
+
+
 def as_property_error(message: str) -> InputPropertyError | InputPropertiesError:
     """An InputError's one line as the property error the provider server reports without a traceback."""
     message = _COMPONENT_PREFIX.sub("", message.strip(), count=1)
@@ -53,13 +69,20 @@ class TrainstackProvider(ComponentProvider):
         so the component would silently build its defaults instead of what the caller wrote."""
         if isinstance(inputs, Output):
             raise InputPropertyError(property_path, WHOLE_OUTPUT)
+        for name in sorted(set(inputs) - set(properties)) if isinstance(inputs, dict) else ():
+            # The SDK would drop it: a typo (gpuCount for gpusPerNode) would silently build the default.
+            raise InputPropertyError(_joined(property_path, name), unknown_property(name, properties))
         for schema_name, prop in properties.items():
             value = inputs.get(schema_name) if isinstance(inputs, dict) else None
-            if isinstance(value, Output) and prop.ref:
+            if not isinstance(value, Output):
+                continue
+            if prop.ref:
                 type_def = self.get_type_definition(prop)
                 if type_def is not None and not type_def.enum:
-                    path = f"{property_path}.{schema_name}" if property_path else schema_name
-                    raise InputPropertyError(path, WHOLE_OUTPUT)
+                    raise InputPropertyError(_joined(property_path, schema_name), WHOLE_OUTPUT)
+            elif prop.plain:
+                # A plain scalar: the SDK would call int() on the Output and answer with a Python traceback.
+                raise InputPropertyError(_joined(property_path, schema_name), PLAIN_OUTPUT)
         return super().map_input_properties(inputs, properties, mapping, component_name, property_path)
 
     def construct(self, name: str, resource_type: str, inputs: Any, options: Any = None) -> Any:

@@ -91,7 +91,7 @@ class EfsStorage(pulumi.ComponentResource):
         raw = raw_config({"aws:region": region, "aws:profile": args.profile}, tags=args.tags,
                          protectSharedFilesystem=args.protect,
                          existingNetwork={"vpcId": checkable_id(args.vpc_id, "vpc"),
-                                          "privateSubnetIds": [checkable_id(s, "subnet") for s in args.subnet_ids]},
+                                          "privateSubnetIds": [checkable_id(s, "subnet", i) for i, s in enumerate(args.subnet_ids)]},
                          **{**NO_CLUSTER, "job": job})
         config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, {
             "job.name": "jobName", "job.namespace": "jobNamespace", "protectSharedFilesystem": "protect",

@@ -161,5 +161,5 @@ def known_network(args: EksClusterArgs) -> dict:
     """The VPC and subnets as the stack parser's existingNetwork: plain IDs checked as a stack file's, outputs
     (not known while the program runs) left to EKS (checkable_id)."""
     return {"vpcId": checkable_id(args.vpc_id, "vpc"),
-            "privateSubnetIds": [checkable_id(s, "subnet") for s in args.private_subnet_ids],
-            "publicSubnetIds": [checkable_id(s, "subnet") for s in args.public_subnet_ids or ()]}
+            "privateSubnetIds": [checkable_id(s, "subnet", i) for i, s in enumerate(args.private_subnet_ids)],
+            "publicSubnetIds": [checkable_id(s, "subnet", i) for i, s in enumerate(args.public_subnet_ids or ())]}

@@ -37,3 +37,15 @@ def gcp_settings(opts: pulumi.ResourceOptions | None, project: str | None, regio
         raise InputError("project: not set, and no gcp provider is given. Fix: set the input project, or pass your "
                          "gcp.Provider (with its project) in the resource options")
     return given, project, region
+
+
+def provider_zone(given: pulumi.ProviderResource | None, project: str, region: str | None,
+                  zone: str | None) -> str | None:
+    """The zone input, else (with a given provider and a region) the first zone of the region that is up, asked
+    of that provider (gcp.compute.getZones): any region works without a built-in list. Without a provider the
+    stack parser's default (or its refusal, naming the input) holds."""
+    if zone is not None or given is None or region is None:
+        return zone
+    zones = gcp.compute.get_zones(project=project, region=region, status="UP",
+                                  opts=pulumi.InvokeOptions(provider=given)).names
+    return sorted(zones)[0] if zones else None

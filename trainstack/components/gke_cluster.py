@@ -18,7 +18,7 @@ import pulumi_gcp as gcp
 
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.gcp import GkeSystemNodes
-from trainstack.components.gcp_provider import gcp_settings
+from trainstack.components.gcp_provider import gcp_settings, provider_zone
 from trainstack.components.part_config import checked_as_inputs, parsed_as_inputs, raw_config
 from trainstack.infra.core.versions import KUEUE_CHART
 from trainstack.infra.gcp import preflight
@@ -101,7 +101,7 @@ class GkeCluster(pulumi.ComponentResource):
         given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
         raw = raw_config(
             {"gcp:project": project, "gcp:region": region},
-            zone=args.zone, regional=args.regional, clusterName=args.cluster_name, releaseChannel=args.release_channel,
+            zone=provider_zone(given, project, region, args.zone), regional=args.regional, clusterName=args.cluster_name, releaseChannel=args.release_channel,
             kubernetesVersion=args.kubernetes_version, apiAuthorizedNetworks=args.api_authorized_networks,
             systemNodes=args.system_nodes, labels=args.labels, job=NO_JOB, sharedFilesystem=NO_JOB,
             network={"masterCidr": args.master_cidr} if args.master_cidr is not None else None)
