@@ -113,10 +113,12 @@ def test_yaml_example_declares_the_gke_stack_as_the_schema_says():
 def test_the_yaml_check_catches_a_wrong_property():
     program = yaml.safe_load((EXAMPLES / "yaml-gke" / "Pulumi.yaml").read_text())
     program["resources"]["training"]["properties"]["gpuPools"]["t4"]["acceleratorCnt"] = 2
-    del program["resources"]["training"]["properties"]["project"]
+    # (project is no longer required: a given gcp provider's is used; a nested required property is)
+    program["resources"]["training"]["properties"]["existingNetwork"] = {"network": "n", "subnetwork": "s",
+                                                                         "servicesRangeName": "services"}
     program["resources"]["training"]["properties"]["job"]["podsMax"] = "two"
     assert sorted(e.split(":")[0] for e in yaml_example_errors(program)) == [
-        "training.gpuPools.t4.acceleratorCnt", "training.job.podsMax", "training.project"]
+        "training.existingNetwork.podsRangeName", "training.gpuPools.t4.acceleratorCnt", "training.job.podsMax"]
 
 
 def test_bring_your_own_cluster_snippet_in_the_docs_matches_the_schema():

@@ -174,3 +174,44 @@ def test_a_kubernetes_part_without_a_kubeconfig_or_provider_is_refused():
         gpu=components.GpuNodes(gpus_per_node=1), bucket=components.Bucket(uri="s3://b"), image_ref=IMAGE)))
     assert len(stopped) == 1 and str(stopped[0]).startswith("kubeconfig: not set, and no kubernetes provider"), stopped
     assert result.registrations == []
+
+
+def test_the_aws_stack_takes_the_users_provider_and_network_resources():
+    # AwsStack.existingNetwork was plain: the user's own Vpc and Subnets (outputs) failed in a JSON round trip.
+    def program() -> None:
+        mine = aws.Provider("mine", region=REGION, assume_roles=[aws.ProviderAssumeRoleArgs(role_arn=ROLE)])
+        vpc = aws.ec2.Vpc("net", cidr_block="10.1.0.0/16", opts=pulumi.ResourceOptions(provider=mine))
+        subnets = [aws.ec2.Subnet(f"private-{zone}", vpc_id=vpc.id, cidr_block=f"10.1.{index}.0/24",
+                                  availability_zone=f"{REGION}{zone}", opts=pulumi.ResourceOptions(provider=mine))
+                   for index, zone in enumerate("ab")]
+        components.AwsStack("trainstack", components.AwsStackArgs(
+            api_public_access_cidrs=["203.0.113.7/32"], job=components.Job(enabled=False),
+            existing_network=components.AwsExistingNetwork(vpc_id=vpc.id,
+                                                           private_subnet_ids=[s.id for s in subnets])),
+            opts=pulumi.ResourceOptions(providers={"aws": mine}))
+
+    result, stopped = run(program, "aws", calls=aws_in(REGION))
+    assert not stopped, stopped
+    assert_all_on(result, "aws", "mine")
+    assert result.one("eks:index:Cluster").inputs["privateSubnetIds"] == ["private-a-id", "private-b-id"]
+    assert not result.by_type("aws:ec2/vpc:Vpc")[1:]  # the user's VPC only: the stack made none
+
+
+def test_the_gcp_stack_takes_the_users_provider_and_network_resources():
+    def program() -> None:
+        mine = gcp.Provider("mine", project=PROJECT, region=GCP_REGION)
+        network = gcp.compute.Network("net", name="research-vpc", auto_create_subnetworks=False, opts=pulumi.ResourceOptions(provider=mine))
+        subnetwork = gcp.compute.Subnetwork("nodes", name="research-nodes", network=network.name, ip_cidr_range="10.2.0.0/20",
+                                            opts=pulumi.ResourceOptions(provider=mine))
+        components.GcpStack("trainstack", components.GcpStackArgs(
+            zone=f"{GCP_REGION}-a", job=components.Job(enabled=False),
+            existing_network=components.GcpExistingNetwork(network=network.name, subnetwork=subnetwork.name,
+                                                           pods_range_name="pods", services_range_name="services")),
+            opts=pulumi.ResourceOptions(providers={"gcp": mine}))
+
+    result, stopped = run(program, calls=gcp_in(GCP_REGION))
+    assert not stopped, stopped
+    assert_all_on(result, "gcp", "mine")
+    cluster = result.one("gcp:container/cluster:Cluster")
+    assert (cluster.inputs["network"], cluster.inputs["subnetwork"]) == ("research-vpc", "research-nodes")
+    assert not result.by_type("gcp:compute/network:Network")[1:]  # the user's network only: the stack made none
