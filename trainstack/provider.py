@@ -12,6 +12,7 @@ InputError from a part's checks, an InvalidArgsError from an infra component's) 
 """
 
 import difflib
+import json
 import re
 from typing import Any
 
@@ -58,8 +59,39 @@ def as_property_error(message: str) -> InputPropertyError | InputPropertiesError
     return InputPropertyError(found.group(1), found.group(2))
 
 
+DEPRECATED = "Deprecated: "
+SECRET_PROPERTIES = ("kubeconfig",)  # secret in the state whatever the caller marks (they hold cluster access)
+
+
+def polished(schema: dict[str, Any]) -> dict[str, Any]:
+    """The inferred schema with what Pulumi's inference cannot say from annotations (pulumi 3.272,
+    pulumi/provider/experimental/schema.py Property has neither): `secret` on the kubeconfigs, and a
+    `deprecationMessage` on each input whose description starts with "Deprecated: " (codegen then marks
+    it deprecated in every language's SDK)."""
+    def polish(properties: dict[str, Any]) -> None:
+        for name, prop in properties.items():
+            if name in SECRET_PROPERTIES:
+                prop["secret"] = True
+            description = prop.get("description", "")
+            if description.startswith(DEPRECATED):
+                message = description.removeprefix(DEPRECATED)
+                prop["deprecationMessage"] = message[:1].upper() + message[1:]
+
+    for resource in schema.get("resources", {}).values():
+        polish(resource.get("inputProperties", {}))
+        polish(resource.get("properties", {}))
+    for type_ in schema.get("types", {}).values():
+        polish(type_.get("properties", {}))
+    return schema
+
+
 class TrainstackProvider(ComponentProvider):
-    """ComponentProvider whose components' input errors become property errors (see the module's docstring)."""
+    """ComponentProvider whose components' input errors become property errors (see the module's docstring);
+    its schema is polished() (secret kubeconfigs, deprecation messages)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.schema = json.dumps(polished(json.loads(self.schema)))
 
     def map_input_properties(self, inputs: Any, properties: Any, mapping: Any, component_name: str,
                              property_path: str) -> Any:
