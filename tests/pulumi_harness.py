@@ -77,6 +77,9 @@ class Registration:
     delete_before_replace: bool = False
     delete_timeout: str = ""  # customTimeouts.delete ("": the provider's default)
     read: bool = False  # registered through `Resource.get` (ReadResource)
+    # Alias specs as sent (pulumi/runtime/resource.py prepare_aliases): "urn=<URN>" or "parent=<URN>|root",
+    # with ",name=..", ",type=.." when given; the engine derives each child's aliases from its parent's.
+    aliases: list[str] = field(default_factory=list)
 
     def is_secret(self, path: str) -> bool:
         """Whether the input at `path` (dotted, `[i]` for list items) or one of its ancestors is secret."""
@@ -202,6 +205,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _alias_text(alias: Any) -> str:
+    if alias.WhichOneof("alias") == "urn":
+        return f"urn={alias.urn}"
+    spec = alias.spec
+    parts = ["parent=root" if spec.noParent else f"parent={spec.parentUrn}" if spec.parentUrn else "parent=same"]
+    parts += [f"{key}={getattr(spec, key)}" for key in ("name", "type", "stack", "project") if getattr(spec, key)]
+    return ",".join(parts)
+
+
 class _RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: _Mocks) -> None:
         super().__init__(mocks)
@@ -235,6 +247,7 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
             delete_before_replace=False if read else request.deleteBeforeReplace,
             delete_timeout="" if read else request.customTimeouts.delete,
             read=read,
+            aliases=[] if read else [_alias_text(alias) for alias in request.aliases],
         )
         with self._lock:
             self.recorded.append(registration)

@@ -17,14 +17,11 @@ from trainstack.components.aws_provider import aws_region
 from trainstack.components.job_args import Job
 from trainstack.components.part_config import checkable_id
 from trainstack.components.providers import given_provider
-from trainstack.components.stack_config import (
-    checked_stack_config,
-    publish_stack_outputs,
-)
+from trainstack.components.stack_config import FROM_ROOT, checked_stack_config, publish_stack_outputs
 from trainstack.infra.aws import AwsStack as InfraAwsStack
 from trainstack.infra.aws import AwsStackArgs as InfraAwsStackArgs
 from trainstack.infra.aws import parse_aws_config
-from trainstack.infra.aws.config import ExistingNetwork
+from trainstack.infra.aws.config import AwsStackConfig, ExistingNetwork
 from trainstack.infra.aws.cost import estimate_aws_cost
 
 # Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
@@ -158,24 +155,32 @@ class AwsStack(pulumi.ComponentResource):
     """Every output this repository's aws stack exports, by the same camelCase names, except the kubeconfig (its own output)."""
 
     def __init__(self, name: str, args: AwsStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(AwsStackArgs, args)
         given = given_provider(opts, "aws")
-        existing = args.existing_network
-        # IDs that are outputs (your own Vpc and Subnets) are checked by AWS; the parser sees stand-ins.
-        checkable = dataclasses.replace(args, region=aws_region(given, args.region), existing_network=existing and (
-            AwsExistingNetwork(vpc_id=checkable_id(existing.vpc_id, "vpc"),
-                               private_subnet_ids=[checkable_id(s, "subnet", i)
-                                                   for i, s in enumerate(existing.private_subnet_ids)],
-                               public_subnet_ids=[checkable_id(s, "subnet", 100 + i)
-                                                  for i, s in enumerate(existing.public_subnet_ids or ())])))
-        config = checked_stack_config(f"AwsStack {name!r}", checkable, PROVIDER_KEYS, parse_aws_config,
-                                      estimate_aws_cost)
-        if existing is not None:
-            config = dataclasses.replace(config, network=dataclasses.replace(config.network, existing=ExistingNetwork(
-                vpc_id=existing.vpc_id, private_subnet_ids=tuple(existing.private_subnet_ids),
-                public_subnet_ids=tuple(existing.public_subnet_ids or ()))))
+        # The stack file's program (__main__.py) hands over the config it parsed and checked, in the stack
+        # file's terms; its infra stack sat at the stack's root before this façade existed (FROM_ROOT).
+        from_stack_file = isinstance(args, AwsStackConfig)
+        config = args if from_stack_file else checked_config(name, args_from_inputs(AwsStackArgs, args), given)
         super().__init__("trainstack:index:AwsStack", name, None, opts)
 
-        stack = InfraAwsStack(name, InfraAwsStackArgs(config=config, provider=given),
-                              opts=pulumi.ResourceOptions(parent=self))
+        stack = InfraAwsStack(name, InfraAwsStackArgs(config=config, provider=given), opts=pulumi.ResourceOptions(
+            parent=self, aliases=FROM_ROOT if from_stack_file else None))
+        self.outputs = stack.outputs  # Python: the stack file's exports, kubeconfig included
         publish_stack_outputs(self, stack.outputs)
+
+
+def checked_config(name: str, args: AwsStackArgs, given: pulumi.ProviderResource | None) -> AwsStackConfig:
+    """`args` through the stack's parser and budget check, in the caller's terms. IDs that are outputs (your
+    own Vpc and Subnets) are checked by AWS: the parser sees stand-ins, the stack gets the IDs."""
+    existing = args.existing_network
+    checkable = dataclasses.replace(args, region=aws_region(given, args.region), existing_network=existing and (
+        AwsExistingNetwork(vpc_id=checkable_id(existing.vpc_id, "vpc"),
+                           private_subnet_ids=[checkable_id(s, "subnet", i)
+                                               for i, s in enumerate(existing.private_subnet_ids)],
+                           public_subnet_ids=[checkable_id(s, "subnet", 100 + i)
+                                              for i, s in enumerate(existing.public_subnet_ids or ())])))
+    config = checked_stack_config(f"AwsStack {name!r}", checkable, PROVIDER_KEYS, parse_aws_config, estimate_aws_cost)
+    if existing is None:
+        return config
+    return dataclasses.replace(config, network=dataclasses.replace(config.network, existing=ExistingNetwork(
+        vpc_id=existing.vpc_id, private_subnet_ids=tuple(existing.private_subnet_ids),
+        public_subnet_ids=tuple(existing.public_subnet_ids or ()))))
