@@ -30,6 +30,9 @@ def aws_in(region: str):
         if token == GET_REGION:
             return {"id": region, "name": region, "region": region, "endpoint": f"ec2.{region}.amazonaws.com",
                     "description": region}
+        if token == aws_runs.GET_AVAILABILITY_ZONES:
+            return {"id": region, "names": [f"{region}{z}" for z in "cab"], "zoneIds": [f"euw1-az{i}" for i in "312"],
+                    "groupNames": [region] * 3, "state": args.get("state")}
         return aws_calls(token, args)
     return calls
 
@@ -215,3 +218,18 @@ def test_the_gcp_stack_takes_the_users_provider_and_network_resources():
     cluster = result.one("gcp:container/cluster:Cluster")
     assert (cluster.inputs["network"], cluster.inputs["subnetwork"]) == ("research-vpc", "research-nodes")
     assert not result.by_type("gcp:compute/network:Network")[1:]  # the user's network only: the stack made none
+
+
+def test_the_aws_stack_takes_its_zones_from_the_users_provider_in_any_region():
+    # Refused before outside us-west-2 ("availabilityZones: no availability zones for region eu-west-1").
+    def program() -> None:
+        mine = aws.Provider("mine", region=REGION)
+        components.AwsStack("trainstack", components.AwsStackArgs(
+            api_public_access_cidrs=["203.0.113.7/32"], job=components.Job(enabled=False)),
+            opts=pulumi.ResourceOptions(provider=mine))
+
+    result, stopped = run(program, "aws", calls=aws_in(REGION))
+    assert not stopped, stopped
+    assert_all_on(result, "aws", "mine")
+    subnets = result.by_type("aws:ec2/subnet:Subnet")
+    assert sorted({s.inputs["availabilityZone"] for s in subnets}) == [f"{REGION}{z}" for z in "abc"]

@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.aws_provider import aws_region
+from trainstack.components.aws_provider import available_zones, aws_region
 from trainstack.components.job_args import Job
 from trainstack.components.part_config import checkable_id
 from trainstack.components.providers import given_provider
@@ -103,7 +103,7 @@ class AwsStackArgs:
     kubernetes_version: str | None = None
     """The EKS Kubernetes version (one trainstack supports)."""
     availability_zones: list[str] | None = None
-    """Two or more zones of the region (default: the region's seed zones)."""
+    """Two or more zones of the region (default: with a given aws provider, up to four zones of its region that are available to the account; else the region's seed zones)."""
     vpc_cidr: str | None = None
     """The VPC the stack creates (default 10.0.0.0/16)."""
     nat_gateway_per_zone: bool | None = None
@@ -172,7 +172,11 @@ def checked_config(name: str, args: AwsStackArgs, given: pulumi.ProviderResource
     """`args` through the stack's parser and budget check, in the caller's terms. IDs that are outputs (your
     own Vpc and Subnets) are checked by AWS: the parser sees stand-ins, the stack gets the IDs."""
     existing = args.existing_network
-    checkable = dataclasses.replace(args, region=aws_region(given, args.region), existing_network=existing and (
+    region = aws_region(given, args.region)
+    zones = args.availability_zones
+    if zones is None and existing is None and given is not None:
+        zones = available_zones(given)  # any region: the zones the caller's account sees there
+    checkable = dataclasses.replace(args, region=region, availability_zones=zones, existing_network=existing and (
         AwsExistingNetwork(vpc_id=checkable_id(existing.vpc_id, "vpc"),
                            private_subnet_ids=[checkable_id(s, "subnet", i)
                                                for i, s in enumerate(existing.private_subnet_ids)],

@@ -20,3 +20,14 @@ def aws_region(given: pulumi.ProviderResource | None, region: str | None, parent
         raise InputError(f"region: {region}, but the given aws provider is in {provider_region}. Fix: remove the "
                          f"input region (the provider's is used), or set it to {provider_region}")
     return provider_region
+
+
+# As many zones as the stack's own default (us-west-2's four): two subnets each, in a VPC cut for eight.
+MAX_DEFAULT_ZONES = 4
+
+
+def available_zones(given: pulumi.ProviderResource) -> list[str]:
+    """The first zones (by name) of the given provider's region that are available to its account (Local and
+    Wavelength Zones, which need an opt-in, are not listed by aws.getAvailabilityZones by default)."""
+    names = aws.get_availability_zones(state="available", opts=pulumi.InvokeOptions(provider=given)).names
+    return sorted(names)[:MAX_DEFAULT_ZONES]
