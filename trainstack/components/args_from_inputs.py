@@ -40,9 +40,14 @@ def args_from_inputs(args_type: type[T], value: Any, path: str = "") -> T:
         where = f"{path}: " if path else ""
         raise InputTypeError(f"{where}expected {args_type.__name__} or a dict of its fields, got {type(value).__name__}")
     fields = {f.name: f for f in dataclasses.fields(args_type)}
+    # A dict may spell a field as the schema does (nodeSelector) or as Python does (node_selector).
+    schema_names = {camel_case(name): name for name in fields}
+    value = {key if key in fields else schema_names.get(key, key): item for key, item in value.items()}
     unknown = sorted(set(value) - set(fields))
     if unknown:
-        raise InputTypeError(f"{args_type.__name__} has no field(s) {unknown} (it has: {sorted(fields)})")
+        where = _joined(path, unknown[0]) if path else unknown[0]
+        raise InputTypeError(f"{where}: {args_type.__name__} has no such field. Fix: use one of "
+                             f"{', '.join(sorted(fields))}")
     # The annotations as written (objects: these modules do not postpone them); get_type_hints would try
     # to resolve pulumi.Input's own forward reference to Output and fail.
     return args_type(**{name: _converted(fields[name].type, item, _joined(path, camel_case(name)))
