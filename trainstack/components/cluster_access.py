@@ -17,13 +17,13 @@ def check_cluster_access(opts: pulumi.ResourceOptions | None, kubeconfig: pulumi
 
 def cluster_provider(name: str, kubeconfig: pulumi.Input[str] | None, cluster_name: pulumi.Input[str] | None,
                      parent: pulumi.Resource) -> k8s.Provider:
-    """The kubernetes provider `parent` was given (or inherited); else one for `kubeconfig`, with `cluster_name`
-    replaced only when the cluster changes (not when the kubeconfig's text does). Every object names this
+    """A provider for `kubeconfig` when the input is set (the caller's explicit choice), with `cluster_name`
+    replaced only when the cluster changes (not when the kubeconfig's text does); else the kubernetes provider
+    `parent` was given or inherited (check_cluster_access made sure there is one). Every object names this
     provider. The kubeconfig is kept as a secret in the state whether or not the caller marked it (it may
     hold a token)."""
-    inherited = parent._providers.get("kubernetes")  # noqa: SLF001 - what Pulumi's own lookup reads
-    if inherited is not None:
-        return inherited
+    if kubeconfig is None:
+        return parent._providers["kubernetes"]  # noqa: SLF001 - what Pulumi's own lookup reads
     return k8s.Provider(f"{name}-k8s", kubeconfig=pulumi.Output.secret(kubeconfig), cluster_identifier=cluster_name,
                         opts=pulumi.ResourceOptions(parent=parent))
 

@@ -51,7 +51,7 @@ class EfsStorageArgs:
     oidc_issuer: pulumi.Input[str]
     """The cluster's OIDC issuer without https:// (EksCluster's oidcIssuer)."""
     kubeconfig: pulumi.Input[str] | None = None
-    """The cluster's kubeconfig (text), where the PersistentVolume goes; every object goes to this cluster, never to an ambient one. Needed unless a kubernetes provider is given in the resource options (then that one is used)."""
+    """The cluster's kubeconfig (text), where the PersistentVolume goes; every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     vpc_id: pulumi.Input[str]
     """The cluster's VPC: NFS is open to its CIDR block only."""
     subnet_ids: list[pulumi.Input[str]]

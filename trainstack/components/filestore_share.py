@@ -41,7 +41,7 @@ class FilestoreShareArgs:
     network: pulumi.Input[str]
     """The VPC the cluster's nodes are on (name), which the instance peers with."""
     kubeconfig: pulumi.Input[str] | None = None
-    """The cluster's kubeconfig (text), where the PersistentVolume goes; every object goes to this cluster, never to an ambient one. Needed unless a kubernetes provider is given in the resource options (then that one is used)."""
+    """The cluster's kubeconfig (text), where the PersistentVolume goes; every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes."""
     tier: str | None = None

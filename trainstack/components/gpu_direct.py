@@ -89,7 +89,7 @@ class GpuDirectArgs:
     """The in-cluster half of GPUDirect on a GKE cluster given by kubeconfig."""
 
     kubeconfig: pulumi.Input[str] | None = None
-    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Needed unless a kubernetes provider is given in the resource options (then that one is used)."""
+    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     machine_type: str
     """The GPU pool's machine type: a3-highgpu-8g (TCPX) or a3-megagpu-8g (TCPXO)."""
     vpc_names: pulumi.Input[list[str]]

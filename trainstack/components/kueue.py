@@ -24,7 +24,7 @@ class KueueArgs:
     """Kueue and its ResourceFlavor, ClusterQueue and LocalQueue; unset inputs keep the component's defaults."""
 
     kubeconfig: pulumi.Input[str] | None = None
-    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Needed unless a kubernetes provider is given in the resource options (then that one is used)."""
+    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes."""
     namespace: pulumi.Input[str] | None = None

@@ -78,7 +78,7 @@ class TrainingPlatformArgs:
     """The training platform's inputs on an existing cluster."""
 
     kubeconfig: pulumi.Input[str] | None = None
-    """The cluster's kubeconfig (text): from `aws eks update-kubeconfig`, `gcloud container clusters get-credentials`, or another stack's output. Every object goes to this cluster, never to an ambient one. Needed unless a kubernetes provider is given in the resource options (then that one is used)."""
+    """The cluster's kubeconfig (text): from `aws eks update-kubeconfig`, `gcloud container clusters get-credentials`, or another stack's output. Every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     gpu: GpuNodes
     """The cluster's GPU nodes."""
     bucket: Bucket

@@ -27,7 +27,7 @@ class TrainingJobArgs:
     """A multi-node torchrun job from the training-job chart; unset inputs keep the chart's defaults."""
 
     kubeconfig: pulumi.Input[str] | None = None
-    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Needed unless a kubernetes provider is given in the resource options (then that one is used)."""
+    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     image_ref: pulumi.Input[str]
     """The training image, <repository>@sha256:<digest> or <repository>:<tag>."""
     cluster_name: pulumi.Input[str] | None = None
