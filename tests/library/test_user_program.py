@@ -244,3 +244,18 @@ def test_a_python_dict_may_spell_fields_as_the_schema_does_and_a_wrong_one_is_na
     with pytest.raises(InputTypeError) as raised:
         args_from_inputs(components.TrainingPlatformArgs, {"gpu": {"gpusPerNode": 1, "gpuCount": 2}})
     assert str(raised.value).startswith("gpu.gpuCount: GpuNodes has no such field. Fix: use one of accelerator")
+
+
+def test_a_subnet_of_another_vpc_is_named_by_the_parts_input():
+    # Before: "trainstack:existingNetwork.privateSubnetIds: ...", a stack file's key the part does not have.
+    def calls(token: str, args: dict) -> dict:
+        if token == aws_runs.GET_SUBNET:
+            return {"id": args["id"], "availabilityZone": f"{REGION}a", "vpcId": "vpc-other"}
+        return aws_in(REGION)(token, args)
+
+    result, stopped = run(lambda: components.EfsStorage("shared", components.EfsStorageArgs(
+        region=REGION, cluster_name="research", oidc_provider_arn="arn:aws:iam::1:oidc-provider/x", oidc_issuer="x",
+        kubeconfig="apiVersion: v1\n", vpc_id="vpc-0abc", subnet_ids=["subnet-a"])), "aws", calls=calls)
+    assert [str(error) for error in stopped] == [
+        "subnetIds: subnet-a is in vpc-other, not in vpc-0abc. Fix: list subnets of vpc-0abc"]
+    assert not result.by_type(aws_runs.MOUNT_TARGET)
