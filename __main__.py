@@ -1,7 +1,9 @@
 """trainstack's Pulumi program: pick the stack's cloud, check its config, build it, export its outputs.
 
-Thin on purpose: everything else lives in trainstack/infra/. This is the one place that knows every cloud;
-only the selected cloud's package (and its provider SDKs) is imported.
+Thin on purpose: the first user of the library. It checks the stack file's config in the stack file's terms
+(`trainstack:job.podsMax ... Fix: pulumi config set ...`) and builds the stack through the hosted component a
+library user builds (trainstack.components AwsStack/GcpStack), which aliases the resources the program built
+before it existed: nothing is replaced. This is the one place that knows every cloud.
 """
 
 from collections.abc import Callable
@@ -14,21 +16,23 @@ from trainstack.infra.cost import check_budget
 
 
 def build_aws(raw: dict[str, str]) -> dict[str, Any]:
-    from trainstack.infra.aws import AwsStack, AwsStackArgs, parse_aws_config
+    from trainstack.components.aws import AwsStack
+    from trainstack.infra.aws import parse_aws_config
     from trainstack.infra.aws.cost import estimate_aws_cost
 
     config = parse_aws_config(raw)  # every key checked before any resource is registered
     check_budget(estimate_aws_cost(config), config.budget, config.job.enabled)  # and the budget
-    return AwsStack("trainstack", AwsStackArgs(config=config)).outputs
+    return AwsStack("trainstack", config).outputs
 
 
 def build_gcp(raw: dict[str, str]) -> dict[str, Any]:
-    from trainstack.infra.gcp import GcpStack, GcpStackArgs, parse_gcp_config
+    from trainstack.components.gcp import GcpStack
+    from trainstack.infra.gcp import parse_gcp_config
     from trainstack.infra.gcp.cost import estimate_gcp_cost
 
     config = parse_gcp_config(raw)
     check_budget(estimate_gcp_cost(config), config.budget, config.job.enabled)
-    return GcpStack("trainstack", GcpStackArgs(config=config)).outputs
+    return GcpStack("trainstack", config).outputs
 
 
 # `pulumi stack select aws|gcp|gcp-a3`: the stack's outputs, built from its raw config.

@@ -49,6 +49,8 @@ def snapshot(result: ProgramResult) -> list[dict[str, Any]]:
             "dependsOn": sorted(short(urn) for urn in registration.dependencies),
             "options": {key: value for key, value in options.items() if value},
             "inputs": _masked(registration.inputs, registration),
+            # Only where there are any: a resource that moved keeps its old URN through these.
+            **({"aliases": registration.aliases} if registration.aliases else {}),
         })
     return entries
 

@@ -77,6 +77,9 @@ class Registration:
     delete_before_replace: bool = False
     delete_timeout: str = ""  # customTimeouts.delete ("": the provider's default)
     read: bool = False  # registered through `Resource.get` (ReadResource)
+    # Alias specs as sent (pulumi/runtime/resource.py prepare_aliases): "urn=<URN>" or "parent=<URN>|root",
+    # with ",name=..", ",type=.." when given; the engine derives each child's aliases from its parent's.
+    aliases: list[str] = field(default_factory=list)
 
     def is_secret(self, path: str) -> bool:
         """Whether the input at `path` (dotted, `[i]` for list items) or one of its ancestors is secret."""
@@ -89,6 +92,7 @@ class ProgramResult:
     exports: dict  # stack outputs, resolved; UNKNOWN where preview does not know them
     secret_exports: frozenset[str] = frozenset()
     invokes: list[tuple[str, dict]] = field(default_factory=list)
+    invoke_providers: list[tuple[str, str | None]] = field(default_factory=list)  # (token, provider URN)
     value: Any = None  # what the program returned
     registered_outputs: dict[str, dict] = field(default_factory=dict)  # URN -> register_outputs(...)
 
@@ -167,6 +171,7 @@ class _Mocks(pulumi_mocks.Mocks):
         self._calls = calls
         self._preview = preview
         self.invokes: list[tuple[str, dict]] = []
+        self.invoke_providers: list[tuple[str, str | None]] = []
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict]:
         extra = self._outputs(args.typ, args.name, _plain(args.inputs)) if self._outputs else {}
@@ -183,6 +188,7 @@ class _Mocks(pulumi_mocks.Mocks):
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
         self.invokes.append((args.token, _plain(args.args)))
+        self.invoke_providers.append((args.token, _provider_urn(args.provider)))
         if self._calls is None:
             raise NotImplementedError(f"unmocked invoke {args.token}: pass calls=... to run_program")
         return self._calls(args.token, _plain(args.args))
@@ -197,6 +203,15 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
+
+
+def _alias_text(alias: Any) -> str:
+    if alias.WhichOneof("alias") == "urn":
+        return f"urn={alias.urn}"
+    spec = alias.spec
+    parts = ["parent=root" if spec.noParent else f"parent={spec.parentUrn}" if spec.parentUrn else "parent=same"]
+    parts += [f"{key}={getattr(spec, key)}" for key in ("name", "type", "stack", "project") if getattr(spec, key)]
+    return ",".join(parts)
 
 
 class _RecordingMonitor(pulumi_mocks.MockMonitor):
@@ -232,6 +247,7 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
             delete_before_replace=False if read else request.deleteBeforeReplace,
             delete_timeout="" if read else request.customTimeouts.delete,
             read=read,
+            aliases=[] if read else [_alias_text(alias) for alias in request.aliases],
         )
         with self._lock:
             self.recorded.append(registration)
@@ -387,6 +403,7 @@ def run_program(
         exports=exports,
         secret_exports=secret_exports,
         invokes=list(mocks.invokes),
+        invoke_providers=list(mocks.invoke_providers),
         value=box.get("value"),
         registered_outputs=dict(monitor.registered_outputs),
     )

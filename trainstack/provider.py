@@ -11,6 +11,7 @@ in sdk/go/common/util/errors InputPropertiesError). So a component's own refusal
 InputError from a part's checks, an InvalidArgsError from an infra component's) is re-raised as that.
 """
 
+import difflib
 import json
 import re
 from typing import Any
@@ -34,6 +35,21 @@ WHOLE_OUTPUT = ("takes a plain object, not an output or a secret as a whole. Fix
                 "or another resource's output may go in its fields that take outputs)")
 
 
+PLAIN_OUTPUT = ("takes a plain value, not an output or a secret. Fix: pass the value itself (a literal or stack "
+                "config), not another resource's output")
+
+
+def _joined(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def unknown_property(name: str, properties: Any) -> str:
+    """The reason for a property the schema does not have, with the closest one it has."""
+    close = difflib.get_close_matches(name, sorted(properties), n=1, cutoff=0.5)
+    hint = f"rename it to {close[0]}" if close else f"remove it (the properties here: {', '.join(sorted(properties))})"
+    return f"unknown property. Fix: {hint}"
+
+
 def as_property_error(message: str) -> InputPropertyError | InputPropertiesError:
     """An InputError's one line as the property error the provider server reports without a traceback."""
     message = _COMPONENT_PREFIX.sub("", message.strip(), count=1)
@@ -43,13 +59,40 @@ def as_property_error(message: str) -> InputPropertyError | InputPropertiesError
     return InputPropertyError(found.group(1), found.group(2))
 
 
+DEPRECATED = "Deprecated: "
+SECRET_PROPERTIES = ("kubeconfig",)  # secret in the state whatever the caller marks (they hold cluster access)
+
+
+def polished(schema: dict[str, Any]) -> dict[str, Any]:
+    """The inferred schema with what Pulumi's inference cannot say from annotations (pulumi 3.272,
+    pulumi/provider/experimental/schema.py Property has neither): `secret` on the kubeconfigs, and a
+    `deprecationMessage` on each input whose description starts with "Deprecated: " (codegen then marks
+    it deprecated in every language's SDK)."""
+    def polish(properties: dict[str, Any]) -> None:
+        for name, prop in properties.items():
+            if name in SECRET_PROPERTIES:
+                prop["secret"] = True
+            description = prop.get("description", "")
+            if description.startswith(DEPRECATED):
+                message = description.removeprefix(DEPRECATED)
+                prop["deprecationMessage"] = message[:1].upper() + message[1:]
+
+    for resource in schema.get("resources", {}).values():
+        polish(resource.get("inputProperties", {}))
+        polish(resource.get("properties", {}))
+    for type_ in schema.get("types", {}).values():
+        polish(type_.get("properties", {}))
+    return schema
+
+
 class TrainstackProvider(ComponentProvider):
-    """ComponentProvider whose components' input errors become property errors (see the module's docstring),
-    serving the schema with the package metadata (trainstack/package_metadata.py)."""
+    """ComponentProvider whose components' input errors become property errors (see the module's docstring);
+    its schema is polished() (secret kubeconfigs, deprecation messages) and carries the package metadata
+    (trainstack/package_metadata.py)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.schema = json.dumps(with_package_metadata(json.loads(self.schema)))
+        self.schema = json.dumps(with_package_metadata(polished(json.loads(self.schema))))
 
     def map_input_properties(self, inputs: Any, properties: Any, mapping: Any, component_name: str,
                              property_path: str) -> Any:
@@ -59,13 +102,20 @@ class TrainstackProvider(ComponentProvider):
         so the component would silently build its defaults instead of what the caller wrote."""
         if isinstance(inputs, Output):
             raise InputPropertyError(property_path, WHOLE_OUTPUT)
+        for name in sorted(set(inputs) - set(properties)) if isinstance(inputs, dict) else ():
+            # The SDK would drop it: a typo (gpuCount for gpusPerNode) would silently build the default.
+            raise InputPropertyError(_joined(property_path, name), unknown_property(name, properties))
         for schema_name, prop in properties.items():
             value = inputs.get(schema_name) if isinstance(inputs, dict) else None
-            if isinstance(value, Output) and prop.ref:
+            if not isinstance(value, Output):
+                continue
+            if prop.ref:
                 type_def = self.get_type_definition(prop)
                 if type_def is not None and not type_def.enum:
-                    path = f"{property_path}.{schema_name}" if property_path else schema_name
-                    raise InputPropertyError(path, WHOLE_OUTPUT)
+                    raise InputPropertyError(_joined(property_path, schema_name), WHOLE_OUTPUT)
+            elif prop.plain:
+                # A plain scalar: the SDK would call int() on the Output and answer with a Python traceback.
+                raise InputPropertyError(_joined(property_path, schema_name), PLAIN_OUTPUT)
         return super().map_input_properties(inputs, properties, mapping, component_name, property_path)
 
     def construct(self, name: str, resource_type: str, inputs: Any, options: Any = None) -> Any:

@@ -16,7 +16,7 @@ from pulumi.provider.experimental.schema import generate_schema
 
 from trainstack.components import HOSTED
 from trainstack.package_metadata import with_package_metadata
-from trainstack.provider import NAME, VERSION
+from trainstack.provider import NAME, VERSION, polished
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema.json"
 
@@ -26,7 +26,7 @@ def inferred_schema() -> dict[str, Any]:
     dependencies = sorted(result["dependencies"], key=lambda d: f"{d.name}{d.version}")
     schema = generate_schema(NAME, VERSION, None, result["component_definitions"], result["type_definitions"],
                              dependencies)
-    return with_package_metadata(schema.to_json())
+    return with_package_metadata(polished(schema.to_json()))  # what the provider serves (trainstack/provider.py)
 
 
 def rendered() -> str:

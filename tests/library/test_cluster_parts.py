@@ -66,7 +66,8 @@ EKS_GET_CLUSTER = "aws:eks/getCluster:getCluster"
 
 def existing_eks_cluster(version: str):
     """eks getCluster's answer for a cluster that exists (EfsStorage's cluster name has resolved)."""
-    return lambda args: {"id": args["name"], "name": args["name"], "version": version}
+    return lambda args: {"id": args["name"], "name": args["name"], "version": version,
+                         "vpcConfig": {"clusterSecurityGroupId": aws_runs.CLUSTER_SECURITY_GROUP}}
 
 
 def aws_calls(token: str, args: dict) -> dict:

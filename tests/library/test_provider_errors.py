@@ -13,7 +13,7 @@ from google.protobuf import json_format, struct_pb2
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.server import ProviderServicer
 from pulumi.runtime import config as runtime_config
-from pulumi.runtime import settings
+from pulumi.runtime import rpc, settings
 from pulumi.runtime.proto import errors_pb2, provider_pb2, status_pb2
 
 from tests.library.test_cluster_parts import CASES
@@ -68,6 +68,14 @@ def property_errors(status: grpc.Status) -> list[tuple[str, str]]:
 
 
 POOL = CASES["GkeGpuNodePool"][1]
+PLATFORM = {"kubeconfig": "apiVersion: v1\n", "gpu": {"gpusPerNode": 1}, "bucket": {"uri": "s3://b"}, "imageRef": "r:1"}
+PET = "urn:pulumi:parts::trainstack::random:index/randomPet:RandomPet::n"
+
+
+def wired(value):
+    """`value` as another resource's output nested in an object, as the engine sends it (pulumi/runtime/rpc.py)."""
+    return {rpc._special_sig_key: rpc._special_output_value_sig, "value": value,  # noqa: SLF001
+            "dependencies": [PET]}
 
 
 @pytest.mark.parametrize(("component", "inputs", "dependencies", "path", "reason"), [
@@ -78,6 +86,16 @@ POOL = CASES["GkeGpuNodePool"][1]
     # poolName wired from another resource's output: an Output where the schema says plain.
     ("GkeGpuNodePool", POOL, {"poolName": ["urn:pulumi:parts::trainstack::random:index/randomPet:RandomPet::n"]},
      "poolName", "takes a plain value"),
+    # A plain integer wired from an output (YAML's gpusPerNode: ${pool.gpusPerNode}): the SDK called int() on it.
+    ("TrainingPlatform", {**PLATFORM, "gpu": {"gpusPerNode": wired(2)}}, None, "gpu.gpusPerNode",
+     "takes a plain value"),
+    ("GkeGpuNodePool", {**POOL, "pool": {**POOL["pool"], "max": wired(2)}}, None, "pool.max", "takes a plain value"),
+    # Properties the schema does not have were dropped: the default was built instead of what was meant.
+    ("TrainingPlatform", {**PLATFORM, "gpu": {"gpusPerNode": 1, "gpuCount": 2}}, None, "gpu.gpuCount",
+     "unknown property"),
+    ("GkeGpuNodePool", {**POOL, "pool": {**POOL["pool"], "maxNodes": 2}}, None, "pool.maxNodes",
+     "unknown property. Fix: rename it to max"),
+    ("S3SnapshotBucket", {"region": "eu-west-1", "zone": "eu-west-1a"}, None, "zone", "unknown property"),
 ])
 def test_a_bad_input_is_one_property_error_without_a_traceback(component, inputs, dependencies, path, reason):
     status, raised = construct_over_grpc(TrainstackProvider(HOSTED, NAME), component, inputs, dependencies)

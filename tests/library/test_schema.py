@@ -38,7 +38,9 @@ def test_committed_schema_is_the_inferred_one():
 
 
 def test_the_provider_serves_the_committed_schema():
-    served = TrainstackProvider(HOSTED, NAME, version=VERSION).schema  # with the package metadata
+    # TrainstackProvider is what provider.main serves (test_provider_process.py): the SDK's schema, polished,
+    # with the package metadata.
+    served = TrainstackProvider(HOSTED, NAME, version=VERSION).schema
     assert json.loads(served) == committed()
 
 
@@ -146,3 +148,17 @@ def test_the_parts_call_each_quantity_what_the_platform_calls_it():
     accounts = {name for resource in resources.values() for name in resource["inputProperties"]
                 if name.endswith("ServiceAccountEmail") or name == "serviceAccountEmail"}
     assert accounts == {"nodeServiceAccountEmail"}
+
+
+def test_kubeconfigs_are_secret_and_old_names_carry_a_deprecation_message():
+    schema = committed()
+    for token, resource in schema["resources"].items():
+        for kind in ("inputProperties", "properties"):
+            prop = resource.get(kind, {}).get("kubeconfig")
+            if prop is not None:
+                assert prop.get("secret") is True, (token, kind)
+    job = schema["types"]["trainstack:index:Job"]["properties"]
+    assert job["gpusPerNode"]["deprecationMessage"].startswith("The old name of gpusPerPod")
+    assert "deprecationMessage" not in job["gpusPerPod"]
+    # GpuNodes.gpusPerNode is per node, and not deprecated: one word per quantity (pods vs nodes).
+    assert "deprecationMessage" not in schema["types"]["trainstack:index:GpuNodes"]["properties"]["gpusPerNode"]

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import pulumi
 from pulumi.provider.experimental.util import camel_case
 
+from trainstack.components.known_outputs import is_known, known
 from trainstack.components.stack_config import InputError
 
 T = TypeVar("T")
@@ -33,14 +34,20 @@ def args_from_inputs(args_type: type[T], value: Any, path: str = "") -> T:
     `path` is where `value` sits in the component's inputs (schema names), for error messages.
     """
     if isinstance(value, args_type):
-        return value
-    if not isinstance(value, Mapping):
+        # A Python caller's own Args: shaped and checked as a dict would be (an Output in a plain field).
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(args_type)}
+    elif not isinstance(value, Mapping):
         where = f"{path}: " if path else ""
         raise InputTypeError(f"{where}expected {args_type.__name__} or a dict of its fields, got {type(value).__name__}")
     fields = {f.name: f for f in dataclasses.fields(args_type)}
+    # A dict may spell a field as the schema does (nodeSelector) or as Python does (node_selector).
+    schema_names = {camel_case(name): name for name in fields}
+    value = {key if key in fields else schema_names.get(key, key): item for key, item in value.items()}
     unknown = sorted(set(value) - set(fields))
     if unknown:
-        raise InputTypeError(f"{args_type.__name__} has no field(s) {unknown} (it has: {sorted(fields)})")
+        where = _joined(path, unknown[0]) if path else unknown[0]
+        raise InputTypeError(f"{where}: {args_type.__name__} has no such field. Fix: use one of "
+                             f"{', '.join(sorted(fields))}")
     # The annotations as written (objects: these modules do not postpone them); get_type_hints would try
     # to resolve pulumi.Input's own forward reference to Output and fail.
     return args_type(**{name: _converted(fields[name].type, item, _joined(path, camel_case(name)))
@@ -60,6 +67,8 @@ def _converted(annotation: Any, value: Any, path: str) -> Any:
     """`value` shaped by `annotation`: nested dataclasses built, in lists and dict values too."""
     if value is None:
         return None
+    if isinstance(value, pulumi.Output) and not _takes_outputs(annotation) and is_known(value):
+        value = known(value)  # a part's output whose value it knew (EksCluster.gpusPerNode in Python)
     if isinstance(value, pulumi.Output) and not _takes_outputs(annotation):
         # YAML and other consumers can pass an output (or a secret) where the schema says plain; the
         # component needs the value itself to check it and to build its configuration.

@@ -6,20 +6,22 @@ program does, so the same settings build the same resources (tests/library/test_
 graphs), as children of the infra component.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.aws_provider import available_zones, aws_region
 from trainstack.components.job_args import Job
-from trainstack.components.stack_config import (
-    checked_stack_config,
-    publish_stack_outputs,
-)
+from trainstack.components.part_config import checkable_id
+from trainstack.components.providers import given_provider
+from trainstack.components.stack_config import FROM_ROOT, checked_stack_config, publish_stack_outputs
 from trainstack.infra.aws import AwsStack as InfraAwsStack
 from trainstack.infra.aws import AwsStackArgs as InfraAwsStackArgs
 from trainstack.infra.aws import parse_aws_config
+from trainstack.infra.aws.config import AwsStackConfig, ExistingNetwork
 from trainstack.infra.aws.cost import estimate_aws_cost
 
 # Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
@@ -30,11 +32,11 @@ PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 class AwsExistingNetwork:
     """A VPC and its subnets to use instead of creating them."""
 
-    vpc_id: str
-    """The VPC, e.g. vpc-0123abcd."""
-    private_subnet_ids: list[str]
-    """Private subnets (with a NAT route) for the nodes, in two or more zones."""
-    public_subnet_ids: list[str] | None = None
+    vpc_id: pulumi.Input[str]
+    """The VPC, e.g. vpc-0123abcd, or your own aws.ec2.Vpc's id."""
+    private_subnet_ids: list[pulumi.Input[str]]
+    """Private subnets (with a NAT route) for the nodes, in two or more zones (outputs: one per zone, each gets an EFS mount target)."""
+    public_subnet_ids: list[pulumi.Input[str]] | None = None
     """Public subnets for load balancers, if any."""
 
 
@@ -92,16 +94,16 @@ class EksGpuNodes:
 class AwsStackArgs:
     """The EKS stack's settings: the keys of Pulumi.aws.yaml (trainstack:* and aws:region, aws:profile)."""
 
-    region: str
-    """The AWS region (aws:region)."""
+    region: str | None = None
+    """The AWS region (aws:region; default: the given aws provider's, needed when no aws provider is given)."""
     profile: str | None = None
-    """A named AWS CLI profile for the provider and the kubeconfig (aws:profile)."""
+    """A named AWS CLI profile for the kubeconfig, and for the provider the stack makes when none is given (aws:profile)."""
     cluster_name: str | None = None
     """The EKS cluster's name (default trainstack-<stack>)."""
     kubernetes_version: str | None = None
     """The EKS Kubernetes version (one trainstack supports)."""
     availability_zones: list[str] | None = None
-    """Two or more zones of the region (default: the region's seed zones)."""
+    """Two or more zones of the region (default: with a given aws provider, up to four zones of its region that are available to the account; else the region's seed zones)."""
     vpc_cidr: str | None = None
     """The VPC the stack creates (default 10.0.0.0/16)."""
     nat_gateway_per_zone: bool | None = None
@@ -153,9 +155,36 @@ class AwsStack(pulumi.ComponentResource):
     """Every output this repository's aws stack exports, by the same camelCase names, except the kubeconfig (its own output)."""
 
     def __init__(self, name: str, args: AwsStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(AwsStackArgs, args)
-        config = checked_stack_config(f"AwsStack {name!r}", args, PROVIDER_KEYS, parse_aws_config, estimate_aws_cost)
+        given = given_provider(opts, "aws")
+        # The stack file's program (__main__.py) hands over the config it parsed and checked, in the stack
+        # file's terms; its infra stack sat at the stack's root before this façade existed (FROM_ROOT).
+        from_stack_file = isinstance(args, AwsStackConfig)
+        config = args if from_stack_file else checked_config(name, args_from_inputs(AwsStackArgs, args), given)
         super().__init__("trainstack:index:AwsStack", name, None, opts)
 
-        stack = InfraAwsStack(name, InfraAwsStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))
+        stack = InfraAwsStack(name, InfraAwsStackArgs(config=config, provider=given), opts=pulumi.ResourceOptions(
+            parent=self, aliases=FROM_ROOT if from_stack_file else None))
+        self.outputs = stack.outputs  # Python: the stack file's exports, kubeconfig included
         publish_stack_outputs(self, stack.outputs)
+
+
+def checked_config(name: str, args: AwsStackArgs, given: pulumi.ProviderResource | None) -> AwsStackConfig:
+    """`args` through the stack's parser and budget check, in the caller's terms. IDs that are outputs (your
+    own Vpc and Subnets) are checked by AWS: the parser sees stand-ins, the stack gets the IDs."""
+    existing = args.existing_network
+    region = aws_region(given, args.region)
+    zones = args.availability_zones
+    if zones is None and existing is None and given is not None:
+        zones = available_zones(given)  # any region: the zones the caller's account sees there
+    checkable = dataclasses.replace(args, region=region, availability_zones=zones, existing_network=existing and (
+        AwsExistingNetwork(vpc_id=checkable_id(existing.vpc_id, "vpc"),
+                           private_subnet_ids=[checkable_id(s, "subnet", i)
+                                               for i, s in enumerate(existing.private_subnet_ids)],
+                           public_subnet_ids=[checkable_id(s, "subnet", 100 + i)
+                                              for i, s in enumerate(existing.public_subnet_ids or ())])))
+    config = checked_stack_config(f"AwsStack {name!r}", checkable, PROVIDER_KEYS, parse_aws_config, estimate_aws_cost)
+    if existing is None:
+        return config
+    return dataclasses.replace(config, network=dataclasses.replace(config.network, existing=ExistingNetwork(
+        vpc_id=existing.vpc_id, private_subnet_ids=tuple(existing.private_subnet_ids),
+        public_subnet_ids=tuple(existing.public_subnet_ids or ()))))

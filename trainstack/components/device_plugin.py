@@ -6,7 +6,12 @@ from dataclasses import dataclass
 import pulumi
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
+from trainstack.components.cluster_access import (
+    check_cluster_access,
+    cluster_provider,
+    given,
+    stand_in_provider,
+)
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
 from trainstack.infra.kubernetes.nvidia_device_plugin import NvidiaDevicePlugin as InfraNvidiaDevicePlugin
@@ -19,8 +24,8 @@ from trainstack.infra.kubernetes.nvidia_device_plugin import (
 class NvidiaDevicePluginArgs:
     """Where the device plugin's DaemonSet runs; unset inputs keep the component's defaults."""
 
-    kubeconfig: pulumi.Input[str]
-    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one."""
+    kubeconfig: pulumi.Input[str] | None = None
+    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes."""
     node_selector: dict[str, str] | None = None
@@ -45,6 +50,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             namespace=args.namespace,
         ))
         plugin_args.validate(f"NvidiaDevicePlugin {name!r}")
+        check_cluster_access(opts, args.kubeconfig)
         super().__init__("trainstack:index:NvidiaDevicePlugin", name, None, opts)
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         plugin = InfraNvidiaDevicePlugin(name, dataclasses.replace(plugin_args, provider=provider),

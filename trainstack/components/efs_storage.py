@@ -6,6 +6,12 @@ an access point and a PersistentVolume reserved for the training platform's clai
 hand volumeName and size to TrainingPlatform's sharedStorage. Before anything of it is created, EKS is asked
 whether it offers the pinned add-on build for the cluster's Kubernetes version (the AWS stack asks it of its
 own version; a cluster you bring may run another).
+
+It builds with the aws provider it is given (trainstack/components/providers.py), in that provider's region;
+without one, it makes one from `region` (and `profile`). The VPC and subnets may be other resources' outputs
+(your own aws.ec2.Vpc and Subnet): plain IDs are checked and looked up now (one mount target per zone);
+IDs that are outputs get one mount target per subnet, and EFS itself refuses a subnet outside the VPC or
+two in one zone.
 """
 
 from dataclasses import dataclass
@@ -14,10 +20,13 @@ import pulumi
 import pulumi_aws as aws
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.cluster_access import cluster_provider
-from trainstack.components.part_config import NO_CLUSTER, parsed_as_inputs, raw_config
+from trainstack.components.aws_provider import aws_region
+from trainstack.components.cluster_access import check_cluster_access, cluster_provider
+from trainstack.components.known_outputs import known_output
+from trainstack.components.part_config import NO_CLUSTER, checkable_id, parsed_as_inputs, raw_config
+from trainstack.components.providers import given_provider
 from trainstack.components.stack_config import InputError
-from trainstack.infra.aws.config import parse_aws_config
+from trainstack.infra.aws.config import ExistingNetwork, parse_aws_config
 from trainstack.infra.aws.efs_storage import EfsStorage as InfraEfsStorage
 from trainstack.infra.aws.efs_storage import EfsStorageArgs as InfraEfsStorageArgs
 from trainstack.infra.aws.handles import EksClusterRef
@@ -33,22 +42,22 @@ PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 class EfsStorageArgs:
     """EFS for the training job's pods, on an existing EKS cluster and VPC."""
 
-    region: str
-    """The AWS region."""
+    region: str | None = None
+    """The AWS region (default: the given aws provider's; needed when no aws provider is given)."""
     cluster_name: pulumi.Input[str]
     """The cluster's name (EksCluster's clusterName: it resolves once the add-on's nodes exist)."""
     oidc_provider_arn: pulumi.Input[str]
     """The cluster's IAM OIDC provider (EksCluster's oidcProviderArn): the CSI driver's role trusts it."""
     oidc_issuer: pulumi.Input[str]
     """The cluster's OIDC issuer without https:// (EksCluster's oidcIssuer)."""
-    kubeconfig: pulumi.Input[str]
-    """The cluster's kubeconfig (text), where the PersistentVolume goes; every object goes to this cluster, never to an ambient one."""
-    vpc_id: str
+    kubeconfig: pulumi.Input[str] | None = None
+    """The cluster's kubeconfig (text), where the PersistentVolume goes; every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
+    vpc_id: pulumi.Input[str]
     """The cluster's VPC: NFS is open to its CIDR block only."""
-    subnet_ids: list[str]
-    """The nodes' private subnets: one mount target in each of their zones."""
+    subnet_ids: list[pulumi.Input[str]]
+    """The nodes' private subnets: one mount target in each of their zones (outputs: one per subnet, so one subnet per zone)."""
     profile: str | None = None
-    """A named AWS CLI profile for the provider."""
+    """A named AWS CLI profile for the provider the part makes when none is given."""
     job_name: str | None = None
     """The training job's name (TrainingPlatform's job.name, default train): the volume is reserved for its claim, <jobName>-shared."""
     job_namespace: str | None = None
@@ -75,20 +84,26 @@ class EfsStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfsStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(EfsStorageArgs, args)
+        given = given_provider(opts, "aws")
+        region = aws_region(given, args.region)
         job = {"enabled": False, "name": args.job_name, "namespace": args.job_namespace}
-        raw = raw_config({"aws:region": args.region, "aws:profile": args.profile}, tags=args.tags,
+        # IDs that are outputs are left out of the parser's checks (checkable_id); the IDs themselves are used.
+        raw = raw_config({"aws:region": region, "aws:profile": args.profile}, tags=args.tags,
                          protectSharedFilesystem=args.protect,
-                         existingNetwork={"vpcId": args.vpc_id, "privateSubnetIds": args.subnet_ids},
+                         existingNetwork={"vpcId": checkable_id(args.vpc_id, "vpc"),
+                                          "privateSubnetIds": [checkable_id(s, "subnet", i) for i, s in enumerate(args.subnet_ids)]},
                          **{**NO_CLUSTER, "job": job})
         config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, {
             "job.name": "jobName", "job.namespace": "jobNamespace", "protectSharedFilesystem": "protect",
             "existingNetwork.vpcId": "vpcId", "existingNetwork.privateSubnetIds": "subnetIds"})
-        existing = config.network.existing
+        existing = ExistingNetwork(vpc_id=args.vpc_id, public_subnet_ids=(), private_subnet_ids=tuple(args.subnet_ids),
+                                   subnets_key="subnetIds")
+        check_cluster_access(opts, args.kubeconfig)
         super().__init__("trainstack:index:EfsStorage", name, None, opts)
 
         tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **config.tags}
-        provider = aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
-                                opts=pulumi.ResourceOptions(parent=self))
+        provider = given or aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
+                                         opts=pulumi.ResourceOptions(parent=self))
         invoke = pulumi.InvokeOutputOptions(parent=self, provider=provider)
         # The cluster's version (it exists once its name resolves), then the add-on builds EKS offers for it.
         ready = aws.eks.get_cluster_output(name=args.cluster_name, opts=invoke).apply(
@@ -111,7 +126,7 @@ class EfsStorage(pulumi.ComponentResource):
         self.file_system_id = storage.file_system_id
         self.access_point_id = storage.access_point_id
         self.volume_name = storage.volume_name
-        self.size = pulumi.Output.from_input(storage.shared_storage.size)
+        self.size = known_output(storage.shared_storage.size)  # known now: TrainingPlatform takes it plain
         self.claim_name = pulumi.Output.from_input(claim)
         self.register_outputs({"fileSystemId": self.file_system_id, "accessPointId": self.access_point_id,
                                "volumeName": self.volume_name, "size": self.size, "claimName": self.claim_name})

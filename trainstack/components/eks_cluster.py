@@ -3,6 +3,15 @@
 The cluster (pulumi-eks, access entries, control-plane logs), its system and spot GPU node groups and,
 by default, the cluster autoscaler (trainstack.infra.aws.cluster_autoscaler) that grows the GPU group from
 zero. The settings go through the AWS stack's parser and its preflight before anything is created.
+
+It builds with the aws provider it is given (trainstack/components/providers.py), in that provider's region;
+without one, it makes one from `region` (and `profile`). The VPC and subnet IDs may be other resources'
+outputs (your own aws.ec2.Vpc and Subnet, in any Region): plain IDs are checked now, outputs by EKS.
+
+In Python, `kubernetes_provider` is the cluster's Kubernetes provider, to pass to your own Kubernetes
+resources (`opts=ResourceOptions(provider=cluster.kubernetes_provider)`) or to TrainingPlatform. Other languages
+make one from the kubeconfig output: `kubernetes.Provider(kubeconfig=cluster.kubeconfig,
+clusterIdentifier=cluster.clusterName)`.
 """
 
 import dataclasses
@@ -13,7 +22,10 @@ import pulumi_aws as aws
 
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.aws import EksGpuNodes, EksSystemNodes
-from trainstack.components.part_config import checked_as_inputs, parsed_as_inputs, raw_config
+from trainstack.components.aws_provider import aws_region
+from trainstack.components.known_outputs import known_output
+from trainstack.components.part_config import checkable_id, checked_as_inputs, parsed_as_inputs, raw_config
+from trainstack.components.providers import given_provider
 from trainstack.infra.aws import preflight
 from trainstack.infra.aws.cluster import EksCluster as InfraEksCluster
 from trainstack.infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
@@ -29,8 +41,8 @@ RENAMES = {f"existingNetwork.{key}": key for key in ("vpcId", "privateSubnetIds"
 class EksClusterArgs:
     """An EKS cluster for GPU training on an existing VPC; unset inputs keep the AWS stack's defaults."""
 
-    region: str
-    """The AWS region."""
+    region: str | None = None
+    """The AWS region (default: the given aws provider's; needed when no aws provider is given)."""
     vpc_id: pulumi.Input[str]
     """The VPC, e.g. vpc-0123abcd."""
     private_subnet_ids: list[pulumi.Input[str]]
@@ -38,7 +50,7 @@ class EksClusterArgs:
     public_subnet_ids: list[pulumi.Input[str]] | None = None
     """Public subnets for load balancers, if any."""
     profile: str | None = None
-    """A named AWS CLI profile for the provider and the kubeconfig."""
+    """A named AWS CLI profile for the kubeconfig, and for the provider the part makes when none is given."""
     cluster_name: str | None = None
     """The EKS cluster's name (default trainstack-<stack>)."""
     kubernetes_version: str | None = None
@@ -75,18 +87,26 @@ class EksCluster(pulumi.ComponentResource):
     oidc_issuer: pulumi.Output[str]
     """The cluster's OIDC issuer without https:// (EfsStorage's oidcIssuer)."""
     gpu_node_selector: pulumi.Output[dict[str, str]]
-    """Labels every GPU node carries (what TrainingPlatform's plain gpu.nodeSelector must say)."""
+    """Labels every GPU node carries (TrainingPlatform's gpu.nodeSelector: passed on in Python; written out in other languages, where it is plain)."""
     gpu_tolerations: pulumi.Output[list[dict[str, str]]]
-    """Tolerations for the GPU nodes' taint (what TrainingPlatform's plain gpu.tolerations must say)."""
+    """Tolerations for the GPU nodes' taint (TrainingPlatform's gpu.tolerations: passed on in Python; written out in other languages, where it is plain)."""
     gpus_per_node: pulumi.Output[int]
-    """GPUs on each GPU node (TrainingPlatform's plain gpu.gpusPerNode)."""
+    """GPUs on each GPU node (TrainingPlatform's gpu.gpusPerNode: passed on in Python; written out in other languages, where it is plain)."""
     gpu_accelerator: pulumi.Output[str]
-    """The GPU group's first instance type (TrainingPlatform's plain gpu.accelerator)."""
+    """The GPU group's first instance type (TrainingPlatform's gpu.accelerator: passed on in Python; written out in other languages, where it is plain)."""
+    cluster_security_group_id: pulumi.Output[str]
+    """The security group EKS made for the cluster, which its managed node groups' nodes carry: open your own resources (a database, an FSx file system) to it."""
+    node_role_arn: pulumi.Output[str]
+    """The IAM role of both node groups' nodes, once its policies are attached."""
+    node_role_name: pulumi.Output[str]
+    """The node role's name, to attach your own policies to."""
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(EksClusterArgs, args)
+        given = given_provider(opts, "aws")
+        region = aws_region(given, args.region)
         raw = raw_config(
-            {"aws:region": args.region, "aws:profile": args.profile},
+            {"aws:region": region, "aws:profile": args.profile},
             clusterName=args.cluster_name, kubernetesVersion=args.kubernetes_version, systemNodes=args.system_nodes,
             gpuNodes=args.gpu_nodes, clusterAdmins=args.cluster_admins, previewRoleArn=args.preview_role_arn,
             apiEndpoint=args.api_endpoint, apiPublicAccessCidrs=args.api_public_access_cidrs,
@@ -98,8 +118,8 @@ class EksCluster(pulumi.ComponentResource):
         super().__init__("trainstack:index:EksCluster", name, None, opts)
 
         tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **config.tags}
-        provider = aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
-                                opts=pulumi.ResourceOptions(parent=self))
+        provider = given or aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
+                                         opts=pulumi.ResourceOptions(parent=self))
         checks = preflight.gate(config, provider, parent=self,
                                 checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES))
         child = pulumi.ResourceOptions(parent=self, providers={"aws": provider}, depends_on=checks)
@@ -118,20 +138,28 @@ class EksCluster(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_issuer = cluster.oidc_issuer
-        self.gpu_node_selector = pulumi.Output.from_input(dict(placement.node_selector))
-        self.gpu_tolerations = pulumi.Output.from_input([dict(t) for t in placement.tolerations])
-        self.gpus_per_node = pulumi.Output.from_input(placement.gpus_per_node)
-        self.gpu_accelerator = pulumi.Output.from_input(placement.accelerator)
+        # Known now (decided by the inputs): TrainingPlatform's gpu may take them in Python (known_outputs.py).
+        self.gpu_node_selector = known_output(dict(placement.node_selector))
+        self.gpu_tolerations = known_output([dict(t) for t in placement.tolerations])
+        self.gpus_per_node = known_output(placement.gpus_per_node)
+        self.gpu_accelerator = known_output(placement.accelerator)
+        self.kubernetes_provider = cluster.provider  # Python only: a resource, not a schema output
+        self.cluster_security_group_id = aws.eks.get_cluster_output(
+            name=self.cluster_name, opts=pulumi.InvokeOutputOptions(parent=self, provider=provider)
+        ).vpc_config.cluster_security_group_id
+        self.node_role_arn = cluster.node_role_arn
+        self.node_role_name = cluster.node_role_name
         self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,
                                "oidcProviderArn": self.oidc_provider_arn, "oidcIssuer": self.oidc_issuer,
                                "gpuNodeSelector": self.gpu_node_selector, "gpuTolerations": self.gpu_tolerations,
-                               "gpusPerNode": self.gpus_per_node, "gpuAccelerator": self.gpu_accelerator})
+                               "gpusPerNode": self.gpus_per_node, "gpuAccelerator": self.gpu_accelerator,
+                               "clusterSecurityGroupId": self.cluster_security_group_id,
+                               "nodeRoleArn": self.node_role_arn, "nodeRoleName": self.node_role_name})
 
 
-def known_network(args: EksClusterArgs) -> dict | None:
-    """The VPC and subnets as the stack parser's existingNetwork, to check their IDs, when all are known now
-    (plain strings); IDs that are other resources' outputs are left to EKS."""
-    network = {"vpcId": args.vpc_id, "privateSubnetIds": args.private_subnet_ids,
-               "publicSubnetIds": args.public_subnet_ids or []}
-    values = [args.vpc_id, *args.private_subnet_ids, *(args.public_subnet_ids or ())]
-    return network if all(isinstance(value, str) for value in values) else None
+def known_network(args: EksClusterArgs) -> dict:
+    """The VPC and subnets as the stack parser's existingNetwork: plain IDs checked as a stack file's, outputs
+    (not known while the program runs) left to EKS (checkable_id)."""
+    return {"vpcId": checkable_id(args.vpc_id, "vpc"),
+            "privateSubnetIds": [checkable_id(s, "subnet", i) for i, s in enumerate(args.private_subnet_ids)],
+            "publicSubnetIds": [checkable_id(s, "subnet", i) for i, s in enumerate(args.public_subnet_ids or ())]}

@@ -12,7 +12,9 @@ import pulumi
 import pulumi_gcp as gcp
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.cluster_access import cluster_provider
+from trainstack.components.cluster_access import check_cluster_access, cluster_provider
+from trainstack.components.gcp_provider import gcp_settings
+from trainstack.components.known_outputs import known_output
 from trainstack.components.part_config import parsed_as_inputs, raw_config
 from trainstack.components.stack_config import InputError
 from trainstack.infra.gcp.config import parse_gcp_config
@@ -32,14 +34,14 @@ REGION = re.compile(r"[a-z]+-[a-z]+\d+")  # us-central1
 class FilestoreShareArgs:
     """A Filestore share for the training job's pods; unset inputs keep the GKE stack's defaults."""
 
-    project: str
-    """The Google Cloud project."""
+    project: str | None = None
+    """The Google Cloud project (default: the given gcp provider's; needed when no gcp provider is given)."""
     location: pulumi.Input[str]
     """Where the instance goes: the nodes' zone (GkeCluster's nodeZone) for BASIC_HDD, BASIC_SSD and ZONAL; the region for REGIONAL and ENTERPRISE."""
     network: pulumi.Input[str]
     """The VPC the cluster's nodes are on (name), which the instance peers with."""
-    kubeconfig: pulumi.Input[str]
-    """The cluster's kubeconfig (text), where the PersistentVolume goes; every object goes to this cluster, never to an ambient one."""
+    kubeconfig: pulumi.Input[str] | None = None
+    """The cluster's kubeconfig (text), where the PersistentVolume goes; every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes."""
     tier: str | None = None
@@ -72,8 +74,9 @@ class FilestoreShare(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: FilestoreShareArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(FilestoreShareArgs, args)
+        given, project, _ = gcp_settings(opts, args.project, None, None)
         job = {"enabled": False, "name": args.job_name, "namespace": args.job_namespace}
-        raw = raw_config({"gcp:project": args.project}, job={k: v for k, v in job.items() if v is not None},
+        raw = raw_config({"gcp:project": project}, job={k: v for k, v in job.items() if v is not None},
                          sharedFilesystem={"tier": args.tier, "capacityGb": args.capacity_gb},
                          protectSharedFilesystem=args.protect)
         config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {
@@ -84,9 +87,10 @@ class FilestoreShare(pulumi.ComponentResource):
         # instance (Filestore refuses the mismatch only at create time).
         location = checked_location(tier, args.location) if isinstance(args.location, str) else \
             pulumi.Output.from_input(args.location).apply(lambda given: checked_location(tier, given))
+        check_cluster_access(opts, args.kubeconfig)
         super().__init__("trainstack:index:FilestoreShare", name, None, opts)
 
-        google = gcp.Provider(f"{name}-gcp", project=config.project, default_labels=dict(config.labels),
+        google = given or gcp.Provider(f"{name}-gcp", project=config.project, default_labels=dict(config.labels),
                               opts=pulumi.ResourceOptions(parent=self))
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         claim = shared_claim_name(config.job)
@@ -101,7 +105,7 @@ class FilestoreShare(pulumi.ComponentResource):
         self.ip_address = storage.ip_address
         self.share_name = pulumi.Output.from_input(SHARE_NAME)
         self.volume_name = pulumi.Output.from_input(storage.shared_storage.volume_name)
-        self.size = pulumi.Output.from_input(storage.shared_storage.size)
+        self.size = known_output(storage.shared_storage.size)  # known now: TrainingPlatform takes it plain
         self.claim_name = pulumi.Output.from_input(claim)
         self.register_outputs({"instanceName": self.instance_name, "ipAddress": self.ip_address,
                                "shareName": self.share_name, "volumeName": self.volume_name, "size": self.size,

@@ -6,20 +6,20 @@ program does, so the same settings build the same resources (tests/library/test_
 graphs), as children of the infra component.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.gcp_provider import gcp_settings
 from trainstack.components.job_args import Job
-from trainstack.components.stack_config import (
-    checked_stack_config,
-    publish_stack_outputs,
-)
+from trainstack.components.part_config import checkable_id
+from trainstack.components.stack_config import FROM_ROOT, checked_stack_config, publish_stack_outputs
 from trainstack.infra.gcp import GcpStack as InfraGcpStack
 from trainstack.infra.gcp import GcpStackArgs as InfraGcpStackArgs
-from trainstack.infra.gcp import parse_gcp_config
+from trainstack.infra.gcp import GcpStackConfig, parse_gcp_config
 from trainstack.infra.gcp.cost import estimate_gcp_cost
 
 # Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
@@ -44,9 +44,9 @@ class GkeNetwork:
 class GcpExistingNetwork:
     """A VPC and subnet to use instead of creating them; the subnet must have both secondary ranges."""
 
-    network: str
-    """The VPC's name or self link."""
-    subnetwork: str
+    network: pulumi.Input[str]
+    """The VPC's name or self link (your own gcp.compute.Network's name may go here)."""
+    subnetwork: pulumi.Input[str]
     """The subnet's name or self link."""
     pods_range_name: str
     """The subnet's secondary range for pods."""
@@ -118,10 +118,10 @@ class Filestore:
 class GcpStackArgs:
     """The GKE stack's settings: the keys of Pulumi.gcp.yaml (trainstack:* and gcp:project, gcp:region)."""
 
-    project: str
-    """The Google Cloud project that holds the cluster and pays for it (gcp:project)."""
+    project: str | None = None
+    """The Google Cloud project that holds the cluster and pays for it (gcp:project; default: the given gcp provider's, needed when no gcp provider is given)."""
     region: str | None = None
-    """The region (gcp:region, default us-central1)."""
+    """The region (gcp:region; default: the given gcp provider's, else us-central1)."""
     zone: str | None = None
     """The zone of the nodes (default us-central1-a in us-central1; other regions must name theirs)."""
     regional: bool | None = None
@@ -175,9 +175,32 @@ class GcpStack(pulumi.ComponentResource):
     """Every output this repository's gcp stack exports, by the same camelCase names, except the kubeconfig (its own output)."""
 
     def __init__(self, name: str, args: GcpStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(GcpStackArgs, args)
-        config = checked_stack_config(f"GcpStack {name!r}", args, PROVIDER_KEYS, parse_gcp_config, estimate_gcp_cost)
+        # The stack file's program (__main__.py) hands over the config it parsed and checked, in the stack
+        # file's terms; its infra stack sat at the stack's root before this façade existed (FROM_ROOT).
+        from_stack_file = isinstance(args, GcpStackConfig)
+        if from_stack_file:
+            given, config = None, args
+        else:
+            args = args_from_inputs(GcpStackArgs, args)
+            given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
+            config = checked_config(name, dataclasses.replace(args, project=project, region=region))
         super().__init__("trainstack:index:GcpStack", name, None, opts)
 
-        stack = InfraGcpStack(name, InfraGcpStackArgs(config=config), opts=pulumi.ResourceOptions(parent=self))
+        stack = InfraGcpStack(name, InfraGcpStackArgs(config=config, provider=given), opts=pulumi.ResourceOptions(
+            parent=self, aliases=FROM_ROOT if from_stack_file else None))
+        self.outputs = stack.outputs  # Python: the stack file's exports, kubeconfig included
         publish_stack_outputs(self, stack.outputs)
+
+
+def checked_config(name: str, args: GcpStackArgs) -> GcpStackConfig:
+    """`args` through the stack's parser and budget check, in the caller's terms. Names that are outputs (your
+    own Network and Subnetwork) are checked by GCP: the parser sees stand-ins, the stack gets the names."""
+    existing = args.existing_network
+    checkable = dataclasses.replace(args, existing_network=existing and dataclasses.replace(
+        existing, network=checkable_id(existing.network, "network"),
+        subnetwork=checkable_id(existing.subnetwork, "subnetwork")))
+    config = checked_stack_config(f"GcpStack {name!r}", checkable, PROVIDER_KEYS, parse_gcp_config, estimate_gcp_cost)
+    if existing is None:
+        return config
+    return dataclasses.replace(config, network=dataclasses.replace(config.network, existing=dataclasses.replace(
+        config.network.existing, network=existing.network, subnetwork=existing.subnetwork)))

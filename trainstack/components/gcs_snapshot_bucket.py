@@ -9,6 +9,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.gcp_provider import gcp_settings
 from trainstack.components.part_config import parsed_as_inputs, raw_config
 from trainstack.infra.gcp.config import parse_gcp_config
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucket as InfraSnapshotBucket
@@ -22,10 +23,10 @@ NO_JOB = {"enabled": False}
 class GcsSnapshotBucketArgs:
     """The snapshot bucket's settings; unset inputs keep the GKE stack's defaults."""
 
-    project: str
-    """The Google Cloud project."""
+    project: str | None = None
+    """The Google Cloud project (default: the given gcp provider's; needed when no gcp provider is given)."""
     region: str | None = None
-    """The bucket's location, the cluster's region (default us-central1)."""
+    """The bucket's location, the cluster's region (default: the given gcp provider's region, else us-central1)."""
     delete_on_destroy: bool | None = None
     """Delete the bucket and its contents on destroy (default false: destroy leaves it)."""
     labels: dict[str, str] | None = None
@@ -42,14 +43,15 @@ class GcsSnapshotBucket(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GcsSnapshotBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GcsSnapshotBucketArgs, args)
+        given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
         # A bucket has no zone, but the stack parser asks one of the region: any will do.
-        zone = f"{args.region}-a" if args.region is not None else None
-        raw = raw_config({"gcp:project": args.project, "gcp:region": args.region}, zone=zone, labels=args.labels,
+        zone = f"{region}-a" if region is not None else None
+        raw = raw_config({"gcp:project": project, "gcp:region": region}, zone=zone, labels=args.labels,
                          deleteBucketOnDestroy=args.delete_on_destroy, job=NO_JOB, sharedFilesystem=NO_JOB)
         config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"})
         super().__init__("trainstack:index:GcsSnapshotBucket", name, None, opts)
 
-        google = gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
+        google = given or gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
                               default_labels=dict(config.labels), opts=pulumi.ResourceOptions(parent=self))
         bucket = InfraSnapshotBucket(name, InfraSnapshotBucketArgs(
             project=config.project, region=config.region, delete_on_destroy=config.delete_bucket_on_destroy),

@@ -18,6 +18,7 @@ import pulumi_gcp as gcp
 
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.gcp import GkeSystemNodes
+from trainstack.components.gcp_provider import gcp_settings, provider_zone
 from trainstack.components.part_config import checked_as_inputs, parsed_as_inputs, raw_config
 from trainstack.infra.core.versions import KUEUE_CHART
 from trainstack.infra.gcp import preflight
@@ -41,8 +42,8 @@ PLATFORM_CHARTS = (KUEUE_CHART.chart, "training-job")
 class GkeClusterArgs:
     """A GKE cluster on an existing VPC; unset inputs keep the GKE stack's defaults."""
 
-    project: str
-    """The Google Cloud project that holds the cluster and pays for it."""
+    project: str | None = None
+    """The Google Cloud project that holds the cluster and pays for it (default: the given gcp provider's; needed when no gcp provider is given)."""
     network: pulumi.Input[str]
     """The VPC's name or self link."""
     subnetwork: pulumi.Input[str]
@@ -97,9 +98,10 @@ class GkeCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GkeClusterArgs, args)
+        given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
         raw = raw_config(
-            {"gcp:project": args.project, "gcp:region": args.region},
-            zone=args.zone, regional=args.regional, clusterName=args.cluster_name, releaseChannel=args.release_channel,
+            {"gcp:project": project, "gcp:region": region},
+            zone=provider_zone(given, project, region, args.zone), regional=args.regional, clusterName=args.cluster_name, releaseChannel=args.release_channel,
             kubernetesVersion=args.kubernetes_version, apiAuthorizedNetworks=args.api_authorized_networks,
             systemNodes=args.system_nodes, labels=args.labels, job=NO_JOB, sharedFilesystem=NO_JOB,
             network={"masterCidr": args.master_cidr} if args.master_cidr is not None else None)
@@ -108,7 +110,7 @@ class GkeCluster(pulumi.ComponentResource):
         config = dataclasses.replace(config, gpu_pools=())
         super().__init__("trainstack:index:GkeCluster", name, None, opts)
 
-        google = gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
+        google = given or gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
                               default_labels=dict(config.labels), opts=pulumi.ResourceOptions(parent=self))
         checks = preflight.gate(config, google, parent=self,
                                 checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES))

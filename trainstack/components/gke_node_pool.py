@@ -13,8 +13,10 @@ import pulumi_gcp as gcp
 
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.gcp import GkeGpuPool
+from trainstack.components.gcp_provider import gcp_settings
 from trainstack.components.gke_pool_preflight import pool_checks
 from trainstack.components.gpu_direct import per_network
+from trainstack.components.known_outputs import known_output
 from trainstack.components.part_config import parsed_as_inputs, raw_config
 from trainstack.components.stack_config import InputError
 from trainstack.infra.gcp.config import GpuPoolConfig, parse_gcp_config
@@ -30,8 +32,8 @@ NO_JOB = {"enabled": False}
 class GkeGpuNodePoolArgs:
     """A GPU node pool on an existing GKE cluster; unset pool settings keep the GKE stack's defaults."""
 
-    project: str
-    """The cluster's Google Cloud project."""
+    project: str | None = None
+    """The cluster's Google Cloud project (default: the given gcp provider's; needed when no gcp provider is given)."""
     cluster_name: pulumi.Input[str]
     """The cluster's name (GkeCluster's clusterName)."""
     location: pulumi.Input[str]
@@ -58,28 +60,29 @@ class GkeGpuNodePool(pulumi.ComponentResource):
     pool_name: pulumi.Output[str]
     """The node pool's name, once it exists."""
     node_selector: pulumi.Output[dict[str, str]]
-    """Labels every node of the pool carries (what TrainingPlatform's plain gpu.nodeSelector must say)."""
+    """Labels every node of the pool carries (TrainingPlatform's gpu.nodeSelector: passed on in Python; written out in other languages, where it is plain)."""
     tolerations: pulumi.Output[list[dict[str, str]]]
-    """Tolerations for the pool's GPU taint (what TrainingPlatform's plain gpu.tolerations must say)."""
+    """Tolerations for the pool's GPU taint (TrainingPlatform's gpu.tolerations: passed on in Python; written out in other languages, where it is plain)."""
     gpus_per_node: pulumi.Output[int]
-    """GPUs on each node (TrainingPlatform's plain gpu.gpusPerNode)."""
+    """GPUs on each node (TrainingPlatform's gpu.gpusPerNode: passed on in Python; written out in other languages, where it is plain)."""
     accelerator: pulumi.Output[str]
-    """The GPU type, e.g. nvidia-tesla-t4 (TrainingPlatform's plain gpu.accelerator)."""
+    """The GPU type, e.g. nvidia-tesla-t4 (TrainingPlatform's gpu.accelerator: passed on in Python; written out in other languages, where it is plain)."""
     max: pulumi.Output[int]
     """The pool's most nodes (pool.max: the autoscaler's bound)."""
 
     def __init__(self, name: str, args: GkeGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GkeGpuNodePoolArgs, args)
+        given, project, _ = gcp_settings(opts, args.project, None, args.labels)
         # The name first, as its own input; then the pool's settings, each error named pool.<key>.
         for key, pool in (("poolName", GkeGpuPool()), ("pool", args.pool or GkeGpuPool())):
-            raw = raw_config({"gcp:project": args.project}, gpuPools={args.pool_name: pool}, labels=args.labels,
+            raw = raw_config({"gcp:project": project}, gpuPools={args.pool_name: pool}, labels=args.labels,
                              job=NO_JOB, sharedFilesystem=NO_JOB)
             config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {f"gpuPools.{args.pool_name}": key})
         pool = config.gpu_pools[0]
         gpu_networks = gpu_network_pairs(f"GkeGpuNodePool {name!r}", pool, args)
         super().__init__("trainstack:index:GkeGpuNodePool", name, None, opts)
 
-        google = gcp.Provider(f"{name}-gcp", project=config.project, default_labels=dict(config.labels),
+        google = given or gcp.Provider(f"{name}-gcp", project=config.project, default_labels=dict(config.labels),
                               opts=pulumi.ResourceOptions(parent=self))
         # The stack's checks of this pool (machine type in the zone; GPUDirect's cluster version), before the pool.
         ready = pool_checks(pool, config.project, args.cluster_name, args.location, args.node_zone,
@@ -92,10 +95,11 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         ), opts=pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=ready))
         placement = node_pool.placement
         self.pool_name = node_pool.pool.name
-        self.node_selector = pulumi.Output.from_input(dict(placement.node_selector))
-        self.tolerations = pulumi.Output.from_input([dict(t) for t in placement.tolerations])
-        self.gpus_per_node = pulumi.Output.from_input(placement.gpus_per_node)
-        self.accelerator = pulumi.Output.from_input(placement.accelerator)
+        # Known now (decided by the inputs): TrainingPlatform's gpu may take them in Python (known_outputs.py).
+        self.node_selector = known_output(dict(placement.node_selector))
+        self.tolerations = known_output([dict(t) for t in placement.tolerations])
+        self.gpus_per_node = known_output(placement.gpus_per_node)
+        self.accelerator = known_output(placement.accelerator)
         self.max = pulumi.Output.from_input(pool.max_nodes)
         self.register_outputs({"poolName": self.pool_name, "nodeSelector": self.node_selector,
                                "tolerations": self.tolerations, "gpusPerNode": self.gpus_per_node,

@@ -12,7 +12,9 @@ import pulumi
 import pulumi_gcp as gcp
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.cluster_access import cluster_provider, stand_in_provider
+from trainstack.components.cluster_access import check_cluster_access, cluster_provider, stand_in_provider
+from trainstack.components.gcp_provider import gcp_settings
+from trainstack.components.stack_config import InputError
 from trainstack.infra.core import validation
 from trainstack.infra.gcp.gpu_direct import GpuDirect as InfraGpuDirect
 from trainstack.infra.gcp.gpu_direct import GpuDirectArgs as InfraGpuDirectArgs
@@ -44,10 +46,10 @@ def per_network(names: pulumi.Input[list[str]], gpu_nics: int) -> list[pulumi.In
 class GpuDirectNetworksArgs:
     """The extra VPCs of a GPUDirect machine type, one per GPU NIC."""
 
-    project: str
-    """The Google Cloud project."""
-    region: str
-    """The region of the GPU node pool."""
+    project: str | None = None
+    """The Google Cloud project (default: the given gcp provider's; needed when no gcp provider is given)."""
+    region: str | None = None
+    """The region of the GPU node pool (default: the given gcp provider's)."""
     machine_type: str
     """a3-highgpu-8g (TCPX, 4 networks) or a3-megagpu-8g (TCPXO, 8 networks)."""
     name_prefix: str
@@ -68,11 +70,14 @@ class GpuDirectNetworks(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuDirectNetworksArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GpuDirectNetworksArgs, args)
         profile = gpu_direct_profile(f"GpuDirectNetworks {name!r}", args.machine_type)
+        given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
+        if region is None:
+            raise InputError("region: not set, and the given gcp provider has no region. Fix: set the input region")
         super().__init__("trainstack:index:GpuDirectNetworks", name, None, opts)
-        google = gcp.Provider(f"{name}-gcp", project=args.project, region=args.region,
+        google = given or gcp.Provider(f"{name}-gcp", project=project, region=region,
                               default_labels=dict(args.labels or {}), opts=pulumi.ResourceOptions(parent=self))
         networks = InfraGpuNetworks(name, InfraGpuNetworksArgs(
-            region=args.region, name_prefix=args.name_prefix, gpu_nics=profile.gpu_nics),
+            region=region, name_prefix=args.name_prefix, gpu_nics=profile.gpu_nics),
             opts=pulumi.ResourceOptions(parent=self, providers={"gcp": google}))
         self.network_names = pulumi.Output.all(*networks.network_names)
         self.subnetwork_names = pulumi.Output.all(*networks.subnetwork_names)
@@ -83,8 +88,8 @@ class GpuDirectNetworks(pulumi.ComponentResource):
 class GpuDirectArgs:
     """The in-cluster half of GPUDirect on a GKE cluster given by kubeconfig."""
 
-    kubeconfig: pulumi.Input[str]
-    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one."""
+    kubeconfig: pulumi.Input[str] | None = None
+    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     machine_type: str
     """The GPU pool's machine type: a3-highgpu-8g (TCPX) or a3-megagpu-8g (TCPXO)."""
     vpc_names: pulumi.Input[list[str]]
@@ -120,6 +125,7 @@ class GpuDirect(pulumi.ComponentResource):
         accelerator = args.accelerator or FIXED_GPU_MACHINES[args.machine_type].accelerator
         direct_args = InfraGpuDirectArgs(provider=stand_in_provider(), profile=profile, accelerator=accelerator,
                                          **names)
+        check_cluster_access(opts, args.kubeconfig)
         super().__init__("trainstack:index:GpuDirect", name, None, opts)
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         direct = InfraGpuDirect(name, dataclasses.replace(direct_args, provider=provider),

@@ -39,7 +39,7 @@ class Job:
     tensorboard: bool | None = None
     """Run TensorBoard beside the job (default true)."""
     queue: bool | None = None
-    """Submit the job through a Kueue LocalQueue, all pods admitted together (default false)."""
+    """Submit the job through a Kueue LocalQueue, all pods admitted together (default false on TrainingPlatform, a cluster you bring; true in AwsStack and GcpStack, whose clusters get a queue per GPU pool)."""
     queue_name: str | None = None
     """The Kueue LocalQueue and ClusterQueue (default training)."""
     train: dict[str, Any] | None = None

@@ -7,7 +7,12 @@ from typing import Any
 import pulumi
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
+from trainstack.components.cluster_access import (
+    check_cluster_access,
+    cluster_provider,
+    given,
+    stand_in_provider,
+)
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
 from trainstack.infra.kubernetes.kueue import Kueue as InfraKueue
@@ -18,8 +23,8 @@ from trainstack.infra.kubernetes.kueue import KueueArgs as InfraKueueArgs
 class KueueArgs:
     """Kueue and its ResourceFlavor, ClusterQueue and LocalQueue; unset inputs keep the component's defaults."""
 
-    kubeconfig: pulumi.Input[str]
-    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one."""
+    kubeconfig: pulumi.Input[str] | None = None
+    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     cluster_name: pulumi.Input[str] | None = None
     """The cluster's name: the Kubernetes provider is replaced only when it changes."""
     namespace: pulumi.Input[str] | None = None
@@ -62,6 +67,7 @@ class Kueue(pulumi.ComponentResource):
             chart_values=args.chart_values,
         ))
         kueue_args.validate(f"Kueue {name!r}")
+        check_cluster_access(opts, args.kubeconfig)
         super().__init__("trainstack:index:Kueue", name, None, opts)
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         kueue = InfraKueue(name, dataclasses.replace(kueue_args, provider=provider),

@@ -74,3 +74,10 @@ def checked_as_inputs(check: Callable[..., T], provider_keys: Mapping[str, str],
 # A part without a cluster still goes through the AWS stack's parser for its region and tags; the parser
 # insists on an endpoint decision, which such a part does not have: private asks for no CIDR blocks.
 NO_CLUSTER = {"job": {"enabled": False}, "apiEndpoint": "private"}
+
+
+def checkable_id(value: Any, kind: str, position: int = 0) -> Any:
+    """An ID input as the stack parser may check it: a plain ID as given; another resource's output (not known
+    while the program runs) as a well-formed stand-in, so the parser checks everything else. The part builds
+    with the input itself, never with the stand-in. `position` keeps the stand-ins of a list distinct."""
+    return value if isinstance(value, str) else f"{kind}-givenasanoutput{position}"

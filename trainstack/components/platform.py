@@ -5,6 +5,12 @@ kubeconfig (text), the GPU nodes, shared filesystem, bucket and identity as plai
 of the handles the stacks pass between Python objects. It makes one Kubernetes provider from the
 kubeconfig and then the very same resources the stacks make (namespace, shared-volume claim, NVIDIA
 device plugin, Kueue, training job), as children of the infra component.
+
+On a cluster you bring, nothing cluster-wide is installed unless asked: Kueue only with job.queue (default
+false) and installKueue (default true then; false uses the Kueue the cluster already runs, through its
+LocalQueue job.queueName). The GPU values may be EksCluster's or GkeGpuNodePool's outputs in Python
+(trainstack/components/known_outputs.py); any other output there is refused, since the queue and the job are
+sized from them while the program runs.
 """
 
 import dataclasses
@@ -15,7 +21,7 @@ from typing import Any
 import pulumi
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.cluster_access import cluster_provider, stand_in_provider
+from trainstack.components.cluster_access import check_cluster_access, cluster_provider, stand_in_provider
 from trainstack.components.job_args import Job
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value, stack_errors_as_inputs
@@ -71,8 +77,8 @@ class Bucket:
 class TrainingPlatformArgs:
     """The training platform's inputs on an existing cluster."""
 
-    kubeconfig: pulumi.Input[str]
-    """The cluster's kubeconfig (text): from `aws eks update-kubeconfig`, `gcloud container clusters get-credentials`, or another stack's output. Every object goes to this cluster, never to an ambient one."""
+    kubeconfig: pulumi.Input[str] | None = None
+    """The cluster's kubeconfig (text): from `aws eks update-kubeconfig`, `gcloud container clusters get-credentials`, or another stack's output. Every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     gpu: GpuNodes
     """The cluster's GPU nodes."""
     bucket: Bucket
@@ -91,6 +97,8 @@ class TrainingPlatformArgs:
     """Install the NVIDIA device plugin (default true; false on GKE, which runs its own)."""
     job_values: dict[str, Any] | None = None
     """Chart values merged over what the job gets from the inputs above."""
+    install_kueue: bool | None = None
+    """With job.queue: install Kueue and the job's queues (default true); false when the cluster already runs Kueue: the jobs then go to its LocalQueue job.queueName in the job's namespace, which you create."""
 
 
 class TrainingPlatform(pulumi.ComponentResource):
@@ -102,6 +110,10 @@ class TrainingPlatform(pulumi.ComponentResource):
     """The shared-volume claim, when there is shared storage."""
     job_name: pulumi.Output[str] | None
     """The training Job, when the job is enabled."""
+    service_account_name: pulumi.Output[str]
+    """The Kubernetes service account every job runs as (in `namespace`): the subject of your IRSA role's or Workload Identity binding's trust."""
+    local_queue_name: pulumi.Output[str] | None
+    """The Kueue LocalQueue the jobs are submitted to, when job.queue is on."""
 
     def __init__(self, name: str, args: TrainingPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(TrainingPlatformArgs, args)
@@ -110,7 +122,11 @@ class TrainingPlatform(pulumi.ComponentResource):
         # Everything checked before anything is registered: the job by the same rules as trainstack:job in a
         # stack file, the GPU nodes' labels and tolerations as the device plugin, Kueue and the job check them,
         # the whole by the infra component's own validate().
-        job_config = {JOB_KEY: json.dumps(config_value(args.job))} if args.job is not None else {}
+        # On a cluster you bring, the queue is off unless asked (the stack files' default is on: their
+        # clusters are made for training and get a queue per GPU pool).
+        job_args = args.job or Job()
+        job_args = dataclasses.replace(job_args, queue=bool(job_args.queue))
+        job_config = {JOB_KEY: json.dumps(config_value(job_args))}
         with stack_errors_as_inputs({}):
             job = parse_job(job_config, gpu.gpus_per_node, "GPU node",
                             platform_namespaces(device_plugin=args.install_device_plugin is not False))
@@ -135,8 +151,10 @@ class TrainingPlatform(pulumi.ComponentResource):
             image_ref=args.image_ref,
             install_device_plugin=args.install_device_plugin is not False,
             job_values=dict(args.job_values or {}),
+            install_kueue=args.install_kueue is not False,
         )
         platform_args.validate(component)
+        check_cluster_access(opts, args.kubeconfig)
         super().__init__("trainstack:index:TrainingPlatform", name, None, opts)
 
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
@@ -145,4 +163,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.namespace = platform.namespace
         self.claim_name = platform.claim_name
         self.job_name = platform.job.job_name if platform.job is not None else None
-        self.register_outputs({"namespace": self.namespace, "claimName": self.claim_name, "jobName": self.job_name})
+        self.service_account_name = platform.service_account_name
+        self.local_queue_name = pulumi.Output.from_input(job.queue_name) if job.queue else None
+        self.register_outputs({"namespace": self.namespace, "claimName": self.claim_name, "jobName": self.job_name,
+                               "serviceAccountName": self.service_account_name,
+                               "localQueueName": self.local_queue_name})

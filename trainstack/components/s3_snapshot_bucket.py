@@ -1,6 +1,9 @@
 """S3SnapshotBucket, hosted: the AWS stack's bucket for the data set, checkpoints and exports
 (trainstack.infra.aws.snapshot_bucket): private, encrypted, versioned, TLS only, kept by `pulumi destroy`
 unless asked. Its readWritePolicy is the IAM policy the job's role needs for it, and nothing more.
+
+It builds with the aws provider it is given (trainstack/components/providers.py), in that provider's region;
+without one, it makes one from `region` (and `profile`). A bucket has no zones: any Region works.
 """
 
 from dataclasses import dataclass
@@ -9,10 +12,13 @@ import pulumi
 import pulumi_aws as aws
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.part_config import NO_CLUSTER, parsed_as_inputs, raw_config
-from trainstack.infra.aws.config import parse_aws_config
+from trainstack.components.aws_provider import aws_region
+from trainstack.components.part_config import parsed_as_inputs, raw_config
+from trainstack.components.providers import given_provider
+from trainstack.infra.aws.config import parse_region, parse_tags
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucket as InfraSnapshotBucket
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucketArgs as InfraSnapshotBucketArgs
+from trainstack.infra.config.reader import as_bool, top
 
 PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 
@@ -21,10 +27,11 @@ PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 class S3SnapshotBucketArgs:
     """The snapshot bucket's settings; unset inputs keep the AWS stack's defaults."""
 
-    region: str
-    """The AWS region (next to the cluster: no cross-region transfer charge)."""
+    region: str | None = None
+    """The AWS region, next to the cluster (no cross-region transfer charge); default: the given aws provider's.
+    Needed when no aws provider is given."""
     profile: str | None = None
-    """A named AWS CLI profile for the provider."""
+    """A named AWS CLI profile for the provider the part makes when none is given."""
     delete_on_destroy: bool | None = None
     """Delete the bucket and its contents on destroy (default false: destroy leaves it, and its guard rails, in place)."""
     tags: dict[str, str] | None = None
@@ -45,16 +52,21 @@ class S3SnapshotBucket(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: S3SnapshotBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(S3SnapshotBucketArgs, args)
-        raw = raw_config({"aws:region": args.region, "aws:profile": args.profile}, tags=args.tags,
-                         deleteBucketOnDestroy=args.delete_on_destroy, **NO_CLUSTER)
-        config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"})
+        given = given_provider(opts, "aws")
+        region = aws_region(given, args.region)
+        raw = raw_config({"aws:region": region}, tags=args.tags, deleteBucketOnDestroy=args.delete_on_destroy)
+        # Only the settings a bucket has: the AWS stack's region and tag rules, not its network or cluster.
+        region, tags, delete_on_destroy = parsed_as_inputs(
+            lambda config, _stack: (parse_region(config), parse_tags(config),
+                                    top(config, "deleteBucketOnDestroy", as_bool, False)),
+            raw, PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"})
         super().__init__("trainstack:index:S3SnapshotBucket", name, None, opts)
 
-        provider = aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
-                                opts=pulumi.ResourceOptions(parent=self))
+        provider = given or aws.Provider(f"{name}-aws", region=region, profile=args.profile,
+                                         opts=pulumi.ResourceOptions(parent=self))
         bucket = InfraSnapshotBucket(name, InfraSnapshotBucketArgs(
-            delete_on_destroy=config.delete_bucket_on_destroy,
-            tags={"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **config.tags},
+            delete_on_destroy=delete_on_destroy,
+            tags={"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **tags},
         ), opts=pulumi.ResourceOptions(parent=self, providers={"aws": provider}))
         self.bucket_name = bucket.bucket_name
         self.bucket_arn = bucket.bucket_arn

@@ -47,6 +47,12 @@ def stack_config(args: Any, provider_keys: Mapping[str, str]) -> dict[str, str]:
     return raw
 
 
+# The repository's own stacks built their infra stack at the root before __main__.py built them through the
+# façades: this alias keeps every existing resource (the engine aliases each child through its parent's
+# alias: pulumi/pulumi pkg/resource/deploy/step_generator.go, generateAliases and inheritedChildAlias).
+FROM_ROOT = [pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
+
+
 class InputError(pulumi.RunError):
     """A component input that cannot work: one line, `<property path>: <problem>. Fix: <how>`."""
 

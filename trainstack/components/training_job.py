@@ -7,7 +7,12 @@ from typing import Any
 import pulumi
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.cluster_access import cluster_provider, given, stand_in_provider
+from trainstack.components.cluster_access import (
+    check_cluster_access,
+    cluster_provider,
+    given,
+    stand_in_provider,
+)
 from trainstack.components.job_args import SecretEnv
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.renamed_inputs import with_new_names
@@ -21,8 +26,8 @@ from trainstack.infra.kubernetes.training_job import TrainingJobArgs as InfraTra
 class TrainingJobArgs:
     """A multi-node torchrun job from the training-job chart; unset inputs keep the chart's defaults."""
 
-    kubeconfig: pulumi.Input[str]
-    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one."""
+    kubeconfig: pulumi.Input[str] | None = None
+    """The cluster's kubeconfig (text); every object goes to this cluster, never to an ambient one. Unset: the kubernetes provider given in the resource options (or inherited) is used."""
     image_ref: pulumi.Input[str]
     """The training image, <repository>@sha256:<digest> or <repository>:<tag>."""
     cluster_name: pulumi.Input[str] | None = None
@@ -120,6 +125,7 @@ class TrainingJob(pulumi.ComponentResource):
             timeout_seconds=args.timeout_seconds, extra_values=args.extra_values,
         ))
         job_args.validate(f"TrainingJob {name!r}", args.release_name if args.release_name is not None else name)
+        check_cluster_access(opts, args.kubeconfig)
         super().__init__("trainstack:index:TrainingJob", name, None, opts)
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         job = InfraTrainingJob(name, dataclasses.replace(job_args, provider=provider),

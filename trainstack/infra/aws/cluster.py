@@ -333,6 +333,8 @@ class EksCluster(pulumi.ComponentResource):
         self.kubeconfig_json = pulumi.Output.secret(cluster.kubeconfig_json)
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_issuer = cluster.oidc_issuer
+        self.node_role_arn = node_role_arn  # the node groups' role (both groups): for the user's own policies
+        self.node_role_name = node_role.name
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig_json,

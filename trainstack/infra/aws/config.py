@@ -114,9 +114,11 @@ _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 class ExistingNetwork:
     """A VPC the stack uses instead of creating one (its CIDR is looked up, never copied by hand)."""
 
-    vpc_id: str
-    public_subnet_ids: tuple[str, ...]
-    private_subnet_ids: tuple[str, ...]
+    vpc_id: pulumi.Input[str]  # a component's caller may pass its own resources' IDs (outputs)
+    public_subnet_ids: tuple[pulumi.Input[str], ...]
+    private_subnet_ids: tuple[pulumi.Input[str], ...]
+    # How an error names the private subnets: the stack file's key, or the part's input.
+    subnets_key: str = "trainstack:existingNetwork.privateSubnetIds"
 
 
 @dataclass(frozen=True)
@@ -332,7 +334,7 @@ def _check_tag_characters(key: str, name: str, value: str) -> None:
         raise ConfigError(f"{key}.{name}", problem, set_hint(f"{key}.{name}", shlex.quote(cleaned)))
 
 
-def _parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
+def parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
     key = f"{NAMESPACE}:tags"
     tags = top(raw, "tags", as_str_map, {})
     for name in tags:
@@ -605,12 +607,8 @@ def _parse_kubernetes_version(raw: Mapping[str, str]) -> str:
     return version
 
 
-def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = None) -> AwsStackConfig:
-    """All of the AWS stack's config, typed and checked; raises ConfigError on the first bad key."""
-    raw = raw_config() if raw is None else raw
-    stack = pulumi.get_stack() if stack is None else stack
-    check_stack_keys(raw, TOP_LEVEL_KEYS, "aws", AWS_PROVIDER_KEYS,
-                     " and set the matching AWS_* environment variable instead")
+def parse_region(raw: Mapping[str, str]) -> str:
+    """aws:region: set, a Region of the aws partition that trainstack knows."""
     region = raw.get("aws:region")
     if not region:
         raise ConfigError("aws:region", "not set", "pulumi config set aws:region us-west-2")
@@ -624,6 +622,16 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         raise ConfigError("aws:region", f"{region!r} is not an AWS Region" + (f" (did you mean {close[0]}?)"
                           if close else ""), f"pulumi config set aws:region {close[0] if close else 'us-west-2'} "
                           "(aws ec2 describe-regions lists them; a Region newer than trainstack/infra/aws/limits.py goes there)")
+    return region
+
+
+def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = None) -> AwsStackConfig:
+    """All of the AWS stack's config, typed and checked; raises ConfigError on the first bad key."""
+    raw = raw_config() if raw is None else raw
+    stack = pulumi.get_stack() if stack is None else stack
+    check_stack_keys(raw, TOP_LEVEL_KEYS, "aws", AWS_PROVIDER_KEYS,
+                     " and set the matching AWS_* environment variable instead")
+    region = parse_region(raw)
 
     name_key = f"{NAMESPACE}:clusterName"
     cluster_name = top(raw, "clusterName", as_str, f"{NAMESPACE}-{stack}")
@@ -649,7 +657,7 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
         protect_shared_filesystem=top(raw, "protectSharedFilesystem", as_bool, True),
         cluster_admin_arns=admins,
         api_endpoint=_parse_api_endpoint(raw),
-        tags=_parse_tags(raw),
+        tags=parse_tags(raw),
         budget=parse_budget(raw),
         preview_role_arn=preview_role,
         cluster_autoscaler=autoscaler,

@@ -59,18 +59,26 @@ class Network(pulumi.ComponentResource):
         })
 
     def _use_existing(self, existing: ExistingNetwork) -> None:
-        vpc = aws.ec2.get_vpc_output(id=existing.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self))
+        invoke = pulumi.InvokeOutputOptions(parent=self)  # the provider this component was given
+        vpc = aws.ec2.get_vpc_output(id=existing.vpc_id, opts=invoke)
         self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
         self.vpc_cidr = vpc.cidr_block
         self.public_subnet_ids = [pulumi.Output.from_input(s) for s in existing.public_subnet_ids]
         self.private_subnet_ids = [pulumi.Output.from_input(s) for s in existing.private_subnet_ids]
+        if not all(isinstance(s, str) for s in (existing.vpc_id, *existing.private_subnet_ids)):
+            # IDs that are other resources' outputs (the caller's own aws.ec2.Subnet): their zones are not
+            # known while the program runs, so each subnet gets a mount target (give one subnet per zone: EFS
+            # refuses a second mount target in a zone, and a subnet outside the VPC, when it creates them).
+            self.mount_subnet_ids = {f"subnet{index}": pulumi.Output.from_input(subnet_id)
+                                     for index, subnet_id in enumerate(existing.private_subnet_ids)}
+            return
         # Plain (blocking) lookups: the IDs are config, and how many mount targets to create must be
         # known while the program runs, never inside an apply. They run in previews too.
         zones: dict[str, str] = {}
         for subnet_id in existing.private_subnet_ids:
             subnet = aws.ec2.get_subnet(id=subnet_id, opts=pulumi.InvokeOptions(parent=self))
             if subnet.vpc_id != existing.vpc_id:
-                raise pulumi.RunError(f"trainstack:existingNetwork.privateSubnetIds: {subnet_id} is in {subnet.vpc_id}, "
+                raise pulumi.RunError(f"{existing.subnets_key}: {subnet_id} is in {subnet.vpc_id}, "
                                       f"not in {existing.vpc_id}. Fix: list subnets of {existing.vpc_id}")
             zones.setdefault(subnet.availability_zone, subnet_id)
         self.mount_subnet_ids = {zone: pulumi.Output.from_input(subnet_id) for zone, subnet_id in zones.items()}

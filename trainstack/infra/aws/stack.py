@@ -85,6 +85,8 @@ def eks_cluster_args(cfg: AwsStackConfig, *, vpc_id: pulumi.Input[str], public_s
 @dataclass(frozen=True, kw_only=True)
 class AwsStackArgs:
     config: AwsStackConfig
+    # The caller's provider (AwsStack given opts.providers): used instead of one made from cfg.region/aws_profile.
+    provider: aws.Provider | None = None
 
 
 class AwsStack(pulumi.ComponentResource):
@@ -95,8 +97,8 @@ class AwsStack(pulumi.ComponentResource):
         cfg = args.config
         tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **cfg.tags}
 
-        aws_provider = aws.Provider(f"{name}-aws", region=cfg.region, profile=cfg.aws_profile,
-                                    opts=pulumi.ResourceOptions(parent=self))
+        aws_provider = args.provider or aws.Provider(f"{name}-aws", region=cfg.region, profile=cfg.aws_profile,
+                                                     opts=pulumi.ResourceOptions(parent=self))
         # Nothing is created before the account confirms what only it knows (preflight.py).
         child = pulumi.ResourceOptions(parent=self, providers={"aws": aws_provider},
                                        depends_on=preflight.gate(cfg, aws_provider, parent=self))

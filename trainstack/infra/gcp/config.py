@@ -135,8 +135,8 @@ ARM_SERIES = ("t2a", "c4a", "n4a")
 class ExistingNetwork:
     """A VPC and subnet the stack uses instead of creating them; the subnet must have both ranges."""
 
-    network: str
-    subnetwork: str
+    network: pulumi.Input[str]  # a component's caller may pass its own resources' names (outputs)
+    subnetwork: pulumi.Input[str]
     pods_range_name: str
     services_range_name: str
 

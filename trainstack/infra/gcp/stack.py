@@ -58,6 +58,9 @@ from trainstack.infra.kubernetes.training_job import image_values
 @dataclass(frozen=True, kw_only=True)
 class GcpStackArgs:
     config: GcpStackConfig
+    # The caller's provider (GcpStack given opts.providers): used instead of one made from the config; its
+    # default labels are the caller's.
+    provider: gcp.Provider | None = None
 
 
 class GcpStack(pulumi.ComponentResource):
@@ -67,8 +70,9 @@ class GcpStack(pulumi.ComponentResource):
         super().__init__("trainstack:gcp:GcpStack", name, None, opts)
         cfg = args.config
 
-        google = gcp.Provider(f"{name}-gcp", project=cfg.project, region=cfg.region,
-                              default_labels=dict(cfg.labels), opts=pulumi.ResourceOptions(parent=self))
+        google = args.provider or gcp.Provider(f"{name}-gcp", project=cfg.project, region=cfg.region,
+                                               default_labels=dict(cfg.labels),
+                                               opts=pulumi.ResourceOptions(parent=self))
         # Nothing is created before the account confirms what only it knows (preflight.py).
         checks = preflight.gate(cfg, google, parent=self)
         child = pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=checks.ready)

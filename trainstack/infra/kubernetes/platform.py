@@ -83,6 +83,9 @@ class TrainingPlatformArgs:
     # Values for the Kueue chart itself (e.g. a pod annotation that restarts its controller when the
     # cluster starts serving an API Kueue looks for only at start).
     kueue_values: Mapping[str, Any] = field(default_factory=dict)
+    # False: the cluster already runs Kueue; with job.queue the jobs go to its LocalQueue job.queue_name (in the
+    # job's namespace), and nothing of Kueue is installed or created here.
+    install_kueue: bool = True
 
     def validate(self, component: str) -> None:
         if not isinstance(self.provider, k8s.Provider):
@@ -256,7 +259,10 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
         check_local_disk(f"TrainingPlatform {name!r}", chart_values(job_args, job.name), args)
         queues: dict[str, Any] = {}
-        if job.queue:
+        installs_kueue = job.queue and args.install_kueue
+        if job.queue and not args.install_kueue:
+            job_args = replace(job_args, queue_name=job.queue_name)  # the cluster's own LocalQueue
+        if installs_kueue:
             # One queue per GPU pool, each as large as its pool at its maximum and no larger: the pods
             # the chart renders there (trainer, RxDM and any other sidecar, init containers, local disk),
             # as Kueue counts them. Admitted jobs then always fit the pool once the autoscaler has grown it.
@@ -295,7 +301,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         owner = job_owner(f"{name}-job-owner", namespace=namespace, opts=child_options(
             self, args.provider, opts, depends_on=[
                 *namespace_objects, *([claim] if args.storage is not None else []), service_account,
-                *([kueue] if job.queue else []), *job_ready,
+                *([kueue] if installs_kueue else []), *job_ready,
                 *(resource for pool in args.other_gpu_pools.values() for resource in pool.ready)]))
         extra_values = deep_merge(extra_values, owner_values(owner))
         # For a job installed outside Pulumi's state by the stack's own commands (the A3 NCCL check).
@@ -323,7 +329,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             pool_values = deep_merge(deep_merge(deep_merge(deep_merge(deep_merge(
                 cache_values, {"resources": {**pool.pod_resources, "gpusPerPod": pool.gpus_per_node}}),
                 topology_values(job, pool)), shared), args.other_pool_values.get(pool_name, {})), owner_values(owner))
-            queue = kueue.local_queue_names[f"{job.queue_name}-{pool_name}"] if job.queue else None
+            queue = kueue.local_queue_names[f"{job.queue_name}-{pool_name}"] if installs_kueue else None
             pools[pool_name] = pool_entry(pool, queue, values_on(pool, queue, pool_values))
         # What `trainstack submit` needs to run more jobs like this one (trainstack/infra/kubernetes/job_submission.py).
         self.outputs = {"jobSubmission": submission_output(
