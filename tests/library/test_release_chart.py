@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from trainstack.infra.core import paths, release_chart
-from trainstack.infra.core.release_chart import PROJECT_COPY, release_chart_path
+from trainstack.infra.core.release_chart import COPIES, chart_digest, release_chart_path
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.source_tree
 def test_this_repositorys_program_records_the_checkouts_chart_as_before():
     assert release_chart_path(project=REPO) == "workloads/charts/training-job"
-    assert not (REPO / PROJECT_COPY).exists()
+    assert not (REPO / COPIES).exists()
 
 
 @pytest.mark.source_tree
@@ -37,11 +37,16 @@ def installed_chart(tmp_path) -> Path:
     return chart
 
 
+def copy_path(chart: Path) -> str:
+    return f".trainstack/charts/training-job-{chart_digest(chart)}"
+
+
 def test_an_installed_chart_is_copied_into_the_project_and_recorded_there(tmp_path, installed_chart):
     project = tmp_path / "project"
     project.mkdir()
-    assert release_chart_path(project=project, chart=installed_chart) == ".trainstack/charts/training-job"
-    copy = project / PROJECT_COPY
+    recorded = release_chart_path(project=project, chart=installed_chart)
+    assert recorded == copy_path(installed_chart)
+    copy = project / recorded
     assert (copy / "templates" / "job.yaml").read_text() == "kind: Job\n" and (copy / ".helmignore").is_file()
     assert (project / ".trainstack" / ".gitignore").read_text().splitlines()[-1] == "*"
 
@@ -56,22 +61,60 @@ def test_two_installs_record_the_same_path(tmp_path, installed_chart):
         release_chart_path(project=project, chart=other)
 
 
-def test_the_copy_follows_the_chart_and_is_left_alone_when_equal(tmp_path, installed_chart):
+def test_a_changed_chart_gets_a_new_copy_and_digest_and_an_existing_copy_is_never_rewritten(tmp_path, installed_chart):
     project = tmp_path / "project"
     project.mkdir()
-    release_chart_path(project=project, chart=installed_chart)
-    copied = project / PROJECT_COPY / "Chart.yaml"
+    first = release_chart_path(project=project, chart=installed_chart)
+    copied = project / first / "Chart.yaml"
     before = copied.stat().st_mtime_ns
-    release_chart_path(project=project, chart=installed_chart)
+    assert release_chart_path(project=project, chart=installed_chart) == first
     assert copied.stat().st_mtime_ns == before  # unchanged chart: nothing rewritten
 
+    digest = chart_digest(installed_chart)
     (installed_chart / "templates" / "job.yaml").write_text("kind: Job\nspec: {}\n")
     (installed_chart / ".helmignore").unlink()
-    release_chart_path(project=project, chart=installed_chart)
-    copy = project / PROJECT_COPY
-    assert (copy / "templates" / "job.yaml").read_text() == "kind: Job\nspec: {}\n"
-    assert not (copy / ".helmignore").exists()  # a removed file is gone from the copy too
-    assert [p.name for p in copy.parent.iterdir()] == ["training-job"]  # no staging folders left behind
+    second = release_chart_path(project=project, chart=installed_chart)
+    assert second != first and chart_digest(installed_chart) != digest  # the release sees the change
+    assert (project / second / "templates" / "job.yaml").read_text() == "kind: Job\nspec: {}\n"
+    assert not (project / second / ".helmignore").exists()  # a removed file is gone from the new copy
+    assert (project / first / "templates" / "job.yaml").read_text() == "kind: Job\n"  # a running preview's copy stays
+    assert sorted(p.name for p in (project / COPIES).iterdir()) == sorted(
+        [Path(first).name, Path(second).name])  # no staging folders left behind
+
+
+def test_the_digest_ignores_the_charts_readme_only(installed_chart):
+    digest = chart_digest(installed_chart)
+    (installed_chart / "README.md").write_text("docs\n")
+    assert chart_digest(installed_chart) == digest
+    (installed_chart / "templates" / "job.yaml").rename(installed_chart / "templates" / "job2.yaml")
+    assert chart_digest(installed_chart) != digest  # a renamed file renders differently
+
+
+def test_runs_in_parallel_all_get_the_whole_chart(tmp_path, installed_chart):
+    # Several previews from one fresh checkout (CI) copy at once: each must end with the complete chart.
+    import concurrent.futures
+
+    project = tmp_path / "project"
+    project.mkdir()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        recorded = set(pool.map(lambda _: release_chart_path(project=project, chart=installed_chart), range(16)))
+    assert recorded == {copy_path(installed_chart)}
+    copy = project / copy_path(installed_chart)
+    assert sorted(p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()) == \
+        [".helmignore", "Chart.yaml", "templates/job.yaml"]
+    assert [p.name for p in (project / COPIES).iterdir()] == [copy.name]
+
+
+def test_a_project_folder_that_cannot_be_written_is_one_line(tmp_path, installed_chart, monkeypatch):
+    import pulumi
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".trainstack").write_text("not a folder")  # any OSError while preparing the copy
+    with pytest.raises(pulumi.RunError) as raised:
+        release_chart_path(project=project, chart=installed_chart)
+    assert "cannot write there" in str(raised.value) and "Fix: " in str(raised.value)
+    assert "\n" not in str(raised.value)
 
 
 def test_the_plugin_folder_is_a_checkout_outside_the_project(tmp_path, monkeypatch):
@@ -84,4 +127,5 @@ def test_the_plugin_folder_is_a_checkout_outside_the_project(tmp_path, monkeypat
     monkeypatch.setattr(paths, "REPO_ROOT", plugin)
     project = tmp_path / "program"
     project.mkdir()
-    assert release_chart.release_chart_path(project=project, chart=chart) == ".trainstack/charts/training-job"
+    assert release_chart.release_chart_path(project=project, chart=chart) == \
+        f".trainstack/charts/training-job-{chart_digest(chart)}"

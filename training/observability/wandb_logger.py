@@ -28,7 +28,8 @@ def check(settings: WandbConfig) -> None:
     if not settings.enabled:
         return
     if importlib.util.find_spec("wandb") is None:
-        raise UserError("--wandb-project needs the wandb package; pip install 'trainstack[wandb]' (or wandb), "
+        raise UserError("--wandb-project needs the wandb package; from a checkout .venv/bin/pip install -e '.[wandb]' "
+                        "(or pip install wandb), "
                         "or drop --wandb-project")
     if settings.mode == "online" and not os.environ.get("WANDB_API_KEY"):
         raise UserError("--wandb-mode online needs WANDB_API_KEY in the environment (the chart takes it from a "

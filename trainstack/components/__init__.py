@@ -85,9 +85,9 @@ _HOSTED_NAMES = ("TrainingPlatform", "NvidiaDevicePlugin", "Kueue", "TrainingJob
                  "EksCluster", "EfsStorage", "S3SnapshotBucket")
 
 
-def __getattr__(name: str):
+def _lazy_attribute(name: str):
     if name == "HOSTED":
-        return [globals()[n] if n in globals() else __getattr__(n) for n in _HOSTED_NAMES]
+        return [globals()[n] if n in globals() else _lazy_attribute(n) for n in _HOSTED_NAMES]
     if name in _CLOUD_MODULE_OF:
         import importlib
 
@@ -101,6 +101,10 @@ def __getattr__(name: str):
                 f"{name} needs {missing.name}, which this environment lacks. Fix: install trainstack with the extra "
                 f"of its cloud ([aws], [gcp] or [infra] for both; docs/library.md, Install)", name=missing.name) from None
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if not TYPE_CHECKING:  # a module __getattr__ would tell mypy that any name exists
+    __getattr__ = _lazy_attribute
 
 
 __all__ = [

@@ -53,12 +53,16 @@ if TYPE_CHECKING:  # what __getattr__ below returns, for type checkers
 _IMAGE_NAMES = ("TrainingImage", "TrainingImageArgs", "tensorboard_image_args")
 
 
-def __getattr__(name: str):
+def _lazy_attribute(name: str):
     if name in _IMAGE_NAMES:
         from trainstack.infra.image import training_image
 
         return getattr(training_image, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if not TYPE_CHECKING:  # a module __getattr__ would tell mypy that any name exists
+    __getattr__ = _lazy_attribute
 
 
 __all__ = [

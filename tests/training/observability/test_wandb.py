@@ -49,5 +49,5 @@ def test_wandb_bad_input(data_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(wandb_logger.importlib.util, "find_spec",
                         lambda name, *a: None if name == "wandb" else real_find_spec(name, *a))
     one_line_error(train(data_dir, tmp_path / "run", "--wandb-project", "p", "--wandb-mode", "offline"),
-                   "needs the wandb package", "trainstack[wandb]")
+                   "needs the wandb package", "pip install -e '.[wandb]'")
     assert not (tmp_path / "run").exists(), "refused before anything is written"

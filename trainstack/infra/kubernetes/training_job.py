@@ -30,13 +30,14 @@ import yaml
 from trainstack.infra.core import validation
 from trainstack.infra.core.contracts import EFA_RESOURCE, GPU_RESOURCE
 from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
-from trainstack.infra.core.release_chart import release_chart_path
+from trainstack.infra.core.release_chart import chart_digest, release_chart_path
 from trainstack.infra.core.resource_options import child_options
 from trainstack.infra.kubernetes.pod_requests import format_quantity, parse_quantity
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+CHART_DESCRIPTION = "trainstack training-job chart "
 # The chart names the Job, its Services and ServiceAccount after the release, cut to 50 characters.
 _RELEASE_NAME_MAX = 50
 
@@ -45,6 +46,7 @@ _RELEASE_NAME_MAX = 50
 # job.ttlSecondsAfterFinished, job.activeDeadlineSeconds, serviceAccount.annotations,
 # networkPolicy, tensorboard.
 REPLACE_ON_CHANGES = (
+    "description",  # the chart's digest: new templates may change the pod template
     "values.image",
     "values.job.pods.min",
     "values.job.pods.max",
@@ -385,6 +387,9 @@ class TrainingJob(pulumi.ComponentResource):
                 namespace=args.namespace,
                 create_namespace=args.create_namespace,
                 chart=release_chart_path(),  # the same on every machine (release_chart.py)
+                # What the chart renders, by digest: the provider diffs inputs only, so without it a new
+                # chart under the same path would never reach the cluster (release_chart.py).
+                description=f"{CHART_DESCRIPTION}{chart_digest()}",
                 values=values,
                 # A failed install or upgrade is rolled back instead of leaving a half-applied job.
                 atomic=True,
