@@ -1,0 +1,17 @@
+"""The run's compile cache: what torch.compile produced travels with the run.
+
+A cold `torch.compile` spends its time generating and building code that the compiler keeps in its
+on-disk cache (TORCHINDUCTOR_CACHE_DIR, by default /tmp/torchinductor_$USER; Triton's kernels lie
+under it too unless TRITON_CACHE_DIR says otherwise). That cache is local to the machine, so a
+replacement pod on a new node paid the whole compile again. Here:
+
+- blob.py: after the first compiled step, the files the compile wrote are packed into
+  RUN_DIR/compile_cache.tar.gz (atomically, size-bounded, never when the disk is short) and
+  uploaded with the run's files to --snapshot-uri; any later start of the run unpacks them into the
+  local cache before its first compile, when torch, Triton, Python and the device are the same.
+  A foreign, damaged or truncated blob is ignored with one line.
+- regional.py: only the transformer blocks are compiled (one graph, reused by every block), so the
+  cold compile no longer grows with the depth and the rest of the step runs eagerly.
+- plan.py: whether `--compile auto` compiles, what the console says about it, and the compile's
+  seconds kept out of the progress ETA.
+"""
