@@ -10,7 +10,13 @@ so parameter names, the state dict and checkpoints are those of the plain model.
 
 from __future__ import annotations
 
+import os
+
 import torch
+
+# TRAINSTACK_COMPILE_REGIONS=0 compiles the whole model with its loss, as train did before: the
+# comparison bench/cold_start.py measures.
+WHOLE_MODEL = "TRAINSTACK_COMPILE_REGIONS"
 
 
 def blocks_of(model: torch.nn.Module) -> torch.nn.ModuleList | None:
@@ -20,10 +26,12 @@ def blocks_of(model: torch.nn.Module) -> torch.nn.ModuleList | None:
 
 
 def compile_regions(model: torch.nn.Module) -> torch.nn.Module:
-    """Compile `model`'s blocks in place and return the model; a model without blocks is compiled whole."""
+    """Compile `model`'s blocks in place and return the model; a model without blocks is compiled whole
+    (in place too: the caller's references, DDP's included, run it)."""
     blocks = blocks_of(model)
-    if blocks is None:
-        return torch.compile(model)
+    if blocks is None or os.environ.get(WHOLE_MODEL) == "0":
+        model.compile()
+        return model
     for block in blocks:
         block.compile()
     return model
