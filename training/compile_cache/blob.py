@@ -171,9 +171,9 @@ def _read_json(tar: tarfile.TarFile, member: tarfile.TarInfo) -> dict:
     return found
 
 
-def load(run_dir: Path, device: torch.device, cache: Path | None = None) -> Saved | None:
+def load(run_dir: Path, device: torch.device, cache: Path | None = None, say=warn) -> Saved | None:
     """Unpack RUN_DIR/BLOB into the local compiler cache (files already there are kept). None, with
-    one line, when the blob is foreign or cannot be read; None, silently, when there is none."""
+    one line to `say`, when the blob is foreign or cannot be read; None, silently, when there is none."""
     path = run_dir / BLOB
     if not path.is_file():
         return None
@@ -187,16 +187,18 @@ def load(run_dir: Path, device: torch.device, cache: Path | None = None) -> Save
             meta = _read_json(tar, first)
             here = fingerprint(device)
             if meta.get("fingerprint") != here:
-                warn(f"ignoring {path}: it was made by {_describe(meta.get('fingerprint'))}, this is {_describe(here)}; "
+                say(f"ignoring {path}: it was made by {_describe(meta.get('fingerprint'))}, this is {_describe(here)}; "
                      "compiling afresh")
                 return None
             shutil.rmtree(staging, ignore_errors=True)
-            tar.extractall(staging, filter="data")  # reads to the end: gzip's CRC checks every byte
+            members = tar.getmembers()  # reads to the end: gzip's CRC and length check every byte
+            absent = [m for m in members if not (cache / m.name.removeprefix("cache/")).exists()]
+            tar.extractall(staging, members=absent, filter="data")  # a restart here unpacks nothing
         moved = _move_absent(staging / "cache", cache)
         return Saved(int(meta.get("step", 0)), float(meta.get("compile_s", 0.0)), moved)
     except READ_ERRORS as exc:
         reason = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
-        warn(f"ignoring {path}: it is damaged or truncated ({reason}); compiling afresh")
+        say(f"ignoring {path}: it is damaged or truncated ({reason}); compiling afresh")
         return None
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -36,7 +36,8 @@ class CompilePlan:
         self.start_step, self.max_steps, self.is_main = start_step, max_steps, is_main
         self.compiled = False
         self.pending = requested != "off"  # a compile still to decide on or to do
-        self.warm = blob.load(run_dir, device) if self.pending else None
+        quiet = lambda line: None  # noqa: E731 - every rank loads; rank 0 says what was wrong
+        self.warm = blob.load(run_dir, device, say=blob.warn if is_main else quiet) if self.pending else None
         self._compiling_step: int | None = None
         self._began = 0.0
         self._since = 0.0
