@@ -37,7 +37,6 @@ class CompilePlan:
                  is_main: bool, say=log_info):
         self.requested, self.run_dir, self.device, self.say = requested, run_dir, device, say
         self.start_step, self.max_steps, self.is_main = start_step, max_steps, is_main
-        self.compiled = False
         self.pending = requested != "off"  # a compile still to decide on or to do
         quiet = lambda line: None  # noqa: E731 - every rank loads; rank 0 says what was wrong
         self.warm = blob.load(run_dir, device, say=blob.warn if is_main else quiet) if self.pending else None
@@ -56,17 +55,18 @@ class CompilePlan:
 
     def _compile(self, model: torch.nn.Module, step: int) -> None:
         compile_regions(model)
-        self.compiled, self.pending, self._compiling_step = True, False, step
+        self.pending, self._compiling_step = False, step
         self._since = time.time() - 1.0  # the cache files this compile writes (mtime granularity)
         if not self.is_main:
             return
         if self.warm is not None:
             self.say(f"compile cache from step {self.warm.step}: warm start (the cold compile took "
-                 f"{self.warm.compile_s:.0f} s)")
+                     f"{self.warm.compile_s:.0f} s)")
         else:
             expected = expected_cold_seconds()
-            about = f"about {expected:.0f} s on this machine" if expected else "timed now; later starts reuse it"
-            self.say(f"compiling the model (first start; {about}); the progress ETA leaves it out")
+            about = f"about {expected:.0f} s on this machine, once" if expected else "once"
+            self.say(f"compiling the model (first start; {about}: later starts of this run reuse it); "
+                     "the progress ETA leaves it out")
 
     def before_step(self) -> None:
         self._began = time.perf_counter()
@@ -87,8 +87,8 @@ class CompilePlan:
             saved = blob.save(self.run_dir, self.device, self._since, step, seconds if self.warm is None
                               else self.warm.compile_s)
             if saved is not None and self.warm is None:
-                self.say(f"saved the compile cache ({saved.files} files) to {self.run_dir / blob.BLOB}: later starts of "
-                     "this run, on any machine like this one, start warm")
+                self.say(f"saved the compile cache ({saved.files} files) to {self.run_dir / blob.BLOB}: later "
+                         "starts of this run, on any machine like this one, start warm")
         return seconds
 
     def _decide(self, step: int, eager_s: float, model: torch.nn.Module) -> None:
@@ -100,8 +100,8 @@ class CompilePlan:
             return
         self.pending = False
         if self.is_main:
-            self.say(f"running eagerly: the {left} steps left would save about {gain:.0f} s, less than a compile of about "
-                 f"{expected:.0f} s on this machine (--compile on compiles anyway)")
+            self.say(f"running eagerly: the {left} steps left would save about {gain:.0f} s, less than a compile "
+                     f"of about {expected:.0f} s on this machine (--compile on compiles anyway)")
 
 
 def _record_path() -> Path:

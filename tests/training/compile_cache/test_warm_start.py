@@ -62,7 +62,8 @@ def test_auto_runs_eagerly_when_the_run_is_too_short_to_earn_the_compile(tmp_pat
     assert compiling.after_step(1, model) == 0.0
     assert (compiled == [model]) is compiles
     if compiles:
-        assert said == ["compiling the model (first start; about 30 s on this machine); the progress ETA leaves it out"]
+        assert said == ["compiling the model (first start; about 30 s on this machine, once: later starts of this run "
+                        "reuse it); the progress ETA leaves it out"]
         compiling.before_step()
         assert compiling.after_step(2, model) > 0  # the compiling step's seconds leave the ETA
         assert compiling.after_step(3, model) == 0.0
