@@ -80,3 +80,19 @@ def test_the_compile_is_left_out_of_the_eta():
     console.exclude(40.0)
     assert console.bar.start_t == began + 40.0
     console.close()
+
+
+def test_the_compiling_step_leaves_the_window_throughput_unless_it_is_alone(tmp_path):
+    from types import SimpleNamespace
+
+    from training.trainer.progress import TrainLog
+
+    cfg = SimpleNamespace(optim=SimpleNamespace(lr=1e-3, max_steps=100), cadence=SimpleNamespace(log_every=10))
+    log = TrainLog(cfg, tmp_path, SimpleNamespace(device=torch.device("cpu")), None, None, None, 256, 1.0, False)
+    began = log.window_start
+    log.add(torch.tensor(1.0), 8)
+    log.leave_out_step(40.0)  # alone in its window: its line shows what it took
+    assert (log.window_steps, log.window_start) == (1, began)
+    log.add(torch.tensor(1.0), 8)
+    log.leave_out_step(40.0)
+    assert (log.window_steps, log.window_start) == (1, began + 40.0)
