@@ -16,23 +16,25 @@ from training.trainer.progress import Console
 
 @pytest.mark.timeout(600)
 def test_a_new_node_starts_warm_from_the_runs_cache(data_dir, tmp_path, monkeypatch):
-    """One layer, compiled: the cold start saves the cache with the run, a start with empty local caches loads it."""
-    run = tmp_path / "run"
-    flags = ("--n-layer", "1", "--no-export", "--precision", "fp32", "--compile", "on")
+    """One layer, compiled: the cold start saves the cache with the run and uploads it to --snapshot-uri; a
+    replacement pod (empty RUN_DIR restored from the store, empty local caches) loads it before compiling."""
+    bucket = f"file://{tmp_path / 'bucket'}"
+    flags = ("--n-layer", "1", "--no-export", "--precision", "fp32", "--compile", "on", "--snapshot-uri", bucket)
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "first-node"))
-    code, out, err = train(data_dir, run, "--max-steps", "2", *flags)
+    code, out, err = train(data_dir, tmp_path / "run", "--max-steps", "2", *flags)
     assert code == 0, err
     assert "compiling the model (first start;" in out and "compiled the model in" in out, out
-    assert (run / blob.BLOB).is_file()
+    assert (tmp_path / "run" / blob.BLOB).is_file()
+    assert (tmp_path / "bucket" / blob.BLOB).read_bytes() == (tmp_path / "run" / blob.BLOB).read_bytes()
 
     new_node = tmp_path / "second-node"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(new_node))
-    code, out, err = train(data_dir, run, "--max-steps", "4", *flags)
+    code, out, err = train(data_dir, tmp_path / "replacement", "--max-steps", "4", *flags)
     assert code == 0, err
     assert "compile cache from step 1: warm start" in out, out
     assert "compiling the model" not in out and "ignoring" not in err, (out, err)
     assert any(new_node.rglob("*.so")), "the run's cache was not unpacked into the empty local cache"
-    assert sorted(losses(run)) == [1, 2, 3, 4]
+    assert sorted(losses(tmp_path / "replacement")) == [3, 4]
 
 
 class _Tiny(torch.nn.Module):
