@@ -19,6 +19,7 @@ block, and compiled whole, interleaved in one process.
 
     .venv/bin/python -m bench.cold_start                        # tiny at 2 and 6 layers, one round
     .venv/bin/python -m bench.cold_start --layers 6 --rounds 3 --step-time
+    .venv/bin/python -m bench.cold_start --rounds 0 --step-time --step-rounds 12 --out bench/results/step_time.json
 """
 
 from __future__ import annotations
@@ -141,13 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"of: {', '.join(VARIANTS)} (cold always runs)")
     parser.add_argument("--step-time", action="store_true", help="also time the step eager/per block/whole")
+    parser.add_argument("--step-rounds", type=int, default=6, help="interleaved rounds of 5 steps per variant")
     parser.add_argument("--out", default=None, help="result JSON (default bench/results/cold_start.json)")
     args = parser.parse_args(argv)
 
     data = Path(args.data) if args.data else common.prepared_data()
     variants = args.variants.split(",")
     result = {"benchmark": "cold_start", "machine": common.machine(), "preset": "tiny", "layers": {}}
-    for n_layer in (int(n) for n in args.layers.split(",")):
+    for n_layer in (int(n) for n in args.layers.split(",") if args.rounds > 0):
         rounds = []
         for r in range(args.rounds):
             order = variants[r % len(variants):] + variants[:r % len(variants)]
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             "median_x_warm": {v: common.median([r[v]["x_warm"] for r in rounds]) for v in names},
             "rounds": rounds}
     if args.step_time:
-        result["step_time"] = [step_times(int(n), rounds=6, steps=5) for n in args.layers.split(",")]
+        result["step_time"] = [step_times(int(n), args.step_rounds, steps=5) for n in args.layers.split(",")]
     result["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     common.write_result("cold_start", result, args.out)
     print(json.dumps(result))
