@@ -6,7 +6,7 @@ is kept too (at --log-every 1 the compiling step's line shows its whole time). P
 cold start trains 2 steps into a RUN_DIR; copies of that RUN_DIR then resume to step 4 as:
 
     cold          (the first start itself) empty compiler cache, empty RUN_DIR
-    cold-whole    the same, compiling the whole model with its loss (TRAINSTACK_COMPILE_REGIONS=0)
+    cold-regions  the same, compiling each block instead of the whole model (TRAINSTACK_COMPILE_REGIONS=1)
     warm          the cold start's compiler cache (a restart on the same machine)
     new-node      an empty compiler cache, RUN_DIR with its compile_cache.tar.gz (a replacement pod)
     new-node-bare an empty compiler cache, RUN_DIR without it (what a new node paid before)
@@ -38,7 +38,7 @@ from pathlib import Path
 from bench import common
 
 STEP = re.compile(r"step (\d+)/\d+ \|.*\| ([\d.,]+) ms/step")
-VARIANTS = ("cold-whole", "warm", "new-node", "new-node-bare", "eager")
+VARIANTS = ("cold-regions", "warm", "new-node", "new-node-bare", "eager")
 
 
 def start(data: Path, run: Path, cache: Path, max_steps: int, extra: list[str], env_extra: dict | None = None,
@@ -77,9 +77,9 @@ def one_round(data: Path, shape: list[str], order: list[str], work: Path) -> dic
         run = work / f"run-{variant}"
         shutil.copytree(work / "run", run)
         fresh = work / f"cache-{variant}"
-        if variant == "cold-whole":
+        if variant == "cold-regions":
             shutil.rmtree(run)
-            results[variant] = start(data, run, fresh, 2, shape, {"TRAINSTACK_COMPILE_REGIONS": "0"})
+            results[variant] = start(data, run, fresh, 2, shape, {"TRAINSTACK_COMPILE_REGIONS": "1"})
         elif variant == "warm":
             results[variant] = start(data, run, cache, 4, shape)
         elif variant == "new-node":
@@ -99,7 +99,7 @@ def step_times(n_layer: int, rounds: int, steps: int) -> dict:
     """train's step at the CLI defaults (batch 8, block 128 for tiny, --precision auto), interleaved."""
     import torch
 
-    from training.compile_cache.regional import compile_regions
+    from training.compile_cache import regions
     from training.model.build import config_for, create_gpt, resolve_shape
     from training.trainer.optim import make_optimizer
     from training.trainer.step import Stepper, resolve_precision
@@ -112,10 +112,9 @@ def step_times(n_layer: int, rounds: int, steps: int) -> dict:
     for name in ("eager", "regional", "whole"):
         torch.manual_seed(0)
         model = create_gpt(config_for(shape, 8192, dropout=0.0, eos_token_id=0))
-        if name == "regional":
-            compile_regions(model)
-        elif name == "whole":
-            model.compile()
+        if name != "eager":
+            os.environ[regions.REGIONS] = "1" if name == "regional" else "0"
+            regions.compile_in_place(model)
         steppers[name] = Stepper(model, make_optimizer(model, common.LR, common.WEIGHT_DECAY, common.BETAS),
                                  torch.device("cpu"), precision, common.GRAD_CLIP, 1, 8)
         for _ in range(3):  # compile and warm up
@@ -128,6 +127,7 @@ def step_times(n_layer: int, rounds: int, steps: int) -> dict:
                 loss, _ = steppers[name].step(batch)
             loss.item()
             times[name].append((time.perf_counter() - began) / steps)
+    os.environ.pop(regions.REGIONS, None)
     ms = {name: round(1000 * common.median(t), 2) for name, t in times.items()}
     return {"n_layer": n_layer, "precision": precision, "batch_size": 8, "block_size": shape.block_size,
             "median_ms": ms, "regional_over_whole": round(ms["regional"] / ms["whole"], 3),

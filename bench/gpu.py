@@ -6,9 +6,9 @@ Throughput peers (each a process of its own, run in turns: ours, nanoGPT, HF Tra
 
 - `first_step` (run first): train's first step cold, warm, on a new node with and without the run's
   compile cache, and eager (bench/cold_start.py);
-- `ours`: `python -m training bench` (train's step: training/model/gpt.py's blocks compiled, bf16
+- `ours`: `python -m training bench` (train's step: training/model/gpt.py compiled with its loss, bf16
   autocast, fused AdamW, clipping, pinned asynchronous host-to-device copies, no host sync per step);
-- `ours_whole`: the same, compiled as one graph with the loss (the step before regional compilation);
+- `ours_regional`: the same with each block compiled instead (TRAINSTACK_COMPILE_REGIONS=1);
 - `hf_model`: the same step on transformers' GPT2LMHeadModel (compiled, loss outside), to show what
   the lean model buys;
 - `nanogpt`: its own train.py (bench/nanogpt.py says how to get a checkout) with --compile=True,
@@ -42,7 +42,7 @@ import torch
 from bench import cold_start, common, nanogpt
 from training.checkpoints import checkpoint
 from training.checkpoints.writer import BackgroundCheckpointer
-from training.compile_cache.regional import WHOLE_MODEL, compile_regions
+from training.compile_cache.regions import REGIONS, compile_in_place
 from training.model.build import config_for, create_gpt, resolve_shape
 from training.observability import metrics
 from training.trainer.optim import make_optimizer
@@ -90,7 +90,7 @@ def peer_ours(args, hf: bool) -> None:
         model = create_gpt(config).to(device)
     optimizer = make_optimizer(model, 6e-4, 0.1, (0.9, 0.95))
     precision = "bf16" if device.type == "cuda" else "fp32"
-    stepper = Stepper(compile_regions(model), optimizer, device, precision, 1.0, 1, args.batch_size)
+    stepper = Stepper(compile_in_place(model), optimizer, device, precision, 1.0, 1, args.batch_size)
     gen = torch.Generator().manual_seed(0)
     for i in range(args.warmup + args.steps + 1):
         tokens = torch.randint(0, VOCAB, (args.batch_size, shape.block_size + 1), generator=gen)
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30, help="timed steps per peer run")
     parser.add_argument("--warmup", type=int, default=30, help="untimed steps (a multiple of --steps)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--peers", default="ours,ours_whole,nanogpt,hf_trainer,hf_model")
+    parser.add_argument("--peers", default="ours,ours_regional,nanogpt,hf_trainer,hf_model")
     parser.add_argument("--medium-batch", type=int, default=8, help="gpt2-medium micro-batch")
     parser.add_argument("--max-batch", type=int, default=128, help="largest micro-batch to try")
     parser.add_argument("--parts", default="first_step,throughput,medium,memory,checkpoint,sigterm")
@@ -295,8 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny shapes, 1 round (checks the code on a CPU)")
     parser.add_argument("--out", default=None, help="result JSON (default bench/results/gpu.json)")
     args = parser.parse_args(argv)
-    if args.peer == "ours_whole":  # train's step compiled as one graph with its loss (before regional compile)
-        os.environ[WHOLE_MODEL] = "0"
+    if args.peer == "ours_regional":  # train's step with its blocks compiled instead of the whole model
+        os.environ[REGIONS] = "1"
     if args.peer:
         peer_hf_trainer(args) if args.peer == "hf_trainer" else peer_ours(args, hf=args.peer == "hf_model")
         return 0

@@ -15,7 +15,7 @@ import time
 import torch
 
 from training.compile_cache.plan import expected_cold_seconds
-from training.compile_cache.regional import compile_regions
+from training.compile_cache.regions import compile_in_place
 from training.elastic.distributed import pick_device
 from training.model.build import config_for, create_gpt, resolve_shape
 from training.observability import metrics
@@ -38,7 +38,7 @@ def bench(args: argparse.Namespace) -> dict:
     model = create_gpt(config).to(device)
     optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2))
     use_compile = resolve_compile(args.compile)
-    step_model = compile_regions(model) if use_compile else model  # as train compiles it
+    step_model = compile_in_place(model) if use_compile else model  # as train compiles it
     if use_compile:
         expected = expected_cold_seconds()
         print("compiling the model (once; " + (f"about {expected:.0f} s on this machine" if expected else

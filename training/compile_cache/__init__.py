@@ -10,8 +10,9 @@ replacement pod on a new node paid the whole compile again. Here:
   uploaded with the run's files to --snapshot-uri; any later start of the run unpacks them into the
   local cache before its first compile, when torch, Triton, Python and the device are the same.
   A foreign, damaged or truncated blob is ignored with one line.
-- regional.py: only the transformer blocks are compiled (one graph, reused by every block), so the
-  cold compile no longer grows with the depth and the rest of the step runs eagerly.
+- regions.py: what is compiled: the whole model with its loss (the default), or each transformer
+  block (TRAINSTACK_COMPILE_REGIONS=1: a cold compile that does not grow with the depth, a slower
+  step on a CPU).
 - plan.py: whether `--compile auto` compiles, what the console says about it, and the compile's
   seconds kept out of the progress ETA.
 """

@@ -18,12 +18,12 @@ from pathlib import Path
 import torch
 
 from training.compile_cache import blob
-from training.compile_cache.regional import compile_regions
+from training.compile_cache.regions import compile_in_place
 from trainstack.contract.log import info as log_info
 
 # A compiled step's time over an eager one's at train's CPU defaults (bench/cold_start.py --step-time,
-# docs/BENCHMARKS.md: 0.81-0.86 measured; the higher end, so that a short run is not compiled on hope).
-COMPILED_STEP_RATIO_CPU = 0.85
+# docs/BENCHMARKS.md: 0.62-0.70 measured; the higher end, so that a short run is not compiled on hope).
+COMPILED_STEP_RATIO_CPU = 0.70
 # A CPU that has never compiled here: between a cold start on a quiet and on a busy 2-core machine
 # (docs/BENCHMARKS.md); the first compile here replaces it with what it took (RECORD).
 COLD_COMPILE_S = 60.0
@@ -54,7 +54,7 @@ class CompilePlan:
             self._compile(model, self.start_step + 1)
 
     def _compile(self, model: torch.nn.Module, step: int) -> None:
-        compile_regions(model)
+        compile_in_place(model)
         self.pending, self._compiling_step = False, step
         self._since = time.time() - 1.0  # the cache files this compile writes (mtime granularity)
         if not self.is_main:

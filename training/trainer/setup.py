@@ -101,7 +101,7 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
 
 def steppers(cfg: TrainConfig, start: Start, precision: str, dist_info: DistInfo) -> tuple[Stepper, Stepper]:
     """The training step (DDP across workers; distillation's with a teacher) and the evaluation one, which
-    stays eager: the model's blocks are compiled in place (training/compile_cache/plan.py)."""
+    stays eager: the model is compiled in place (training/compile_cache/plan.py)."""
     device, model = dist_info.device, start.model
     step_model = model
     if dist_info.is_distributed:

@@ -48,7 +48,7 @@ def _plan(tmp_path, monkeypatch, max_steps):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
     said = []
     compiled = []
-    monkeypatch.setattr(plan, "compile_regions", compiled.append)
+    monkeypatch.setattr(plan, "compile_in_place", compiled.append)
     return plan.CompilePlan("auto", tmp_path, torch.device("cpu"), 0, max_steps, True, say=said.append), said, compiled
 
 

@@ -73,7 +73,7 @@ def test_unsupported_configurations_are_refused():
 
 @pytest.mark.timeout(240)
 def test_compiled_training_matches_eager(data_dir, tmp_path):
-    """The default on every device: the blocks compiled (training/compile_cache/regional.py), the loss eager."""
+    """The default on every device: model and loss in one torch.compile graph (F.cross_entropy there)."""
     for mode in ("off", "on"):
         code, out, err = train(data_dir, tmp_path / mode, "--max-steps", "4", "--no-export", "--precision", "fp32",
                                "--compile", mode)
