@@ -4,8 +4,11 @@ memory and the largest micro-batch, checkpoint save times, SIGTERM to exit.
 Throughput peers (each a process of its own, run in turns: ours, nanoGPT, HF Trainer, ours, ...,
 `--rounds` each, all on the same GPU in one session; same shape, batch, sequence length, bf16):
 
+- `first_step` (run first): train's first step cold, warm, on a new node with and without the run's
+  compile cache, and eager (bench/cold_start.py);
 - `ours`: `python -m training bench` (train's step: training/model/gpt.py compiled with its loss, bf16
   autocast, fused AdamW, clipping, pinned asynchronous host-to-device copies, no host sync per step);
+- `ours_regional`: the same with each block compiled instead (TRAINSTACK_COMPILE_REGIONS=1);
 - `hf_model`: the same step on transformers' GPT2LMHeadModel (compiled, loss outside), to show what
   the lean model buys;
 - `nanogpt`: its own train.py (bench/nanogpt.py says how to get a checkout) with --compile=True,
@@ -36,9 +39,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench import common, nanogpt
+from bench import cold_start, common, nanogpt
 from training.checkpoints import checkpoint
 from training.checkpoints.writer import BackgroundCheckpointer
+from training.compile_cache.regions import REGIONS, compile_in_place
 from training.model.build import config_for, create_gpt, resolve_shape
 from training.observability import metrics
 from training.trainer.optim import make_optimizer
@@ -86,7 +90,7 @@ def peer_ours(args, hf: bool) -> None:
         model = create_gpt(config).to(device)
     optimizer = make_optimizer(model, 6e-4, 0.1, (0.9, 0.95))
     precision = "bf16" if device.type == "cuda" else "fp32"
-    stepper = Stepper(torch.compile(model), optimizer, device, precision, 1.0, 1, args.batch_size)
+    stepper = Stepper(compile_in_place(model), optimizer, device, precision, 1.0, 1, args.batch_size)
     gen = torch.Generator().manual_seed(0)
     for i in range(args.warmup + args.steps + 1):
         tokens = torch.randint(0, VOCAB, (args.batch_size, shape.block_size + 1), generator=gen)
@@ -183,6 +187,16 @@ def throughput(args, peer: str, preset: str, batch: int) -> dict:
     return {"step_s": seconds}
 
 
+def first_step(args) -> dict:
+    """train's first step cold (empty compiler cache), warm (a restart), on a new node with and without
+    the run's compile cache, and eager: bench/cold_start.py's round on this device and preset."""
+    shape = ["--preset", args.preset, "--device", args.device, "--batch-size", str(args.batch_size)]
+    if args.block_size:
+        shape += ["--block-size", str(args.block_size)]
+    with tempfile.TemporaryDirectory(prefix="bench-gpu-first-step-") as tmp:
+        return cold_start.one_round(common.prepared_data(), shape, list(cold_start.VARIANTS), Path(tmp))
+
+
 def mfu_of(preset: str, block: int, tokens_per_s: float, device: torch.device) -> float | None:
     shape = resolve_shape(preset, block_size=block)
     model = create_gpt(config_for(shape, VOCAB, 0.0, 0))
@@ -272,15 +286,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30, help="timed steps per peer run")
     parser.add_argument("--warmup", type=int, default=30, help="untimed steps (a multiple of --steps)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--peers", default="ours,nanogpt,hf_trainer,hf_model")
+    parser.add_argument("--peers", default="ours,ours_regional,nanogpt,hf_trainer,hf_model")
     parser.add_argument("--medium-batch", type=int, default=8, help="gpt2-medium micro-batch")
     parser.add_argument("--max-batch", type=int, default=128, help="largest micro-batch to try")
-    parser.add_argument("--parts", default="throughput,medium,memory,checkpoint,sigterm")
+    parser.add_argument("--parts", default="first_step,throughput,medium,memory,checkpoint,sigterm")
     parser.add_argument("--nanogpt", default=None, help=f"a nanoGPT checkout (default {nanogpt.DEFAULT_CHECKOUT})")
     parser.add_argument("--timeout", type=float, default=400, help="seconds one peer run may take")
     parser.add_argument("--quick", action="store_true", help="tiny shapes, 1 round (checks the code on a CPU)")
     parser.add_argument("--out", default=None, help="result JSON (default bench/results/gpu.json)")
     args = parser.parse_args(argv)
+    if args.peer == "ours_regional":  # train's step with its blocks compiled instead of the whole model
+        os.environ[REGIONS] = "1"
     if args.peer:
         peer_hf_trainer(args) if args.peer == "hf_trainer" else peer_ours(args, hf=args.peer == "hf_model")
         return 0
@@ -296,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
               "warmup": args.warmup, "rounds": args.rounds, "runs": []}
     parts = args.parts.split(",")
     block = result["block_size"]
+    if "first_step" in parts:
+        result["first_step"] = first_step(args)
     if "throughput" in parts:
         for r in range(args.rounds):
             for peer in args.peers.split(","):

@@ -152,7 +152,7 @@ def scenario(data_dir: Path, work: Path, args, rdzv_extra: str, mode: str = "kil
             "resumed_s": round(resumed[0] - t_kill, 2),
             "step_at_kill": step_at_kill, "resumed_step": resumed_step,
             "first_step_after": int(next_step[1].group(1)), "steps_lost": step_at_kill - resumed_step,
-            "processes_killed": len(killed),
+            "processes_killed": len(killed), "load_avg_1m": round(os.getloadavg()[0], 2),
         }
 
         # SIGTERM: let the survivor finish a few steps, then evict it.

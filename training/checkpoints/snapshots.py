@@ -56,7 +56,8 @@ QUIET_LOGGERS = ("gcsfs", "s3fs", "fsspec", "google.auth", "google_auth_httplib2
 OWNER_FILE = "snapshot_run.json"  # in RUN_DIR and at URI: the id of the run that writes here
 UPLOADED_BY = "uploaded_by.json"  # in each uploaded checkpoint, before its data
 # The small files of a run that a restored RUN_DIR needs (or that a reader of the bucket wants).
-RUN_FILES = ("run_config.json", "model_config.json", OWNER_FILE, "wandb_run.json", "metrics.jsonl", "loss.png")
+RUN_FILES = ("run_config.json", "model_config.json", OWNER_FILE, "wandb_run.json", "metrics.jsonl", "loss.png",
+             "compile_cache.tar.gz")  # the run's compile cache (training/compile_cache/blob.py)
 CHECKPOINT_FILES = ("model.pt", "optimizer.pt", "trainer.pt")
 STAGING_PREFIX = ".upload-"
 RESTORE_PREFIX = ".restore-"  # run files on their way from the store into RUN_DIR

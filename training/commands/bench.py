@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 
 import torch
 
+from training.compile_cache.plan import expected_cold_seconds
+from training.compile_cache.regions import compile_in_place
 from training.elastic.distributed import pick_device
 from training.model.build import config_for, create_gpt, resolve_shape
 from training.observability import metrics
@@ -35,7 +38,11 @@ def bench(args: argparse.Namespace) -> dict:
     model = create_gpt(config).to(device)
     optimizer = make_optimizer(model, args.lr, args.weight_decay, (args.beta1, args.beta2))
     use_compile = resolve_compile(args.compile)
-    step_model = torch.compile(model) if use_compile else model
+    step_model = compile_in_place(model) if use_compile else model  # as train compiles it
+    if use_compile:
+        expected = expected_cold_seconds()
+        print("compiling the model (once; " + (f"about {expected:.0f} s on this machine" if expected else
+              "the warm-up steps include it") + ")", file=sys.stderr, flush=True)
     stepper = Stepper(step_model, optimizer, device, precision, grad_clip=args.grad_clip, world_size=1,
                       global_batch=args.batch_size)
     tokens = torch.randint(0, args.vocab_size, (args.batch_size, block_size + 1))

@@ -23,13 +23,14 @@ RUN_CONFIG = "run_config.json"
 # What `train` itself puts in RUN_DIR (also half-written, by a killed run).
 OURS = {RUN_CONFIG, "model_config.json", "checkpoints", "tokenizer", "tensorboard", "export", LOCK,
         # the run's record, --snapshot-uri and W&B (recorder.py, snapshots.py, wandb_logger.py)
-        "metrics.jsonl", "loss.png", "snapshot_run.json", "wandb_run.json", "wandb"}
+        "metrics.jsonl", "loss.png", "snapshot_run.json", "wandb_run.json", "wandb",
+        "compile_cache.tar.gz"}  # training/compile_cache/blob.py
 
 
 # The files train opens for writing in RUN_DIR (appends, rewrites): a symbolic link in their place
 # would have train write into whatever file it points at, someone's own file outside the run.
 WRITTEN_FILES = (RUN_CONFIG, "model_config.json", "metrics.jsonl", "loss.png", "snapshot_run.json",
-                 "wandb_run.json")
+                 "wandb_run.json", "compile_cache.tar.gz")
 
 
 def _ours(name: str) -> bool:

@@ -44,6 +44,13 @@ class Console:
         if self.bar is not None:
             self.bar.update(1)
 
+    def exclude(self, seconds: float) -> None:
+        """Keep `seconds` (the compile) out of the bar's rate and ETA: tqdm measures from start_t
+        (average rate) and last_print_t (its smoothed rate), both moved forward by them."""
+        if self.bar is not None:
+            self.bar.start_t += seconds
+            self.bar.last_print_t += seconds
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
@@ -76,6 +83,13 @@ class TrainLog:
     def exclude(self, seconds: float) -> None:
         """Time the loop spent elsewhere (checkpoints) is reported on its own, not as step time."""
         self.window_start += seconds
+
+    def leave_out_step(self, seconds: float) -> None:
+        """The step just added compiled the model: its time and tokens leave the window's throughput,
+        unless it is the window's only step (then the line shows what it took)."""
+        if self.window_steps > 1:
+            self.window_steps -= 1
+            self.window_start += seconds
 
     def report(self, step: int, stepper, grad_norm) -> None:
         """The window's mean loss on every rank (a loss that is not a number stops the run), written by rank 0."""

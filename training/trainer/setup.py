@@ -33,7 +33,7 @@ from training.run_dir.config import RunConfig, check_tokenizer_matches_model, lo
 from training.trainer import distill
 from training.trainer.checkpointing import restore_rng
 from training.trainer.optim import make_optimizer
-from training.trainer.step import Stepper, resolve_compile
+from training.trainer.step import Stepper
 from trainstack.contract.config import TrainConfig
 from trainstack.contract.errors import UserError
 from trainstack.contract.log import info as log_info
@@ -101,16 +101,18 @@ def prepare(cfg: TrainConfig, data: DataMeta, run_dir: Path, dist_info: DistInfo
 
 
 def steppers(cfg: TrainConfig, start: Start, precision: str, dist_info: DistInfo) -> tuple[Stepper, Stepper]:
-    """The training step (compiled, DDP across workers; distillation's with a teacher) and the evaluation one."""
+    """The training step (DDP across workers; distillation's with a teacher) and the evaluation one, which
+    stays eager: the model is compiled in place (training/compile_cache/plan.py)."""
     device, model = dist_info.device, start.model
-    step_model = torch.compile(model) if resolve_compile(cfg.runtime.compile) else model
+    step_model = model
     if dist_info.is_distributed:
         step_model = DistributedDataParallel(step_model, device_ids=[device.index] if device.type == "cuda" else None)
     make_stepper = Stepper if start.teacher is None else distill.stepper_factory(start.teacher, cfg.distill,
                                                                                   cfg.runtime.compile)
     stepper = make_stepper(step_model, start.optimizer, device, precision, cfg.optim.grad_clip, dist_info.world_size,
                            start.global_batch)
-    evaluator = Stepper(model, start.optimizer, device, precision, 0.0, dist_info.world_size, start.global_batch)
+    evaluator = Stepper(model, start.optimizer, device, precision, 0.0, dist_info.world_size, start.global_batch,
+                        eager=True)
     return stepper, evaluator
 
 

@@ -38,16 +38,16 @@ def resolve_precision(requested: str, device: torch.device) -> str:
 
 
 def resolve_compile(requested: str) -> bool:
-    """auto: on, on GPUs and CPUs alike: the compiled step is the faster one on both (docs/BENCHMARKS.md,
-    bench/cpu_vs_hf_trainer.py), after a compilation that the compiler's on-disk cache mostly saves
-    on restarts."""
+    """Whether anything may be compiled: train's `auto` decides per start whether the model is
+    (training/compile_cache/plan.py); elsewhere (bench, distillation's teacher) auto means on."""
     return requested != "off"
 
 
 class Stepper:
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, device: torch.device,
-                 precision: str, grad_clip: float, world_size: int, global_batch: int):
+                 precision: str, grad_clip: float, world_size: int, global_batch: int, eager: bool = False):
         self.model = model
+        self.eager = eager  # evaluation: compiled regions of the model run eagerly (no second, no-grad compile)
         self.optimizer = optimizer
         self.device = device
         self.grad_clip = grad_clip
@@ -60,7 +60,8 @@ class Stepper:
 
     def forward_loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Mean next-token loss; the model (training/model/gpt.py) computes it, inside the compiled graph."""
-        with self.autocast:
+        # set_stance sets the stance when called and puts the previous one back when its block ends
+        with self.autocast, torch.compiler.set_stance("force_eager") if self.eager else contextlib.nullcontext():
             return self.model(x, y)
 
     def _to_device(self, t: torch.Tensor) -> torch.Tensor:

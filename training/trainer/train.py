@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from training.checkpoints import snapshots
+from training.compile_cache.plan import CompilePlan
 from training.data.dataset import DataMeta, SampleOrder, load_meta, micro_batches, rank_samples
 from training.elastic import distributed
 from training.elastic.distributed import DistInfo
@@ -106,6 +107,9 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
             log_info(distill.describe(cfg.distill.teacher, start.teacher.config, start.model.config))
         announce.warn_repeated_passes(data, cfg, tokens_per_step)
     console = Console(cfg, start.step, dist_info)
+    compiling = CompilePlan(cfg.runtime.compile, run_dir, dist_info.device, start.step, cfg.optim.max_steps,
+                            dist_info.is_main, say=console.emit)
+    compiling.prepare(start.model)  # in place, so DDP's module and the eager evaluation see it
     log = TrainLog(cfg, run_dir, dist_info, writer, console, schedule, tokens_per_step, flops_token,
                    distilling=start.teacher is not None)
     evaluator = Evaluator(cfg, start.val_windows, eval_stepper, dist_info)
@@ -115,10 +119,14 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
             set_lr(start.optimizer, schedule.lr_at(step))
             mine = rank_samples(step, start.global_batch, dist_info.rank, dist_info.world_size)
             batches = functools.partial(_batches, start.train_windows, order, mine, cfg.optim.batch_size)
+            compiling.before_step()
             loss_sum, grad_norm = _first_step_guard(stepper, batches, step == start.step, cfg, start.block_size)
             saves.nonfinite_loss |= ~torch.isfinite(loss_sum)
             step += 1
             log.add(loss_sum, len(mine))
+            if compile_s := compiling.after_step(step, start.model):  # the compile is left out of the ETA
+                log.leave_out_step(compile_s)
+                console.exclude(compile_s)
             if log.due(step):
                 log.report(step, stepper, grad_norm)
             if evaluator.due(step):

@@ -1,0 +1,173 @@
+"""Time to the first step of `train`: cold, warm, and on a new node with and without the run's compile cache.
+
+Each start is a real `python -m training train` process (--preset tiny, --log-every 1, --compile on,
+the CLI's defaults otherwise), timed from its launch to its "step N/..." line; the line's own ms/step
+is kept too (at --log-every 1 the compiling step's line shows its whole time). Per --n-layer, one
+cold start trains 2 steps into a RUN_DIR; copies of that RUN_DIR then resume to step 4 as:
+
+    cold          (the first start itself) empty compiler cache, empty RUN_DIR
+    cold-regions  the same, compiling each block instead of the whole model (TRAINSTACK_COMPILE_REGIONS=1)
+    warm          the cold start's compiler cache (a restart on the same machine)
+    new-node      an empty compiler cache, RUN_DIR with its compile_cache.tar.gz (a replacement pod)
+    new-node-bare an empty compiler cache, RUN_DIR without it (what a new node paid before)
+    eager         --compile off, warm RUN_DIR
+
+The variants of one round run one after another, rounds rotate their order, and each figure carries
+the 1-minute load average when it was taken; ratios are against `warm` of the same round.
+`--step-time` also times train's step (CLI defaults: batch 8, --precision auto) eager, compiled per
+block, and compiled whole, interleaved in one process.
+
+    .venv/bin/python -m bench.cold_start                        # tiny at 2 and 6 layers, one round
+    .venv/bin/python -m bench.cold_start --layers 6 --rounds 3 --step-time
+    .venv/bin/python -m bench.cold_start --rounds 0 --step-time --step-rounds 12 --out bench/results/step_time.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import common
+
+STEP = re.compile(r"step (\d+)/\d+ \|.*\| ([\d.,]+) ms/step")
+VARIANTS = ("cold-regions", "warm", "new-node", "new-node-bare", "eager")
+
+
+def start(data: Path, run: Path, cache: Path, max_steps: int, extra: list[str], env_extra: dict | None = None,
+          timeout: float = 900) -> dict:
+    """Launch train; seconds to its first step line, that line's ms/step, the load average at the end."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCHINDUCTOR_CACHE_DIR=str(cache), PYTHONPATH=str(common.ROOT),
+               **(env_extra or {}))
+    cmd = [sys.executable, "-m", "training", "train", "--data", str(data), "--out", str(run),
+           "--max-steps", str(max_steps), "--log-every", "1", "--eval-every", "1000000", "--no-progress",
+           "--no-export", "--compile", "on", *extra]
+    began = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=common.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    first, lines = None, []
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if first is None and (m := STEP.search(line)):
+                first = {"first_step_s": round(time.monotonic() - began, 2),
+                         "printed_ms": float(m.group(2).replace(",", ""))}
+        code = proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if code != 0 or first is None:
+        raise SystemExit(f"train exited with {code}:\n" + "\n".join(lines[-20:]))
+    said = [line for line in lines if "compil" in line or "eagerly" in line]
+    return {**first, "load_avg_1m": round(os.getloadavg()[0], 2), "said": said}
+
+
+def one_round(data: Path, shape: list[str], order: list[str], work: Path) -> dict:
+    """One cold start, then each variant of `order` from a copy of its RUN_DIR; `shape`: train's model flags."""
+    cache = work / "cache-first"
+    results = {"cold": start(data, work / "run", cache, 2, shape)}
+    for variant in order:
+        run = work / f"run-{variant}"
+        shutil.copytree(work / "run", run)
+        fresh = work / f"cache-{variant}"
+        if variant == "cold-regions":
+            shutil.rmtree(run)
+            results[variant] = start(data, run, fresh, 2, shape, {"TRAINSTACK_COMPILE_REGIONS": "1"})
+        elif variant == "warm":
+            results[variant] = start(data, run, cache, 4, shape)
+        elif variant == "new-node":
+            results[variant] = start(data, run, fresh, 4, shape)
+        elif variant == "new-node-bare":
+            (run / "compile_cache.tar.gz").unlink()
+            results[variant] = start(data, run, fresh, 4, shape)
+        else:
+            results[variant] = start(data, run, cache, 4, [*shape, "--compile", "off"])
+    warm = results["warm"]["first_step_s"]
+    for r in results.values():
+        r["x_warm"] = round(r["first_step_s"] / warm, 2)
+    return results
+
+
+def step_times(n_layer: int, rounds: int, steps: int) -> dict:
+    """train's step at the CLI defaults (batch 8, block 128 for tiny, --precision auto), interleaved."""
+    import torch
+
+    from training.compile_cache import regions
+    from training.model.build import config_for, create_gpt, resolve_shape
+    from training.trainer.optim import make_optimizer
+    from training.trainer.step import Stepper, resolve_precision
+
+    precision = resolve_precision("auto", torch.device("cpu"))
+    shape = resolve_shape("tiny", n_layer, None, None, None)
+    tokens = torch.randint(0, 8192, (8, shape.block_size + 1))
+    batch = [(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())]
+    steppers = {}
+    for name in ("eager", "regional", "whole"):
+        torch.manual_seed(0)
+        model = create_gpt(config_for(shape, 8192, dropout=0.0, eos_token_id=0))
+        if name != "eager":
+            os.environ[regions.REGIONS] = "1" if name == "regional" else "0"
+            regions.compile_in_place(model)
+        steppers[name] = Stepper(model, make_optimizer(model, common.LR, common.WEIGHT_DECAY, common.BETAS),
+                                 torch.device("cpu"), precision, common.GRAD_CLIP, 1, 8)
+        for _ in range(3):  # compile and warm up
+            steppers[name].step(batch)
+    times = {name: [] for name in steppers}
+    for r in range(rounds):
+        for name in list(steppers)[r % 3:] + list(steppers)[:r % 3]:
+            began = time.perf_counter()
+            for _ in range(steps):
+                loss, _ = steppers[name].step(batch)
+            loss.item()
+            times[name].append((time.perf_counter() - began) / steps)
+    os.environ.pop(regions.REGIONS, None)
+    ms = {name: round(1000 * common.median(t), 2) for name, t in times.items()}
+    return {"n_layer": n_layer, "precision": precision, "batch_size": 8, "block_size": shape.block_size,
+            "median_ms": ms, "regional_over_whole": round(ms["regional"] / ms["whole"], 3),
+            "regional_over_eager": round(ms["regional"] / ms["eager"], 3),
+            "load_avg_1m": round(os.getloadavg()[0], 2), "rounds": rounds, "steps_per_round": steps}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=None, help="a prepared DATA_DIR (default: stdlib corpus, cached)")
+    parser.add_argument("--layers", default="2,6", help="--n-layer values of --preset tiny")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"of: {', '.join(VARIANTS)} (cold always runs)")
+    parser.add_argument("--step-time", action="store_true", help="also time the step eager/per block/whole")
+    parser.add_argument("--step-rounds", type=int, default=6, help="interleaved rounds of 5 steps per variant")
+    parser.add_argument("--out", default=None, help="result JSON (default bench/results/cold_start.json)")
+    args = parser.parse_args(argv)
+
+    data = Path(args.data) if args.data else common.prepared_data()
+    variants = args.variants.split(",")
+    result = {"benchmark": "cold_start", "machine": common.machine(), "preset": "tiny", "layers": {}}
+    for n_layer in (int(n) for n in args.layers.split(",") if args.rounds > 0):
+        rounds = []
+        for r in range(args.rounds):
+            order = variants[r % len(variants):] + variants[:r % len(variants)]
+            with tempfile.TemporaryDirectory(prefix="bench-cold-start-") as tmp:
+                rounds.append(one_round(data, ["--preset", "tiny", "--n-layer", str(n_layer)], order, Path(tmp)))
+            print(f"n_layer {n_layer} round {r + 1}: {json.dumps(rounds[-1])}", file=sys.stderr, flush=True)
+        names = rounds[0].keys()
+        result["layers"][str(n_layer)] = {
+            "median_first_step_s": {v: common.median([r[v]["first_step_s"] for r in rounds]) for v in names},
+            "median_x_warm": {v: common.median([r[v]["x_warm"] for r in rounds]) for v in names},
+            "rounds": rounds}
+    if args.step_time:
+        result["step_time"] = [step_times(int(n), args.step_rounds, steps=5) for n in args.layers.split(",")]
+    result["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    common.write_result("cold_start", result, args.out)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

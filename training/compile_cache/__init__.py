@@ -1,0 +1,18 @@
+"""The run's compile cache: what torch.compile produced travels with the run.
+
+A cold `torch.compile` spends its time generating and building code that the compiler keeps in its
+on-disk cache (TORCHINDUCTOR_CACHE_DIR, by default /tmp/torchinductor_$USER; Triton's kernels lie
+under it too unless TRITON_CACHE_DIR says otherwise). That cache is local to the machine, so a
+replacement pod on a new node paid the whole compile again. Here:
+
+- blob.py: after the first compiled step, the files the compile wrote are packed into
+  RUN_DIR/compile_cache.tar.gz (atomically, size-bounded, never when the disk is short) and
+  uploaded with the run's files to --snapshot-uri; any later start of the run unpacks them into the
+  local cache before its first compile, when torch, Triton, Python and the device are the same.
+  A foreign, damaged or truncated blob is ignored with one line.
+- regions.py: what is compiled: the whole model with its loss (the default), or each transformer
+  block (TRAINSTACK_COMPILE_REGIONS=1: a cold compile that does not grow with the depth, a slower
+  step on a CPU).
+- plan.py: whether `--compile auto` compiles, what the console says about it, and the compile's
+  seconds kept out of the progress ETA.
+"""

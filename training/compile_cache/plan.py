@@ -1,0 +1,126 @@
+"""One start's compile: whether it compiles, what the console says, and the seconds kept out of the ETA.
+
+`--compile on` compiles at the first step; `off` never. `auto` compiles at once when the run's compile
+cache is here (a warm start costs seconds); on a cold start on a CPU it times one eager step first
+and compiles only when the steps left would earn the compile back: steps left x eager step x
+(1 - COMPILED_STEP_RATIO) > the compile's expected seconds (the last cold compile measured on this
+machine, else COLD_COMPILE_S). On a GPU `auto` compiles at once (no measured ratio there yet:
+bench/gpu.py records one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from training.compile_cache import blob
+from training.compile_cache.regions import compile_in_place
+from trainstack.contract.log import info as log_info
+
+# A compiled step's time over an eager one's at train's CPU defaults (bench/cold_start.py --step-time,
+# docs/BENCHMARKS.md: 0.62-0.70 measured; the higher end, so that a short run is not compiled on hope).
+COMPILED_STEP_RATIO_CPU = 0.70
+# A CPU that has never compiled here: between a cold start on a quiet and on a busy 2-core machine
+# (docs/BENCHMARKS.md); the first compile here replaces it with what it took (RECORD).
+COLD_COMPILE_S = 60.0
+RECORD = "trainstack-compile.json"  # in the compiler's cache directory: the last cold compile's seconds here
+
+
+class CompilePlan:
+    """Created before the first step; `before_step`/`after_step` around each step until the compile is done."""
+
+    def __init__(self, requested: str, run_dir: Path, device: torch.device, start_step: int, max_steps: int,
+                 is_main: bool, say=log_info):
+        self.requested, self.run_dir, self.device, self.say = requested, run_dir, device, say
+        self.start_step, self.max_steps, self.is_main = start_step, max_steps, is_main
+        self.pending = requested != "off"  # a compile still to decide on or to do
+        quiet = lambda line: None  # noqa: E731 - every rank loads; rank 0 says what was wrong
+        self.warm = blob.load(run_dir, device, say=blob.warn if is_main else quiet) if self.pending else None
+        self._compiling_step: int | None = None
+        self._began = 0.0
+        self._since = 0.0
+
+    @property
+    def compile_at_once(self) -> bool:
+        return self.requested == "on" or (self.requested == "auto" and (self.warm is not None or self.device.type != "cpu"))
+
+    def prepare(self, model: torch.nn.Module) -> None:
+        """Before the loop: compile now (the first step builds it) or wait for the eager step's timing."""
+        if self.pending and self.compile_at_once:
+            self._compile(model, self.start_step + 1)
+
+    def _compile(self, model: torch.nn.Module, step: int) -> None:
+        compile_in_place(model)
+        self.pending, self._compiling_step = False, step
+        self._since = time.time() - 1.0  # the cache files this compile writes (mtime granularity)
+        if not self.is_main:
+            return
+        if self.warm is not None:
+            self.say(f"compile cache from step {self.warm.step}: warm start (the cold compile took "
+                     f"{self.warm.compile_s:.0f} s)")
+        else:
+            expected = expected_cold_seconds()
+            about = f"about {expected:.0f} s on this machine, once" if expected else "once"
+            self.say(f"compiling the model (first start; {about}: later starts of this run reuse it); "
+                     "the progress ETA leaves it out")
+
+    def before_step(self) -> None:
+        self._began = time.perf_counter()
+
+    def after_step(self, step: int, model: torch.nn.Module) -> float:
+        """Seconds of this step to keep out of the ETA and step time (the compile's), 0 for other steps."""
+        seconds = time.perf_counter() - self._began
+        if self.pending and step == self.start_step + 1:  # auto, cold, CPU: the eager step decides
+            self._decide(step, seconds, model)
+            return 0.0
+        if step != self._compiling_step:
+            return 0.0
+        self._compiling_step = None
+        if self.is_main:
+            if self.warm is None:
+                self.say(f"compiled the model in {seconds:.0f} s")
+                record_cold_seconds(seconds)
+            saved = blob.save(self.run_dir, self.device, self._since, step, seconds if self.warm is None
+                              else self.warm.compile_s)
+            if saved is not None and self.warm is None:
+                self.say(f"saved the compile cache ({saved.files} files) to {self.run_dir / blob.BLOB}: later "
+                         "starts of this run, on any machine like this one, start warm")
+        return seconds
+
+    def _decide(self, step: int, eager_s: float, model: torch.nn.Module) -> None:
+        left = self.max_steps - step
+        expected = expected_cold_seconds() or COLD_COMPILE_S
+        gain = left * eager_s * (1 - COMPILED_STEP_RATIO_CPU)
+        if gain > expected:
+            self._compile(model, step + 1)
+            return
+        self.pending = False
+        if self.is_main:
+            self.say(f"running eagerly: the {left} steps left would save about {gain:.0f} s, less than a compile "
+                     f"of about {expected:.0f} s on this machine (--compile on compiles anyway)")
+
+
+def _record_path() -> Path:
+    return blob.local_cache_dir() / RECORD
+
+
+def expected_cold_seconds() -> float | None:
+    try:
+        found = json.loads(_record_path().read_text())
+        return float(found["cold_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def record_cold_seconds(seconds: float) -> None:
+    path = _record_path()
+    tmp = path.with_name(f".{RECORD}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps({"cold_s": round(seconds, 1)}))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # only the next start's estimate is lost
