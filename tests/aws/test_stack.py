@@ -364,7 +364,7 @@ def test_nodes_require_imdsv2_and_encrypt_their_disk(up, group):
     assert template.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1
     (disk,) = template.inputs["blockDeviceMappings"]
     assert disk["ebs"]["encrypted"] == "true"
-    assert disk["ebs"]["volumeSize"] == (150 if group == "gpu" else 20)  # Pulumi.aws.yaml (issue 30.18: the cache fits)
+    assert disk["ebs"]["volumeSize"] == (160 if group == "gpu" else 20)  # Pulumi.aws.yaml (issue 30.18: the cache fits)
     # A launch template owns disk size and SSH key; EKS rejects them on the node group as well.
     assert "diskSize" not in node_group.inputs and "remoteAccess" not in node_group.inputs
 
