@@ -71,7 +71,7 @@ def test_the_aws_parts_compose_in_eu_west_1_on_the_users_network_and_provider():
                    for index, zone in enumerate("ab")]
         subnet_ids = [subnet.id for subnet in subnets]
         cluster = components.EksCluster("research", components.EksClusterArgs(
-            cluster_name="research", vpc_id=vpc.id, private_subnet_ids=subnet_ids,
+            cluster_name="research", vpc_id=vpc.id, private_subnet_ids=subnet_ids, kubeconfig_role_arn=ROLE,
             api_public_access_cidrs=["203.0.113.7/32"]), opts=pulumi.ResourceOptions(providers={"aws": mine}))
         storage = components.EfsStorage("shared", components.EfsStorageArgs(
             cluster_name=cluster.cluster_name, oidc_provider_arn=cluster.oidc_provider_arn,
@@ -98,6 +98,9 @@ def test_the_aws_parts_compose_in_eu_west_1_on_the_users_network_and_provider():
     # The user's subnets (outputs) are the cluster's and the file system's: one mount target each.
     cluster = result.one("eks:index:Cluster")
     assert cluster.inputs["privateSubnetIds"] == ["private-a-id", "private-b-id"]
+    # The kubeconfig (and so the cluster's Kubernetes provider) signs in as the provider's assumed role, the
+    # cluster's creator: pulumi-eks uses the ambient identity otherwise (providerCredentialOpts).
+    assert cluster.inputs["providerCredentialOpts"] == {"roleArn": ROLE}
     assert cluster.inputs["vpcId"] == "net-id"
     assert sorted(t.inputs["subnetId"] for t in result.by_type(aws_runs.MOUNT_TARGET)) == ["private-a-id",
                                                                                            "private-b-id"]
