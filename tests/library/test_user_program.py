@@ -262,3 +262,28 @@ def test_a_subnet_of_another_vpc_is_named_by_the_parts_input():
     assert [str(error) for error in stopped] == [
         "subnetIds: subnet-a is in vpc-other, not in vpc-0abc. Fix: list subnets of vpc-0abc"]
     assert not result.by_type(aws_runs.MOUNT_TARGET)
+
+
+def test_the_aws_stack_leaves_out_an_opted_in_local_zone():
+    # Before: the answer's us-west-2-lax-1a (an opted-in Local Zone, listed as available) sorted first and got
+    # subnets. EC2 DescribeAvailabilityZones applies the opt-in-status filter; modelled here.
+    local = "us-west-2-lax-1a"
+
+    def calls(token: str, args: dict) -> dict:
+        if token == aws_runs.GET_AVAILABILITY_ZONES:
+            zones = {f"us-west-2{z}": "opt-in-not-required" for z in "abcd"} | {local: "opted-in"}
+            for wanted in (f["values"] for f in args.get("filters") or () if f["name"] == "opt-in-status"):
+                zones = {name: status for name, status in zones.items() if status in wanted}
+            return {"id": "us-west-2", "names": list(zones), "zoneIds": [f"usw2-az{i}" for i in range(len(zones))],
+                    "groupNames": list(zones), "state": args.get("state")}
+        return aws_in("us-west-2")(token, args)
+
+    def program() -> None:
+        components.AwsStack("trainstack", components.AwsStackArgs(
+            api_public_access_cidrs=["203.0.113.7/32"], job=components.Job(enabled=False)),
+            opts=pulumi.ResourceOptions(provider=aws.Provider("mine", region="us-west-2")))
+
+    result, stopped = run(program, "aws", calls=calls)
+    assert not stopped, stopped
+    zones = sorted({s.inputs["availabilityZone"] for s in result.by_type("aws:ec2/subnet:Subnet")})
+    assert zones == [f"us-west-2{z}" for z in "abcd"]
