@@ -111,6 +111,21 @@ def test_a_gcp_part_on_a_provider_not_known_yet_needs_its_project_and_region(par
         "region: not set, and the given gcp provider's region is not known at preview"), stopped
 
 
+def test_a_gke_cluster_on_a_provider_not_known_yet_needs_its_zone():
+    # Before (with project and region set): "zone: no default zone for region europe-west4", as if none was up.
+    def program() -> None:
+        mine = gcp.Provider("mine", project=PROJECT, region=GCP_REGION)
+        components.GkeCluster("research", components.GkeClusterArgs(
+            project=PROJECT, region=GCP_REGION, cluster_name="research", network="research-vpc",
+            subnetwork="research-nodes", pods_range_name="pods", services_range_name="services",
+            node_service_account_email=NODES_ACCOUNT), opts=pulumi.ResourceOptions(provider=mine))
+
+    result, stopped = run(program, calls=unknown("gcp", gcp_in(GCP_REGION)))
+    assert [str(error) for error in stopped] == [
+        "zone: not set, and the given gcp provider's zones are not known at preview (its settings are other "
+        "resources' outputs). Fix: set the input zone"]
+
+
 def test_a_gcp_bucket_on_a_provider_not_known_yet_previews_where_its_inputs_say():
     result, stopped = run(gcp_part("GcsSnapshotBucket", PROJECT, GCP_REGION), calls=unknown("gcp", gcp_in(GCP_REGION)))
     assert not stopped, stopped

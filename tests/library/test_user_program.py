@@ -287,3 +287,26 @@ def test_the_aws_stack_leaves_out_an_opted_in_local_zone():
     assert not stopped, stopped
     zones = sorted({s.inputs["availabilityZone"] for s in result.by_type("aws:ec2/subnet:Subnet")})
     assert zones == [f"us-west-2{z}" for z in "abcd"]
+
+
+def test_an_efa_group_on_the_users_subnets_is_refused_in_one_line_before_anything_is_made():
+    # The EFA group's one subnet is picked by zone from the subnets the stack creates (docs/aws.md); with the
+    # user's subnets (outputs, whose zones are unknown) it cannot be: one line naming both inputs.
+    def program() -> None:
+        mine = aws.Provider("mine", region="us-west-2")
+        vpc = aws.ec2.Vpc("net", cidr_block="10.1.0.0/16", opts=pulumi.ResourceOptions(provider=mine))
+        subnets = [aws.ec2.Subnet(f"private-{zone}", vpc_id=vpc.id, cidr_block=f"10.1.{index}.0/24",
+                                  availability_zone=f"us-west-2{zone}", opts=pulumi.ResourceOptions(provider=mine))
+                   for index, zone in enumerate("ab")]
+        components.AwsStack("trainstack", components.AwsStackArgs(
+            api_public_access_cidrs=["203.0.113.7/32"],
+            existing_network=components.AwsExistingNetwork(vpc_id=vpc.id, private_subnet_ids=[s.id for s in subnets]),
+            gpu_nodes=components.EksGpuNodes(instance_types=["p5.48xlarge"], efa=True, zone="us-west-2a",
+                                             capacity_type="ON_DEMAND", min=0, max=2, disk_size_gb=200),
+            job=components.Job(enabled=False)), opts=pulumi.ResourceOptions(provider=mine))
+
+    result, stopped = run(program, "aws", calls=aws_in("us-west-2"))
+    assert [str(error) for error in stopped] == [
+        "gpuNodes.efa: not supported with existingNetwork yet (the EFA group's one subnet is chosen by zone from the "
+        "subnets the stack creates). Fix: remove the input existingNetwork, or remove the input gpuNodes.efa"]
+    assert not [r for r in result.registrations if r.type.startswith("trainstack:")]

@@ -61,4 +61,7 @@ def provider_zone(given: pulumi.ProviderResource | None, project: str, region: s
         return zone
     zones = gcp.compute.get_zones(project=project, region=region, status="UP",
                                   opts=pulumi.InvokeOptions(provider=given)).names
+    if zones is None:  # an empty answer: the provider's settings are not known at preview (gcp_location)
+        raise InputError("zone: not set, and the given gcp provider's zones are not known at preview (its settings "
+                         "are other resources' outputs). Fix: set the input zone")
     return sorted(zones)[0] if zones else None
