@@ -95,7 +95,7 @@ class AwsStackArgs:
     """The EKS stack's settings: the keys of Pulumi.aws.yaml (trainstack:* and aws:region, aws:profile)."""
 
     region: str | None = None
-    """The AWS region (aws:region; default: the given aws provider's, needed when no aws provider is given)."""
+    """The AWS region (aws:region; default: the given aws provider's, needed without an aws provider, or with one whose settings are other resources' outputs)."""
     profile: str | None = None
     """A named AWS CLI profile for the kubeconfig, and for the provider the stack makes when none is given (aws:profile)."""
     cluster_name: str | None = None

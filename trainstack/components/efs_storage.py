@@ -43,7 +43,7 @@ class EfsStorageArgs:
     """EFS for the training job's pods, on an existing EKS cluster and VPC."""
 
     region: str | None = None
-    """The AWS region (default: the given aws provider's; needed when no aws provider is given)."""
+    """The AWS region (default: the given aws provider's; needed without an aws provider, or with one whose settings are other resources' outputs)."""
     cluster_name: pulumi.Input[str]
     """The cluster's name (EksCluster's clusterName: it resolves once the add-on's nodes exist)."""
     oidc_provider_arn: pulumi.Input[str]

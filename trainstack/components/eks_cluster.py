@@ -43,7 +43,7 @@ class EksClusterArgs:
     """An EKS cluster for GPU training on an existing VPC; unset inputs keep the AWS stack's defaults."""
 
     region: str | None = None
-    """The AWS region (default: the given aws provider's; needed when no aws provider is given)."""
+    """The AWS region (default: the given aws provider's; needed without an aws provider, or with one whose settings are other resources' outputs)."""
     vpc_id: pulumi.Input[str]
     """The VPC, e.g. vpc-0123abcd."""
     private_subnet_ids: list[pulumi.Input[str]]
