@@ -71,7 +71,7 @@ def test_the_aws_parts_compose_in_eu_west_1_on_the_users_network_and_provider():
                    for index, zone in enumerate("ab")]
         subnet_ids = [subnet.id for subnet in subnets]
         cluster = components.EksCluster("research", components.EksClusterArgs(
-            cluster_name="research", vpc_id=vpc.id, private_subnet_ids=subnet_ids,
+            cluster_name="research", vpc_id=vpc.id, private_subnet_ids=subnet_ids, kubeconfig_role_arn=ROLE,
             api_public_access_cidrs=["203.0.113.7/32"]), opts=pulumi.ResourceOptions(providers={"aws": mine}))
         storage = components.EfsStorage("shared", components.EfsStorageArgs(
             cluster_name=cluster.cluster_name, oidc_provider_arn=cluster.oidc_provider_arn,
@@ -98,6 +98,9 @@ def test_the_aws_parts_compose_in_eu_west_1_on_the_users_network_and_provider():
     # The user's subnets (outputs) are the cluster's and the file system's: one mount target each.
     cluster = result.one("eks:index:Cluster")
     assert cluster.inputs["privateSubnetIds"] == ["private-a-id", "private-b-id"]
+    # The kubeconfig (and so the cluster's Kubernetes provider) signs in as the provider's assumed role, the
+    # cluster's creator: pulumi-eks uses the ambient identity otherwise (providerCredentialOpts).
+    assert cluster.inputs["providerCredentialOpts"] == {"roleArn": ROLE}
     assert cluster.inputs["vpcId"] == "net-id"
     assert sorted(t.inputs["subnetId"] for t in result.by_type(aws_runs.MOUNT_TARGET)) == ["private-a-id",
                                                                                            "private-b-id"]
@@ -259,3 +262,51 @@ def test_a_subnet_of_another_vpc_is_named_by_the_parts_input():
     assert [str(error) for error in stopped] == [
         "subnetIds: subnet-a is in vpc-other, not in vpc-0abc. Fix: list subnets of vpc-0abc"]
     assert not result.by_type(aws_runs.MOUNT_TARGET)
+
+
+def test_the_aws_stack_leaves_out_an_opted_in_local_zone():
+    # Before: the answer's us-west-2-lax-1a (an opted-in Local Zone, listed as available) sorted first and got
+    # subnets. EC2 DescribeAvailabilityZones applies the opt-in-status filter; modelled here.
+    local = "us-west-2-lax-1a"
+
+    def calls(token: str, args: dict) -> dict:
+        if token == aws_runs.GET_AVAILABILITY_ZONES:
+            zones = {f"us-west-2{z}": "opt-in-not-required" for z in "abcd"} | {local: "opted-in"}
+            for wanted in (f["values"] for f in args.get("filters") or () if f["name"] == "opt-in-status"):
+                zones = {name: status for name, status in zones.items() if status in wanted}
+            return {"id": "us-west-2", "names": list(zones), "zoneIds": [f"usw2-az{i}" for i in range(len(zones))],
+                    "groupNames": list(zones), "state": args.get("state")}
+        return aws_in("us-west-2")(token, args)
+
+    def program() -> None:
+        components.AwsStack("trainstack", components.AwsStackArgs(
+            api_public_access_cidrs=["203.0.113.7/32"], job=components.Job(enabled=False)),
+            opts=pulumi.ResourceOptions(provider=aws.Provider("mine", region="us-west-2")))
+
+    result, stopped = run(program, "aws", calls=calls)
+    assert not stopped, stopped
+    zones = sorted({s.inputs["availabilityZone"] for s in result.by_type("aws:ec2/subnet:Subnet")})
+    assert zones == [f"us-west-2{z}" for z in "abcd"]
+
+
+def test_an_efa_group_on_the_users_subnets_is_refused_in_one_line_before_anything_is_made():
+    # The EFA group's one subnet is picked by zone from the subnets the stack creates (docs/aws.md); with the
+    # user's subnets (outputs, whose zones are unknown) it cannot be: one line naming both inputs.
+    def program() -> None:
+        mine = aws.Provider("mine", region="us-west-2")
+        vpc = aws.ec2.Vpc("net", cidr_block="10.1.0.0/16", opts=pulumi.ResourceOptions(provider=mine))
+        subnets = [aws.ec2.Subnet(f"private-{zone}", vpc_id=vpc.id, cidr_block=f"10.1.{index}.0/24",
+                                  availability_zone=f"us-west-2{zone}", opts=pulumi.ResourceOptions(provider=mine))
+                   for index, zone in enumerate("ab")]
+        components.AwsStack("trainstack", components.AwsStackArgs(
+            api_public_access_cidrs=["203.0.113.7/32"],
+            existing_network=components.AwsExistingNetwork(vpc_id=vpc.id, private_subnet_ids=[s.id for s in subnets]),
+            gpu_nodes=components.EksGpuNodes(instance_types=["p5.48xlarge"], efa=True, zone="us-west-2a",
+                                             capacity_type="ON_DEMAND", min=0, max=2, disk_size_gb=200),
+            job=components.Job(enabled=False)), opts=pulumi.ResourceOptions(provider=mine))
+
+    result, stopped = run(program, "aws", calls=aws_in("us-west-2"))
+    assert [str(error) for error in stopped] == [
+        "gpuNodes.efa: not supported with existingNetwork yet (the EFA group's one subnet is chosen by zone from the "
+        "subnets the stack creates). Fix: remove the input existingNetwork, or remove the input gpuNodes.efa"]
+    assert not [r for r in result.registrations if r.type.startswith("trainstack:")]

@@ -76,7 +76,10 @@ def test_each_part_builds_with_the_programs_provider_in_eu_west_1():
     finally:
         os.chdir(cwd)
     assert_all_on(result, "aws", "mine")
-    assert result.one("eks:index:Cluster").inputs["privateSubnetIds"] == ["subnet-0aaa", "subnet-0bbb"]
+    cluster = result.one("eks:index:Cluster")
+    assert cluster.inputs["privateSubnetIds"] == ["subnet-0aaa", "subnet-0bbb"]
+    # The kubeconfig signs in as the provider's assumed role (the cluster's creator), not the ambient identity.
+    assert cluster.inputs["providerCredentialOpts"] == {"roleArn": CONFIG["deployRoleArn"]}
     assert len(result.by_type(aws_runs.MOUNT_TARGET)) == 2
     # The platform claims the file system's volume, on the cluster's kubeconfig.
     claim = result.one("kubernetes:core/v1:PersistentVolumeClaim")

@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.aws_provider import available_zones, aws_region
+from trainstack.components.aws_provider import available_zones, aws_location
 from trainstack.components.job_args import Job
 from trainstack.components.part_config import checkable_id
 from trainstack.components.providers import given_provider
@@ -95,7 +95,7 @@ class AwsStackArgs:
     """The EKS stack's settings: the keys of Pulumi.aws.yaml (trainstack:* and aws:region, aws:profile)."""
 
     region: str | None = None
-    """The AWS region (aws:region; default: the given aws provider's, needed when no aws provider is given)."""
+    """The AWS region (aws:region; default: the given aws provider's, needed without an aws provider, or with one whose settings are other resources' outputs)."""
     profile: str | None = None
     """A named AWS CLI profile for the kubeconfig, and for the provider the stack makes when none is given (aws:profile)."""
     cluster_name: str | None = None
@@ -159,20 +159,24 @@ class AwsStack(pulumi.ComponentResource):
         # The stack file's program (__main__.py) hands over the config it parsed and checked, in the stack
         # file's terms; its infra stack sat at the stack's root before this façade existed (FROM_ROOT).
         from_stack_file = isinstance(args, AwsStackConfig)
-        config = args if from_stack_file else checked_config(name, args_from_inputs(AwsStackArgs, args), given)
+        config, settings_known = (args, True) if from_stack_file else checked_config(
+            name, args_from_inputs(AwsStackArgs, args), given)
         super().__init__("trainstack:index:AwsStack", name, None, opts)
 
-        stack = InfraAwsStack(name, InfraAwsStackArgs(config=config, provider=given), opts=pulumi.ResourceOptions(
+        stack = InfraAwsStack(name, InfraAwsStackArgs(config=config, provider=given,
+                                                       provider_settings_known=settings_known), opts=pulumi.ResourceOptions(
             parent=self, aliases=FROM_ROOT if from_stack_file else None))
         self.outputs = stack.outputs  # Python: the stack file's exports, kubeconfig included
         publish_stack_outputs(self, stack.outputs)
 
 
-def checked_config(name: str, args: AwsStackArgs, given: pulumi.ProviderResource | None) -> AwsStackConfig:
-    """`args` through the stack's parser and budget check, in the caller's terms. IDs that are outputs (your
-    own Vpc and Subnets) are checked by AWS: the parser sees stand-ins, the stack gets the IDs."""
+def checked_config(name: str, args: AwsStackArgs,
+                   given: pulumi.ProviderResource | None) -> tuple[AwsStackConfig, bool]:
+    """`args` through the stack's parser and budget check, in the caller's terms, and whether the given provider's
+    settings are known (aws_location). IDs that are outputs (your own Vpc and Subnets) are checked by AWS: the
+    parser sees stand-ins, the stack gets the IDs."""
     existing = args.existing_network
-    region = aws_region(given, args.region)
+    region, settings_known = aws_location(given, args.region)
     zones = args.availability_zones
     if zones is None and existing is None and given is not None:
         zones = available_zones(given)  # any region: the zones the caller's account sees there
@@ -184,7 +188,7 @@ def checked_config(name: str, args: AwsStackArgs, given: pulumi.ProviderResource
                                               for i, s in enumerate(existing.public_subnet_ids or ())])))
     config = checked_stack_config(f"AwsStack {name!r}", checkable, PROVIDER_KEYS, parse_aws_config, estimate_aws_cost)
     if existing is None:
-        return config
+        return config, settings_known
     return dataclasses.replace(config, network=dataclasses.replace(config.network, existing=ExistingNetwork(
         vpc_id=existing.vpc_id, private_subnet_ids=tuple(existing.private_subnet_ids),
-        public_subnet_ids=tuple(existing.public_subnet_ids or ()))))
+        public_subnet_ids=tuple(existing.public_subnet_ids or ())))), settings_known

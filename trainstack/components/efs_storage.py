@@ -20,7 +20,7 @@ import pulumi
 import pulumi_aws as aws
 
 from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.aws_provider import aws_region
+from trainstack.components.aws_provider import aws_location
 from trainstack.components.cluster_access import check_cluster_access, cluster_provider
 from trainstack.components.known_outputs import known_output
 from trainstack.components.part_config import NO_CLUSTER, checkable_id, parsed_as_inputs, raw_config
@@ -43,7 +43,7 @@ class EfsStorageArgs:
     """EFS for the training job's pods, on an existing EKS cluster and VPC."""
 
     region: str | None = None
-    """The AWS region (default: the given aws provider's; needed when no aws provider is given)."""
+    """The AWS region (default: the given aws provider's; needed without an aws provider, or with one whose settings are other resources' outputs)."""
     cluster_name: pulumi.Input[str]
     """The cluster's name (EksCluster's clusterName: it resolves once the add-on's nodes exist)."""
     oidc_provider_arn: pulumi.Input[str]
@@ -85,7 +85,7 @@ class EfsStorage(pulumi.ComponentResource):
     def __init__(self, name: str, args: EfsStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(EfsStorageArgs, args)
         given = given_provider(opts, "aws")
-        region = aws_region(given, args.region)
+        region, settings_known = aws_location(given, args.region)
         job = {"enabled": False, "name": args.job_name, "namespace": args.job_namespace}
         # IDs that are outputs are left out of the parser's checks (checkable_id); the IDs themselves are used.
         raw = raw_config({"aws:region": region, "aws:profile": args.profile}, tags=args.tags,
@@ -105,8 +105,10 @@ class EfsStorage(pulumi.ComponentResource):
         provider = given or aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
                                          opts=pulumi.ResourceOptions(parent=self))
         invoke = pulumi.InvokeOutputOptions(parent=self, provider=provider)
-        # The cluster's version (it exists once its name resolves), then the add-on builds EKS offers for it.
-        ready = aws.eks.get_cluster_output(name=args.cluster_name, opts=invoke).apply(
+        # The cluster's version (it exists once its name resolves), then the add-on builds EKS offers for it;
+        # asked at `up` when the provider's settings are not known yet (preflight.gate).
+        ready = pulumi.Output.from_input([]) if not settings_known else aws.eks.get_cluster_output(
+            name=args.cluster_name, opts=invoke).apply(
             lambda cluster: aws.eks.get_addon_version_output(
                 addon_name=EFS_CSI_ADDON, kubernetes_version=cluster.version, most_recent=True, opts=invoke).apply(
                 lambda offered: checked_addon_for(cluster.name, cluster.version, offered.version or ""))).apply(

@@ -22,7 +22,7 @@ import pulumi_aws as aws
 
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.aws import EksGpuNodes, EksSystemNodes
-from trainstack.components.aws_provider import aws_region
+from trainstack.components.aws_provider import aws_location
 from trainstack.components.known_outputs import known_output
 from trainstack.components.part_config import checkable_id, checked_as_inputs, parsed_as_inputs, raw_config
 from trainstack.components.providers import given_provider
@@ -31,6 +31,7 @@ from trainstack.infra.aws.cluster import EksCluster as InfraEksCluster
 from trainstack.infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from trainstack.infra.aws.config import parse_aws_config
 from trainstack.infra.aws.stack import eks_cluster_args
+from trainstack.infra.core.unknown_answers import not_known_yet
 
 PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 # The stack file's keys -> this part's inputs.
@@ -42,7 +43,7 @@ class EksClusterArgs:
     """An EKS cluster for GPU training on an existing VPC; unset inputs keep the AWS stack's defaults."""
 
     region: str | None = None
-    """The AWS region (default: the given aws provider's; needed when no aws provider is given)."""
+    """The AWS region (default: the given aws provider's; needed without an aws provider, or with one whose settings are other resources' outputs)."""
     vpc_id: pulumi.Input[str]
     """The VPC, e.g. vpc-0123abcd."""
     private_subnet_ids: list[pulumi.Input[str]]
@@ -51,6 +52,8 @@ class EksClusterArgs:
     """Public subnets for load balancers, if any."""
     profile: str | None = None
     """A named AWS CLI profile for the kubeconfig, and for the provider the part makes when none is given."""
+    kubeconfig_role_arn: pulumi.Input[str] | None = None
+    """An IAM role the kubeconfig (and the cluster's Kubernetes provider) assumes to sign in: set it to your aws provider's assume-role ARN, or the Kubernetes objects are made as the ambient identity, which is not a cluster admin unless listed in clusterAdmins."""
     cluster_name: str | None = None
     """The EKS cluster's name (default trainstack-<stack>)."""
     kubernetes_version: str | None = None
@@ -104,7 +107,7 @@ class EksCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(EksClusterArgs, args)
         given = given_provider(opts, "aws")
-        region = aws_region(given, args.region)
+        region, settings_known = aws_location(given, args.region)
         raw = raw_config(
             {"aws:region": region, "aws:profile": args.profile},
             clusterName=args.cluster_name, kubernetesVersion=args.kubernetes_version, systemNodes=args.system_nodes,
@@ -121,12 +124,14 @@ class EksCluster(pulumi.ComponentResource):
         provider = given or aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
                                          opts=pulumi.ResourceOptions(parent=self))
         checks = preflight.gate(config, provider, parent=self,
-                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES))
+                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES),
+                                settings_known=settings_known)
         child = pulumi.ResourceOptions(parent=self, providers={"aws": provider}, depends_on=checks)
         # EFA groups are refused with existingNetwork by the parser, so no EFA subnet is needed here.
         cluster = InfraEksCluster(name, eks_cluster_args(
             config, vpc_id=args.vpc_id, public_subnet_ids=list(args.public_subnet_ids or ()),
-            private_subnet_ids=list(args.private_subnet_ids), tags=tags), opts=child)
+            private_subnet_ids=list(args.private_subnet_ids), tags=tags,
+            kubeconfig_role_arn=args.kubeconfig_role_arn), opts=child)
         if config.cluster_autoscaler:
             ClusterAutoscaler(f"{name}-autoscaler", ClusterAutoscalerArgs(cluster=cluster, region=config.region,
                                                                           tags=tags), opts=child)
@@ -144,9 +149,10 @@ class EksCluster(pulumi.ComponentResource):
         self.gpus_per_node = known_output(placement.gpus_per_node)
         self.gpu_accelerator = known_output(placement.accelerator)
         self.kubernetes_provider = cluster.provider  # Python only: a resource, not a schema output
+        # Unknown at preview when the provider's settings are (its lookup answers nothing: unknown_answers.py).
         self.cluster_security_group_id = aws.eks.get_cluster_output(
             name=self.cluster_name, opts=pulumi.InvokeOutputOptions(parent=self, provider=provider)
-        ).vpc_config.cluster_security_group_id
+        ).apply(lambda found: found.vpc_config.cluster_security_group_id if found.vpc_config else not_known_yet())
         self.node_role_arn = cluster.node_role_arn
         self.node_role_name = cluster.node_role_name
         self.register_outputs({"clusterName": self.cluster_name, "kubeconfig": self.kubeconfig,

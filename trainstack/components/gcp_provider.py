@@ -17,6 +17,16 @@ def gcp_location(given: pulumi.ProviderResource | None, project: str | None, reg
     if given is None:
         return project, region
     client = gcp.organizations.get_client_config(opts=pulumi.InvokeOptions(provider=given, parent=parent))
+    if client.id is None:
+        # An empty answer (an answer always has an id): the provider's settings are other resources' outputs,
+        # not known at preview (pulumi/pulumi sdk/go/common/resource/plugin/provider_plugin.go Invoke:
+        # `if !pcfg.known`). The inputs must say where; the region's default would silently differ.
+        for name, value in (("project", project), ("region", region)):
+            if not value:
+                raise InputError(f"{name}: not set, and the given gcp provider's {name} is not known at preview "
+                                 f"(its settings are other resources' outputs). Fix: set the input {name} to the "
+                                 "provider's")
+        return project, region
     for name, value, known in (("project", project, client.project), ("region", region, client.region)):
         if value and known and value != known:
             raise InputError(f"{name}: {value}, but the given gcp provider's {name} is {known}. Fix: remove the "
@@ -33,9 +43,12 @@ def gcp_settings(opts: pulumi.ResourceOptions | None, project: str | None, regio
         raise InputError("labels: the given gcp provider labels what the part creates with its own default_labels. "
                          "Fix: set default_labels on your gcp.Provider, and remove the input labels")
     project, region = gcp_location(given, project, region)
-    if not project:
+    if not project and given is None:
         raise InputError("project: not set, and no gcp provider is given. Fix: set the input project, or pass your "
                          "gcp.Provider (with its project) in the resource options")
+    if not project:
+        raise InputError("project: not set, and the given gcp provider has no project. Fix: set the input project, "
+                         "or set project on your gcp.Provider")
     return given, project, region
 
 
@@ -48,4 +61,7 @@ def provider_zone(given: pulumi.ProviderResource | None, project: str, region: s
         return zone
     zones = gcp.compute.get_zones(project=project, region=region, status="UP",
                                   opts=pulumi.InvokeOptions(provider=given)).names
+    if zones is None:  # an empty answer: the provider's settings are not known at preview (gcp_location)
+        raise InputError("zone: not set, and the given gcp provider's zones are not known at preview (its settings "
+                         "are other resources' outputs). Fix: set the input zone")
     return sorted(zones)[0] if zones else None

@@ -29,7 +29,7 @@ class S3SnapshotBucketArgs:
 
     region: str | None = None
     """The AWS region, next to the cluster (no cross-region transfer charge); default: the given aws provider's.
-    Needed when no aws provider is given."""
+    Needed without an aws provider, or with one whose settings are other resources' outputs."""
     profile: str | None = None
     """A named AWS CLI profile for the provider the part makes when none is given."""
     delete_on_destroy: bool | None = None

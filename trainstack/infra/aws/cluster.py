@@ -44,6 +44,7 @@ from trainstack.infra.config import NAMESPACE
 from trainstack.infra.core import versions
 from trainstack.infra.core.contracts import GPU_RESOURCE, GpuPlacement
 from trainstack.infra.core.ordering import available_after
+from trainstack.infra.core.unknown_answers import not_known_yet
 
 # Pods must tolerate this to land on a GPU node, so CPU pods never hold a spot GPU node up.
 GPU_TAINT_KEY = GPU_RESOURCE
@@ -91,8 +92,10 @@ class EksClusterArgs:
     control_plane_logs: Sequence[str] = ()
     # The cluster autoscaler owns both groups' sizes: `pulumi up` must not reset them.
     autoscaled: bool = False
-    # The kubeconfig's `aws eks get-token` uses this profile (set when aws:profile is).
+    # The kubeconfig's `aws eks get-token` uses this profile (set when aws:profile is) and assumes this role
+    # (set for a caller's assume-role provider: pulumi-eks signs in with the ambient identity otherwise).
     aws_profile: str | None = None
+    kubeconfig_role_arn: pulumi.Input[str] | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     # An EFA GPU group (gpu_nodes.efa) lives in this one private subnet, in its zone's placement group.
     efa_subnet_id: pulumi.Input[str] | None = None
@@ -146,6 +149,12 @@ def node_trust_policy() -> str:
     }, sort_keys=True)
 
 
+def arn_partition(arn: str | None) -> pulumi.Input[str]:
+    """aws, aws-cn or aws-us-gov from the caller's ARN; unknown when the lookup answered nothing (a preview of
+    a caller's provider whose settings are outputs: trainstack/infra/core/unknown_answers.py)."""
+    return arn.split(":")[1] if arn else not_known_yet()
+
+
 class EksCluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
     kubernetes_version: str
@@ -167,7 +176,7 @@ class EksCluster(pulumi.ComponentResource):
 
         caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
         self.account_id = caller.account_id
-        self.partition = caller.arn.apply(lambda arn: arn.split(":")[1])
+        self.partition = caller.arn.apply(arn_partition)
 
         def entry(arn: str, policies: Mapping[str, eks.AccessPolicyAssociationArgs]) -> eks.AccessEntryArgs:
             return eks.AccessEntryArgs(principal_arn=arn, access_policies=dict(policies))
@@ -227,8 +236,9 @@ class EksCluster(pulumi.ComponentResource):
             # The VPC CNI enforces NetworkPolicy only when asked; the training chart's policy (only the
             # job's pods may reach its unauthenticated rendezvous store) depends on it.
             vpc_cni_options=eks.VpcCniOptionsArgs(enable_network_policy=True),
-            provider_credential_opts=eks.KubeconfigOptionsArgs(profile_name=args.aws_profile)
-            if args.aws_profile else None,
+            provider_credential_opts=eks.KubeconfigOptionsArgs(profile_name=args.aws_profile,
+                                                               role_arn=args.kubeconfig_role_arn)
+            if args.aws_profile or args.kubeconfig_role_arn is not None else None,
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
         )

@@ -65,18 +65,22 @@ class Network(pulumi.ComponentResource):
         self.vpc_cidr = vpc.cidr_block
         self.public_subnet_ids = [pulumi.Output.from_input(s) for s in existing.public_subnet_ids]
         self.private_subnet_ids = [pulumi.Output.from_input(s) for s in existing.private_subnet_ids]
-        if not all(isinstance(s, str) for s in (existing.vpc_id, *existing.private_subnet_ids)):
-            # IDs that are other resources' outputs (the caller's own aws.ec2.Subnet): their zones are not
-            # known while the program runs, so each subnet gets a mount target (give one subnet per zone: EFS
-            # refuses a second mount target in a zone, and a subnet outside the VPC, when it creates them).
+        plain = all(isinstance(s, str) for s in (existing.vpc_id, *existing.private_subnet_ids))
+        # Plain (blocking) lookups: the IDs are config, and how many mount targets to create must be
+        # known while the program runs, never inside an apply. They run in previews too.
+        subnets = [aws.ec2.get_subnet(id=subnet_id, opts=pulumi.InvokeOptions(parent=self))
+                   for subnet_id in existing.private_subnet_ids] if plain else []
+        if not plain or any(subnet.id is None for subnet in subnets):
+            # IDs that are other resources' outputs (the caller's own aws.ec2.Subnet), or lookups that answered
+            # nothing (a preview of a caller's provider whose settings are outputs: preflight.gate): the zones
+            # are not known while the program runs, so each subnet gets a mount target (give one subnet per
+            # zone: EFS refuses a second mount target in a zone, and a subnet outside the VPC, when it creates
+            # them). Their names differ from the per-zone ones (docs/library.md, "Providers and regions").
             self.mount_subnet_ids = {f"subnet{index}": pulumi.Output.from_input(subnet_id)
                                      for index, subnet_id in enumerate(existing.private_subnet_ids)}
             return
-        # Plain (blocking) lookups: the IDs are config, and how many mount targets to create must be
-        # known while the program runs, never inside an apply. They run in previews too.
         zones: dict[str, str] = {}
-        for subnet_id in existing.private_subnet_ids:
-            subnet = aws.ec2.get_subnet(id=subnet_id, opts=pulumi.InvokeOptions(parent=self))
+        for subnet_id, subnet in zip(existing.private_subnet_ids, subnets, strict=True):
             if subnet.vpc_id != existing.vpc_id:
                 raise pulumi.RunError(f"{existing.subnets_key}: {subnet_id} is in {subnet.vpc_id}, "
                                       f"not in {existing.vpc_id}. Fix: list subnets of {existing.vpc_id}")

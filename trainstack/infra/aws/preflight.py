@@ -315,11 +315,19 @@ def checked_access_entries(admin_arns: Sequence[str], preview_role_arn: str | No
 
 
 def gate(cfg: AwsStackConfig, provider: aws.Provider, parent: pulumi.Resource,
-         checked: Callable[[Callable[..., T]], Callable[..., T]] = lambda check: check) -> pulumi.Output[list]:
+         checked: Callable[[Callable[..., T]], Callable[..., T]] = lambda check: check,
+         settings_known: bool = True) -> pulumi.Output[list]:
     """An Output that resolves to [] once every check passed: give it to resources as depends_on.
 
     `checked` wraps each check: a hosted part (trainstack.components) re-raises its errors in its inputs' terms.
+    A provider whose settings are not known yet (`settings_known` false: a preview of a caller's provider built
+    on outputs) answers every lookup with nothing (pulumi/pulumi sdk/go/common/resource/plugin/provider_plugin.go
+    Invoke), which no check can judge: they run at `up`, once its settings are known.
     """
+    if not settings_known:
+        pulumi.log.info("the aws provider's settings are not known at preview: the account checks run at up",
+                        resource=parent)
+        return pulumi.Output.from_input([])
     invoke = pulumi.InvokeOutputOptions(parent=parent, provider=provider)
     checks = [
         aws.eks.get_cluster_versions_output(cluster_versions_onlies=[cfg.kubernetes_version], opts=invoke).apply(

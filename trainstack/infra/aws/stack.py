@@ -60,7 +60,8 @@ def release_namespaces(cfg: AwsStackConfig) -> list[str]:
 
 def eks_cluster_args(cfg: AwsStackConfig, *, vpc_id: pulumi.Input[str], public_subnet_ids: Sequence[pulumi.Input[str]],
                      private_subnet_ids: Sequence[pulumi.Input[str]], tags: Mapping[str, str],
-                     efa_subnet_id: pulumi.Input[str] | None = None) -> EksClusterArgs:
+                     efa_subnet_id: pulumi.Input[str] | None = None,
+                     kubeconfig_role_arn: pulumi.Input[str] | None = None) -> EksClusterArgs:
     """The cluster's Args from the parsed config, on the network given: the stack's and the hosted part's one recipe."""
     return EksClusterArgs(
         cluster_name=cfg.cluster_name,
@@ -77,6 +78,7 @@ def eks_cluster_args(cfg: AwsStackConfig, *, vpc_id: pulumi.Input[str], public_s
         control_plane_logs=cfg.control_plane_logs,
         autoscaled=cfg.cluster_autoscaler,
         aws_profile=cfg.aws_profile,
+        kubeconfig_role_arn=kubeconfig_role_arn,
         tags=tags,
         efa_subnet_id=efa_subnet_id,
     )
@@ -87,6 +89,8 @@ class AwsStackArgs:
     config: AwsStackConfig
     # The caller's provider (AwsStack given opts.providers): used instead of one made from cfg.region/aws_profile.
     provider: aws.Provider | None = None
+    # False for a caller's provider whose settings are not known yet (preview): the account checks wait for up.
+    provider_settings_known: bool = True
 
 
 class AwsStack(pulumi.ComponentResource):
@@ -101,7 +105,8 @@ class AwsStack(pulumi.ComponentResource):
                                                      opts=pulumi.ResourceOptions(parent=self))
         # Nothing is created before the account confirms what only it knows (preflight.py).
         child = pulumi.ResourceOptions(parent=self, providers={"aws": aws_provider},
-                                       depends_on=preflight.gate(cfg, aws_provider, parent=self))
+                                       depends_on=preflight.gate(
+            cfg, aws_provider, parent=self, settings_known=args.provider_settings_known))
 
         network = Network(f"{name}-network", NetworkArgs(
             region=cfg.region,
