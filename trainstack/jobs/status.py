@@ -25,6 +25,7 @@ States, from the Job (batch/v1) and its Workload (Kueue v1beta2):
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -190,8 +191,12 @@ def _note(current: str, workload: Mapping[str, Any] | None, live: Sequence[Mappi
         return f"{current}: {_said(_find(workload, 'Evicted'))}; requeued, it waits to be admitted again"
     if current == "deactivated":
         why = _said(_find(workload, "Evicted")) or "spec.active is false"
-        return (f"deactivated: {why}; it will not run again: trainstack cancel, fix, and submit again "
-                "(checkpoints stay)")
+        meta = (workload or {}).get("metadata") or {}
+        name, namespace = shlex.quote(str(meta.get("name", "WORKLOAD"))), shlex.quote(str(meta.get("namespace", "NS")))
+        # Reactivating keeps the Job, its pods' identity and its run directory's lock; Kueue clears the
+        # requeue count on deactivation (workload_controller.go), so it starts afresh.
+        return (f"deactivated: {why}; it will not run again by itself: once the cause is fixed, "
+                f"kubectl -n {namespace} patch workload {name} --type=merge -p '{{\"spec\":{{\"active\":true}}}}'")
     return None
 
 
