@@ -33,8 +33,8 @@ import time
 import uuid
 from pathlib import Path
 
-from trainstack.contract.deadline import NoAnswer, call_within
 from training.run_dir.lock import JOB_UID_ENV
+from trainstack.contract.deadline import NoAnswer, call_within
 
 LEDGER_ENV = "TRAINSTACK_LOST_PEER_LEDGER"  # a directory on the volume every pod of the Job shares
 BUDGET_ENV = "TRAINSTACK_LOST_PEER_BUDGET"  # exits 75 in a row, with no new checkpoint, before they count
