@@ -172,7 +172,10 @@ def _judge(owner: dict, me: dict, path: Path) -> None:
         return  # the same Job or torchrun run: an elastic restart, maybe on another node
     who = f"pid {owner.get('pid')} on {owner.get('host')} (since {owner.get('since')})"
     advice = f"wait for it to finish or stop it, or use another --out; if no such training runs, delete {path}"
-    if me.get("job") and owner.get("job") and _beating(path):
+    if me.get("job") and owner.get("job"):  # another Job (the same one returned above)
+        if not _beating(path):
+            _silent(path, who)
+            return
         # Another Job's pods (a cancelled or replaced one) write their SIGTERM checkpoint for up to their
         # grace period after the new Job starts: wait that long, bounded, for the owner to let go.
         wait_s = _grace_s() + GRACE_MARGIN_S
@@ -184,7 +187,7 @@ def _judge(owner: dict, me: dict, path: Path) -> None:
                 raise UserError(f"{path.parent} is in use by another training, {who}: its lock was still being "
                                 f"refreshed after {wait_s:.0f}s; {advice}")
         if path.exists():
-            warn(f"{path}: its owner {who} stopped refreshing it; taking the run directory over")
+            _silent(path, who)
         return  # stopped, or released: free to take
     if owner.get("host") == me["host"] and not _other_job(owner, me):
         if me["agent_pid"] and owner.get("agent_pid") == me["agent_pid"]:
@@ -196,6 +199,10 @@ def _judge(owner: dict, me: dict, path: Path) -> None:
     if _beating(path):
         raise UserError(f"{path.parent} is in use by another training, {who}: its lock is still being refreshed; "
                         f"{advice}")
+    _silent(path, who)
+
+
+def _silent(path: Path, who: str) -> None:
     warn(f"{path}: its owner {who} stopped refreshing it for {OBSERVE_S:.0f}s; taking the run directory over")
 
 
