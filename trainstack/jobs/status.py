@@ -11,8 +11,9 @@ States, from the Job (batch/v1) and its Workload (Kueue v1beta2):
 - admitted: the Workload's Admitted condition is True (or there is no queue) but no pod runs yet.
 - evicted / preempted: the Workload's Evicted condition is True (reason Preempted: preempted) and it
   waits to be admitted again; the reason and Kueue's message are shown.
-- deactivated: the Workload's spec.active is false (Kueue gave up after its requeue limit, or someone
-  deactivated it): it never runs again by itself; the Evicted condition's reason is shown.
+- deactivated: the Workload's spec.active is false (someone deactivated it, or a Kueue configured with a
+  requeue limit gave up; the stack's sets none): it never runs again by itself; the Evicted condition's
+  reason is shown, with the kubectl patch that reactivates it.
 - submitting / stuck / cancelling / failed / expired / deleted, while the Job is missing: from helm's
   release status (pending-install: stuck once older than STUCK_INSTALL_S, helm having been stopped
   mid-install; uninstalling, failed), else expired once the release is older than the
