@@ -24,7 +24,9 @@ Same flags as `torchrun` (it is torch's own launcher underneath). The difference
   is tried again until join_timeout has passed; store operations keep the read_timeout. A node whose
   store host went away after it had connected (pod 0 lost: connection reset, refused or closed)
   exits HOST_LOST, which the chart's podFailurePolicy ignores: the pod is replaced and waits for the
-  new pod 0. Within a budget per Job (training/elastic/restart_budget.py): past it, 1, which counts. Any other rendezvous failure (a timeout against a live but slow host, say) keeps its
+  new pod 0. Within a budget per Job of such exits with no new checkpoint between them
+  (training/elastic/restart_budget.py): past it, 1, which counts. Any other rendezvous failure (a
+  timeout against a live but slow host, say) keeps its
   exit code 1 and counts against backoffLimit.
 - A store host that stops answering without closing the connection (a frozen or partitioned pod 0)
   would hang every store call for ever: TCPStore's own timeout does not fire on a silent socket.
@@ -232,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         torchrun.config_from_args = lambda args: warm_start(*torchrun.config_from_args_cold(args))
 
     args = torchrun.parse_args(sys.argv[1:] if argv is None else argv)
-    RUN["id"] = args.rdzv_id  # the Job's own (<release>-<Job UID> in the chart): its restart budget's ledger
+    RUN["id"] = args.rdzv_id  # the restart budget's ledger key when the chart's TRAINSTACK_JOB_UID is absent
     args.rdzv_conf = with_rdzv_defaults(args.rdzv_conf)
     if args.rdzv_backend == "c10d":
         args.rdzv_conf = with_host_from_index(args.rdzv_conf, os.environ)

@@ -115,6 +115,8 @@ CHANGES = [
     ("launcher", {"extra_values": {"job": {"launcher": ["torchrun"]}}}, False),
     ("join_timeout", {"extra_values": {"job": {"joinTimeoutSeconds": 600}}}, False),
     ("last_call_timeout", {"extra_values": {"job": {"lastCallTimeoutSeconds": 20}}}, False),
+    ("lost_peer_restarts", {"extra_values": {"job": {"lostPeerRestarts": 5}}}, False),
+    ("submission_id", {"extra_values": {"job": {"submissionId": "0f3c9a7e"}}}, False),
     ("queue", {"queue_name": "research"}, None),
     (
         "irsa_role",

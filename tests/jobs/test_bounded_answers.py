@@ -121,3 +121,16 @@ def test_a_job_of_the_wrong_shape_is_one_line(job, cluster, cli, outputs_file):
                        "jobs": [job]})
     code, _, err = cli("list", "--outputs", outputs_file("aws"))
     assert code == 1 and "not what a Kubernetes API server sends" in _one_line(err)
+
+
+def test_logs_without_follow_is_bounded_and_follow_is_not(cluster, cli, outputs_file, monkeypatch):
+    monkeypatch.setattr(cluster_module, "CALL_TIMEOUT_S", 2)
+    path = outputs_file("aws")
+    assert cli("submit", "exp", "--outputs", path)[0] == 0
+    cluster.set_state({**cluster.state, "hang": ["kubectl logs"]})
+    code, _, err = cli("logs", "exp", "--outputs", path)
+    assert code == 1 and "kubectl logs did not finish within 2s" in _one_line(err)
+    assert f"--request-timeout={cluster_module.KUBECTL_REQUEST_TIMEOUT_S}s" in cluster.calls[-1]["argv"]
+    cluster.set_state({**cluster.state, "hang": []})
+    assert cli("logs", "exp", "-f", "--outputs", path)[0] == 0
+    assert not any(a.startswith("--request-timeout") for a in cluster.calls[-1]["argv"])  # it would cut the stream

@@ -71,3 +71,46 @@ def test_another_registry_is_not_asked(cluster, cli, outputs_file, tmp_path):
     code, _, err = cli("submit", "exp", "--outputs", outputs_file("aws"), "--image", "ghcr.io/me/img:v1")
     assert code == 0, err
     assert not calls.exists()
+
+
+# DescribeImages on a repository that does not exist (yet): a pull-through cache rule creates it at the first
+# pull (docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache.html).
+ECR_NO_REPOSITORY = ("\nAn error occurred (RepositoryNotFoundException) when calling the DescribeImages operation: "
+                     "The repository with name 'docker-hub/library/python' does not exist in the registry with id "
+                     "'123456789012'\n", 254)
+
+
+def test_a_repository_not_yet_created_is_a_warning_not_a_refusal(cluster, cli, outputs_file, stack_exports, tmp_path):
+    _fake(cluster.bin, "aws", ECR_NO_REPOSITORY, tmp_path / "aws.jsonl")
+    domain = _stack_repository(stack_exports("aws")).split("/", 1)[0]
+    image = f"{domain}/docker-hub/library/python:3.12"
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("aws"), "--image", image)
+    assert code == 0, err
+    assert err.count("\n") == 1 and "not checked: its repository does not exist yet" in err
+    assert "pull-through cache" in err
+
+
+def test_the_cloud_clis_cannot_prompt(cluster, cli, outputs_file, stack_exports, tmp_path, monkeypatch):
+    """An SSO or gcloud reauth prompt must fail at once, not wait on the terminal: stdin closed, gcloud --quiet."""
+    import subprocess
+
+    seen = []
+    original = subprocess.run
+
+    def spy(argv, *args, **kwargs):
+        seen.append((Path(argv[0]).name, argv, kwargs))
+        return original(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", spy)
+    calls = tmp_path / "gcloud.jsonl"
+    _fake(cluster.bin, "gcloud", None, calls)
+    image = f"{_stack_repository(stack_exports('gcp'))}:v2"
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("gcp"), "--image", image)
+    assert code == 0, err
+    [asked] = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert "--quiet" in asked
+    assert cli("logs", "exp", "--outputs", outputs_file("gcp"))[0] == 0
+    tools = {name for name, _, _ in seen}
+    assert {"gcloud", "helm", "kubectl"} <= tools, tools
+    for name, argv, kwargs in seen:  # every tool: a pipe we fill, or no input at all
+        assert "input" in kwargs or kwargs.get("stdin") is subprocess.DEVNULL, (name, argv[1:3])

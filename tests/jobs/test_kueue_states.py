@@ -119,7 +119,10 @@ def test_evicted_preempted_and_deactivated_show_kueues_reason(listed):
     assert "evicted: NodeFailures: Workload was evicted as there was no replacement" in rows["tasloss"]
     assert rows["gaveup"].split()[1] == "deactivated"
     assert "deactivated: Deactivated: The workload is deactivated due to exceeding" in rows["gaveup"]
-    assert "it will not run again" in rows["gaveup"]
+    assert "it will not run again by itself" in rows["gaveup"]
+    # Reactivate, not cancel and submit again (the workload keeps its Job; Kueue resets its requeue count).
+    assert ("kubectl -n default patch workload job-gaveup-00000 --type=merge -p '{\"spec\":{\"active\":true}}'"
+            in rows["gaveup"])
 
 
 def test_a_release_stuck_in_pending_install_says_so(cluster, cli, outputs_file):

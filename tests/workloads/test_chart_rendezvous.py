@@ -83,7 +83,8 @@ def test_run_ids_differ_between_releases():
 def test_an_explicit_run_id_is_used_verbatim():
     container = trainer(render(deep_merge(load_values("cpu-single-node"), {"job": {"runId": "exp-42"}})))
     assert parse_launch(container).rdzv_id == "exp-42"
-    assert "TRAINSTACK_JOB_UID" not in {env["name"] for env in container["env"]}
+    # The Job's own identity stays (the run lock and the lost-peer ledger tell two Jobs of one run id apart).
+    assert "TRAINSTACK_JOB_UID" in {env["name"] for env in container["env"]}
 
 
 def test_upgrade_renders_the_same_pod_template():

@@ -10,7 +10,10 @@ and the agent's pid). When it finds a lock, it decides:
 - an owner on this host: alive means refuse; dead (crashed, kill -9) means take over, with a warning;
 - an owner of another job (another Kubernetes Job's UID, TRAINSTACK_JOB_UID, or another torchrun run id):
   judged as on another host, whatever its hostname: a cancelled job's pod NAME-0 and the next job's
-  pod NAME-0 share the hostname but not the process table, so a pid probe would judge a live owner dead;
+  pod NAME-0 share the hostname but not the process table, so a pid probe would judge a live owner dead.
+  The Job UID is judged before the run id (a fixed job.runId is the same in both Jobs), and a live owner
+  of another Job (a cancelled or replaced one, still writing its SIGTERM checkpoint) is waited for up to
+  the grace period (TRAINSTACK_GRACE_PERIOD_SECONDS) plus GRACE_MARGIN_S before the lock is refused;
 - an owner on another host (another pod on a shared volume): its liveness cannot be asked, so the
   lock's heartbeat (its mtime, touched every HEARTBEAT_S) is watched for OBSERVE_S: still beating
   means refuse, silent means the owner is gone: take over, with a warning.
@@ -33,6 +36,14 @@ from trainstack.contract.log import warn
 LOCK = ".lock"
 HEARTBEAT_S = 10.0
 OBSERVE_S = 3.5 * HEARTBEAT_S  # a live owner beats at least three times in this window
+GRACE_ENV = "TRAINSTACK_GRACE_PERIOD_SECONDS"  # the pods' terminationGracePeriodSeconds, set by the chart
+GRACE_DEFAULT_S = 300.0  # the chart's default grace period
+GRACE_MARGIN_S = 60.0  # the owner's own exit and its last heartbeat's observation window
+
+
+def _grace_s() -> float:
+    value = os.environ.get(GRACE_ENV, "")
+    return float(value) if value.isdigit() else GRACE_DEFAULT_S
 
 
 def _start_ticks(pid: int) -> str | None:
@@ -155,10 +166,29 @@ def _replace(path: Path, blob: bytes) -> None:
 
 def _judge(owner: dict, me: dict, path: Path) -> None:
     """Return when the lock may be taken over; raise UserError when its owner is still training."""
-    if me["run_id"] and owner.get("run_id") == me["run_id"]:
-        return  # the same torchrun run: an elastic restart, maybe on another node
+    # The Job's identity first: a fixed job.runId is the same in a cancelled Job and its successor.
+    same_job = bool(me.get("job")) and owner.get("job") == me.get("job")
+    if same_job or (me["run_id"] and owner.get("run_id") == me["run_id"] and not _other_job(owner, me)):
+        return  # the same Job or torchrun run: an elastic restart, maybe on another node
     who = f"pid {owner.get('pid')} on {owner.get('host')} (since {owner.get('since')})"
     advice = f"wait for it to finish or stop it, or use another --out; if no such training runs, delete {path}"
+    if me.get("job") and owner.get("job"):  # another Job (the same one returned above)
+        if not _beating(path):
+            _silent(path, who)
+            return
+        # Another Job's pods (a cancelled or replaced one) write their SIGTERM checkpoint for up to their
+        # grace period after the new Job starts: wait that long, bounded, for the owner to let go.
+        wait_s = _grace_s() + GRACE_MARGIN_S
+        print(f"[trainstack] {path.parent} is held by another Job's training, {who}; waiting up to {wait_s:.0f}s "
+              "for it to stop (a cancelled job's pods keep writing their last checkpoint)", flush=True)
+        deadline = time.monotonic() + wait_s
+        while _beating(path):
+            if time.monotonic() >= deadline:
+                raise UserError(f"{path.parent} is in use by another training, {who}: its lock was still being "
+                                f"refreshed after {wait_s:.0f}s; {advice}")
+        if path.exists():
+            _silent(path, who)
+        return  # stopped, or released: free to take
     if owner.get("host") == me["host"] and not _other_job(owner, me):
         if me["agent_pid"] and owner.get("agent_pid") == me["agent_pid"]:
             return  # this torchrun agent's previous worker (restarted after a failure)
@@ -169,6 +199,10 @@ def _judge(owner: dict, me: dict, path: Path) -> None:
     if _beating(path):
         raise UserError(f"{path.parent} is in use by another training, {who}: its lock is still being refreshed; "
                         f"{advice}")
+    _silent(path, who)
+
+
+def _silent(path: Path, who: str) -> None:
     warn(f"{path}: its owner {who} stopped refreshing it for {OBSERVE_S:.0f}s; taking the run directory over")
 
 

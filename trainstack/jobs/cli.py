@@ -264,7 +264,7 @@ def logs(args: argparse.Namespace, outputs: StackOutputs) -> int:
         # -f: one pod's stream failing (a pod deleted, a node gone) would end every stream unless
         # --ignore-errors (logs.go:396-404, parallelConsumeRequest).
         follow = ["--follow", "--ignore-errors"] if args.follow else []
-        return cluster.stream("kubectl", [*command, *follow])
+        return cluster.stream("kubectl", [*command, *follow], follow=args.follow)
 
 
 def results(args: argparse.Namespace, outputs: StackOutputs) -> int:

@@ -62,7 +62,9 @@ class Cluster:
     def run(self, tool: str, args: list[str], stdin: str | None = None, *, timeout_s: float | None = None) -> str:
         limit = timeout_s or self.timeout_s
         try:
-            done = subprocess.run(self._argv(tool, args), input=stdin, capture_output=True, text=True, check=False,
+            # No terminal input: a credential plugin that wants to prompt fails instead of waiting.
+            given = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
+            done = subprocess.run(self._argv(tool, args), **given, capture_output=True, text=True, check=False,
                                   timeout=limit)
         except subprocess.TimeoutExpired:
             raise CommandFailed(f"{tool} {args[0]} did not answer within {limit:.0f}s (is the cluster reachable? "
@@ -71,10 +73,15 @@ class Cluster:
             raise CommandFailed(f"{tool} {args[0]} failed: {failure_detail(done.stderr, done.returncode)}")
         return done.stdout
 
-    def stream(self, tool: str, args: list[str]) -> int:
-        """Run with the terminal's output (logs -f): returns the tool's exit code. Not bounded: a follow
-        lasts as long as the user wants (kubectl's --request-timeout would cut the stream too)."""
-        return subprocess.run(self._argv(tool, args, bounded=False), check=False).returncode
+    def stream(self, tool: str, args: list[str], *, follow: bool) -> int:
+        """Run with the terminal's output (logs): returns the tool's exit code. Bounded like every other call,
+        except a follow, which lasts as long as the user wants (kubectl's --request-timeout would cut it)."""
+        try:
+            return subprocess.run(self._argv(tool, args, bounded=not follow), stdin=subprocess.DEVNULL, check=False,
+                                  timeout=None if follow else self.timeout_s).returncode
+        except subprocess.TimeoutExpired:
+            raise CommandFailed(f"{tool} {args[0]} did not finish within {self.timeout_s:.0f}s (is the cluster "
+                                "reachable? retry, or follow the logs with -f)") from None
 
     def json(self, tool: str, args: list[str], *, expect: type = dict) -> Any:
         """The tool's JSON answer, checked to be `expect` (a list or an object); anything else is one line."""

@@ -7,8 +7,9 @@ Artifact Registry, `<location>-docker.pkg.dev`) and that cloud's CLI is on PATH,
 - `aws ecr describe-images --registry-id A --region R --repository-name P --image-ids imageTag=T|imageDigest=D`
   (an unknown image or repository is the API error ImageNotFoundException / RepositoryNotFoundException,
   docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeImages.html, "Errors");
-- `gcloud artifacts docker images describe REF` (an unknown one is the API's NOT_FOUND).
-Not found is bad input (exit 2). No CLI, another registry, or any other answer (an expired login, no
+- `gcloud artifacts docker images describe REF --quiet` (an unknown one is the API's NOT_FOUND).
+An image not found in its repository is bad input (exit 2); an ECR repository not found is a warning (a
+pull-through cache's repository appears only at its first pull). Every call runs with stdin closed. No CLI, another registry, or any other answer (an expired login, no
 network) leaves the image unchecked with one warning line: the cluster may still pull what a laptop
 cannot see.
 """
@@ -26,8 +27,13 @@ from trainstack.jobs.errors import UsageError, failure_detail
 ASK_TIMEOUT_S = 30
 _ECR = re.compile(r"(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com")
 _ARTIFACT_REGISTRY = re.compile(r"[a-z0-9-]+-docker\.pkg\.dev")
-_NOT_FOUND = {"aws": re.compile(r"ImageNotFoundException|RepositoryNotFoundException"),
+# An image missing from a repository that exists. A missing ECR repository is not proof: a pull-through
+# cache rule creates its repository at the first pull through it (docs.aws.amazon.com/AmazonECR/latest/
+# userguide/pull-through-cache.html), so until then DescribeImages answers RepositoryNotFoundException for
+# an image the cluster can pull; that one is a warning.
+_NOT_FOUND = {"aws": re.compile(r"ImageNotFoundException"),
               "gcloud": re.compile(r"NOT_FOUND|not found", re.I)}
+_NO_REPOSITORY = {"aws": re.compile(r"RepositoryNotFoundException"), "gcloud": re.compile(r"(?!)")}
 
 
 def _domain(repository: str) -> str:
@@ -45,7 +51,8 @@ def _question(image: Mapping[str, str]) -> list[str] | None:
                 "--repository-name", path, "--image-ids", wanted, "--output", "json"]
     if _ARTIFACT_REGISTRY.fullmatch(domain):
         ref = f"{repository}@{digest}" if digest else f"{repository}:{tag}"
-        return ["gcloud", "artifacts", "docker", "images", "describe", ref, "--format=json"]
+        # --quiet: a login that needs re-authentication fails instead of prompting on the terminal.
+        return ["gcloud", "artifacts", "docker", "images", "describe", ref, "--format=json", "--quiet"]
     return None
 
 
@@ -65,8 +72,9 @@ def check_image_exists(image: Mapping[str, str] | None, stack_image: Mapping[str
               "registry); a missing image shows in `trainstack list` as not starting", file=sys.stderr)
         return
     try:
-        done = subprocess.run([binary, *question[1:]], capture_output=True, text=True, check=False,
-                              timeout=ASK_TIMEOUT_S)
+        # stdin closed: a CLI that wants to ask something (an SSO or gcloud reauth prompt) fails at once.
+        done = subprocess.run([binary, *question[1:]], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              check=False, timeout=ASK_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         print(f"trainstack submit: warning: --image {shown} not checked ({question[0]} did not answer within "
               f"{ASK_TIMEOUT_S}s)", file=sys.stderr)
@@ -74,6 +82,11 @@ def check_image_exists(image: Mapping[str, str] | None, stack_image: Mapping[str
     if done.returncode == 0:
         return
     detail = failure_detail(done.stderr, done.returncode)
+    if _NO_REPOSITORY[question[0]].search(done.stderr):
+        print(f"trainstack submit: warning: --image {shown} not checked: its repository does not exist yet "
+              f"({question[0]}: {detail}); a pull-through cache creates it at the first pull, otherwise push the "
+              "image first; a missing image shows in `trainstack list` as not starting", file=sys.stderr)
+        return
     if _NOT_FOUND[question[0]].search(done.stderr):
         raise UsageError(f"--image {shown} is not in the stack's registry ({question[0]}: {detail})",
                          "push it first (docker push), or give a tag or digest that exists")

@@ -106,7 +106,8 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
             raise UsageError("no stack given", "add --stack <stack> (aws, aws-p5, gcp, gcp-a3, gcp-a4) or --outputs FILE")
         command = ["pulumi", "stack", "output", "--json", "--show-secrets", "--stack", stack]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=PULUMI_TIMEOUT_S)
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+                                  timeout=PULUMI_TIMEOUT_S)
         except FileNotFoundError:
             raise UsageError("the pulumi CLI is not on PATH",
                              "install it (https://www.pulumi.com/docs/install/) or pass --outputs FILE") from None

@@ -11,8 +11,9 @@ States, from the Job (batch/v1) and its Workload (Kueue v1beta2):
 - admitted: the Workload's Admitted condition is True (or there is no queue) but no pod runs yet.
 - evicted / preempted: the Workload's Evicted condition is True (reason Preempted: preempted) and it
   waits to be admitted again; the reason and Kueue's message are shown.
-- deactivated: the Workload's spec.active is false (Kueue gave up after its requeue limit, or someone
-  deactivated it): it never runs again by itself; the Evicted condition's reason is shown.
+- deactivated: the Workload's spec.active is false (someone deactivated it, or a Kueue configured with a
+  requeue limit gave up; the stack's sets none): it never runs again by itself; the Evicted condition's
+  reason is shown, with the kubectl patch that reactivates it.
 - submitting / stuck / cancelling / failed / expired / deleted, while the Job is missing: from helm's
   release status (pending-install: stuck once older than STUCK_INSTALL_S, helm having been stopped
   mid-install; uninstalling, failed), else expired once the release is older than the
@@ -25,6 +26,7 @@ States, from the Job (batch/v1) and its Workload (Kueue v1beta2):
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -190,8 +192,12 @@ def _note(current: str, workload: Mapping[str, Any] | None, live: Sequence[Mappi
         return f"{current}: {_said(_find(workload, 'Evicted'))}; requeued, it waits to be admitted again"
     if current == "deactivated":
         why = _said(_find(workload, "Evicted")) or "spec.active is false"
-        return (f"deactivated: {why}; it will not run again: trainstack cancel, fix, and submit again "
-                "(checkpoints stay)")
+        meta = (workload or {}).get("metadata") or {}
+        name, namespace = shlex.quote(str(meta.get("name", "WORKLOAD"))), shlex.quote(str(meta.get("namespace", "NS")))
+        # Reactivating keeps the Job, its pods' identity and its run directory's lock; Kueue clears the
+        # requeue count on deactivation (workload_controller.go), so it starts afresh.
+        return (f"deactivated: {why}; it will not run again by itself: once the cause is fixed, "
+                f"kubectl -n {namespace} patch workload {name} --type=merge -p '{{\"spec\":{{\"active\":true}}}}'")
     return None
 
 

@@ -35,27 +35,32 @@ _QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 #   ready nothing but a Job is refused (the autoscaler, the device plugin, GKE's add-ons start as usual);
 # - managedJobsNamespaceSelector: the job webhooks (failurePolicy Fail) select the training namespace
 #   only, so an unready Kueue blocks no other namespace's Jobs;
-# - waitForPodsReady with a bound on requeues (WAIT_FOR_PODS_READY).
+# - waitForPodsReady with a longer timeout (WAIT_FOR_PODS_READY).
 #
 # An admitted job whose pods never all become ready (an image that cannot be pulled, a pod that cannot be
 # placed) would hold its GPU nodes and quota for ever: the Job controller counts only pods that ended
 # (kubernetes/kubernetes#122300). Kueue v0.19.2 turns waitForPodsReady on by default (apis/config/v1beta2/
-# defaults.go: timeout 30m, recoveryTimeout = timeout, backoffLimitCount null, "requeued endlessly"), so it is
-# set here, explicitly: an hour for all pods to be ready after admission (a GPU node scale-up plus a
-# multi-GB image pull take well under that; 30 minutes is tight for a slow spot scale-up), then evict and
-# requeue after 60 s, 120 s, 240 s; after the 3rd requeue Kueue deactivates the workload (spec.active
-# false) and `list` shows it `deactivated`. A running job's lost pod gets two hours to be back
-# (recoveryTimeout): longer than the survivors of a job of fixed size wait for it themselves (2 x
-# job.joinTimeoutSeconds, then they fail and count), while an elastic job trains on without it meanwhile.
-# The requeue count is never reset while the workload lives (pkg/controller/core/workload_controller.go
-# clears requeueState only on deactivation), so a long job can take 3 such evictions in its life.
+# defaults.go: timeout 30m, recoveryTimeout = timeout), so it is set here, explicitly: an hour for all pods
+# to be ready after admission (a GPU node scale-up plus a multi-GB image pull take well under that; 30
+# minutes is tight for a slow spot scale-up), then Kueue evicts the workload (nodes and quota freed) and
+# requeues it after 60 s, 120 s, 240 s, ... up to backoffMaxSeconds (an hour) between tries. A running
+# job's lost pod gets two hours to be back (recoveryTimeout): longer than the survivors of a job of fixed
+# size wait for it themselves (2 x job.joinTimeoutSeconds, then they fail and count), while an elastic job
+# trains on without it meanwhile.
+# No backoffLimitCount: "When it is null, the workloads will repeatedly and endless re-queueing"
+# (configuration_types.go RequeuingStrategy). With a count, pkg/controller/core/workload_controller.go
+# (triggerDeactivation) deactivates the workload once requeueState.count reaches it, and the count is
+# cleared only on deactivation, never on success: a queued job on a spot pool whose pods wait for nodes
+# during a capacity shortage of a few hours (pods without a node cost nothing) would be deactivated, and
+# so would a long job after as many lost-pod recoveries in its life. The case a limit was meant for, an
+# image that cannot be pulled, is caught before it costs: `submit` checks the image in the stack's
+# registry, and `list` shows "not starting: ImagePullBackOff ..." for the user to cancel.
 # Fields: apis/config/v1beta2/configuration_types.go WaitForPodsReady, RequeuingStrategy.
 WAIT_FOR_PODS_READY = {
     "timeout": "60m",
     "recoveryTimeout": "120m",
     "blockAdmission": False,
-    "requeuingStrategy": {"timestamp": "Eviction", "backoffLimitCount": 3, "backoffBaseSeconds": 60,
-                          "backoffMaxSeconds": 3600},
+    "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
 }
 
 

@@ -61,6 +61,8 @@ REPLACE_ON_CHANGES = (
     "values.job.clusterDomain",
     "values.job.backoffLimit",
     "values.job.terminationGracePeriodSeconds",
+    "values.job.lostPeerRestarts",  # the trainer's TRAINSTACK_LOST_PEER_BUDGET
+    "values.job.submissionId",  # the pods' trainstack.dev/submission label
     "values.command",
     "values.train",
     "values.resources",
