@@ -75,7 +75,7 @@ def test_pods_that_cannot_pull_their_image_are_not_running(listed):
     line = rows["imagepull"]
     assert line.split()[1] == "starting"
     assert f"not starting: ImagePullBackOff: {PULL[1]}" in line
-    assert line.split()[4] == "$0.75"  # its two nodes are billed: 2 nodes x 1 h
+    assert line.split()[4] == "$0.77"  # its two nodes are billed: 2 nodes x 1 h (160 GB disks included)
 
 
 def test_pods_without_a_node_cost_nothing(listed):
@@ -91,7 +91,7 @@ def test_a_running_job_is_billed_for_its_pods_on_nodes(listed):
     rows = listed({"fine": {"job_status": {"active": 2, "ready": 2, "startTime": _at(1)},
                             "conditions": [_cond("Admitted", "Admitted", "The workload is admitted")],
                             "pods": lambda job: [_pod(job, i, node=f"n{i}", ready=True) for i in range(2)]}})
-    assert rows["fine"].split()[1:5] == ["running", "2", "3h", "$0.75"]
+    assert rows["fine"].split()[1:5] == ["running", "2", "3h", "$0.77"]
 
 
 def test_evicted_preempted_and_deactivated_show_kueues_reason(listed):
@@ -113,7 +113,7 @@ def test_evicted_preempted_and_deactivated_show_kueues_reason(listed):
     })
     assert rows["evicted"].split()[1] == "evicted"
     assert "evicted: PodsReadyTimeout: Exceeded the PodsReady timeout" in rows["evicted"]
-    assert rows["evicted"].split()[4] == "$1.50"  # 2 h admitted before the eviction x 2 nodes, not reset to $0.00
+    assert rows["evicted"].split()[4] == "$1.53"  # 2 h admitted before the eviction x 2 nodes, not reset to $0.00
     assert rows["preempted"].split()[1] == "preempted" and "Preempted to accommodate" in rows["preempted"]
     assert rows["tasloss"].split()[1] == "evicted"
     assert "evicted: NodeFailures: Workload was evicted as there was no replacement" in rows["tasloss"]

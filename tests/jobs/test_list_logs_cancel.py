@@ -89,7 +89,7 @@ def test_list_shows_state_gpus_age_cost_and_groups_sweeps(cluster, cli, outputs_
     assert next(line for line in out.splitlines() if line.startswith("queued ")).endswith(f"  waiting: {WAITING}")
     assert "waiting:" not in next(line for line in out.splitlines() if line.startswith("admitted "))
     assert rows["admitted"] == ["admitted", "1", "3h", "$0.00"]
-    assert rows["running"] == ["running", "2", "3h", "$0.75"]  # 2 nodes x 1 h
+    assert rows["running"] == ["running", "2", "3h", "$0.77"]  # 2 nodes x 1 h
     assert rows["done"] == ["succeeded", "1", "3h", "$0.38"]
     assert rows["broke"] == ["failed", "1", "3h", "$0.19"]  # ended at its Failed condition, 0.5 h
     lines = out.splitlines()
