@@ -188,16 +188,16 @@ BAD_CONFIGS = [
     ("hourly budget that is not a number", {"trainstack:maxHourlyUsd": "cheap"}, (), "trainstack:maxHourlyUsd",
      "expected a number, got 'cheap'"),
     ("hourly budget of zero", {"trainstack:maxHourlyUsd": 0}, (), "trainstack:maxHourlyUsd", "must be at least 0.01"),
-    # 2 x g4dn.xlarge on demand at max: $0.19 platform + 2 x $0.54 = $1.27/h.
+    # 2 x g4dn.xlarge on demand at max (160 GB disks): $0.19 platform + 2 x $0.54 = $1.28/h.
     ("stack over the hourly budget", {GPU: {"capacityType": "ON_DEMAND", "instanceTypes": ["g4dn.xlarge"]},
                                       "trainstack:maxHourlyUsd": 1}, (),
      "trainstack:maxHourlyUsd", "the stack can cost $0.19 platform + 2 x g4dn.xlarge ON_DEMAND $0.54 = $1.28/h "
-     "with the GPU pool at its max, over the $1.00/h limit. Fix: pulumi config set trainstack:maxHourlyUsd 1.28"),
-    # 5,000,000 steps x 16,384 tokens / 44,074 tokens/s (2 T4s, derived) = 516.31 h x $0.59/h.
+     "with the GPU pool at its max, over the $1.00/h limit. Fix: pulumi config set trainstack:maxHourlyUsd 1.29"),
+    # 5,000,000 steps x 16,384 tokens / 44,074 tokens/s (2 T4s, derived) = 516.31 h x $0.60/h.
     ("job over the run budget", {JOB: {"enabled": True, "train": {"maxSteps": 5000000}},
                                   GPU: {"instanceTypes": ["g4dn.xlarge"]}, "trainstack:maxRunUsd": 100},
      (), "trainstack:maxRunUsd", "5000000 steps x 16384 tokens / 44,074 tokens/s (derived) = 516.31 h x $0.19 "
-     "platform + 2 x g4dn.xlarge SPOT $0.20 = $0.59/h, over the $100.00 limit"),
+     "platform + 2 x g4dn.xlarge SPOT $0.20 = $0.60/h, over the $100.00 limit"),
     ("run budget for an instance type without a price", {GPU: {"instanceTypes": ["g6e.xlarge"]},
                                                           JOB: {"enabled": True}, "trainstack:maxRunUsd": 100},
      ("trainstack:maxHourlyUsd",), "trainstack:maxRunUsd", "cannot check the budget: no price for g6e.xlarge in trainstack/infra/cost/prices.yaml"),

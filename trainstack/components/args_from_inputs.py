@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import pulumi
-from pulumi.provider.experimental.util import camel_case
+from trainstack.components.spelling import camel_case
 
 from trainstack.components.known_outputs import is_known, known
 from trainstack.components.stack_config import InputError

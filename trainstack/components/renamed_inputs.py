@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TypeVar
 
 import pulumi
-from pulumi.provider.experimental.util import camel_case
+from trainstack.components.spelling import camel_case
 
 from trainstack.components.stack_config import InputError
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pulumi
-from pulumi.provider.experimental.util import camel_case
+from trainstack.components.spelling import camel_case
 
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.config.errors import ConfigError
