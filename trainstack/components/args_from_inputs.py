@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import pulumi
-from trainstack.components.spelling import camel_case
 
 from trainstack.components.known_outputs import is_known, known
+from trainstack.components.spelling import camel_case
 from trainstack.components.stack_config import InputError
 
 T = TypeVar("T")

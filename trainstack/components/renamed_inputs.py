@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import TypeVar
 
 import pulumi
-from trainstack.components.spelling import camel_case
 
+from trainstack.components.spelling import camel_case
 from trainstack.components.stack_config import InputError
 
 T = TypeVar("T")

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pulumi
-from trainstack.components.spelling import camel_case
 
+from trainstack.components.spelling import camel_case
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.config.errors import ConfigError
 from trainstack.infra.cost import check_budget
