@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import signal
 import sys
 import uuid
 from collections.abc import Sequence
@@ -245,8 +247,9 @@ def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
         rows = status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None, pods=pods,
                            gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,
                            ttl=status.ttl_seconds(outputs.values), pools=_pricing(outputs))
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        # The API server never sends a Job without spec.template; a proxy or a wrong kubectl might.
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as error:
+        # The API server never sends a Job without spec.template (or an infinite count); a proxy or a wrong
+        # kubectl might.
         raise CommandFailed(f"kubectl get answered with objects that are not what a Kubernetes API server sends "
                             f"({type(error).__name__}: {error})") from None
     print(status.table(rows))
@@ -287,6 +290,16 @@ INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 COMMANDS = {"submit": submit, "list": list_jobs, "logs": logs, "cancel": cancel, "results": results}
 
 
+def _exit_cleanly_on(*signals: signal.Signals) -> None:
+    """SIGTERM/SIGHUP exit through the `with Cluster(...)` blocks, so the stack's kubeconfig (cluster
+    credentials) written for the tools is removed, as it is on Ctrl-C."""
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    for number in signals:
+        signal.signal(number, leave)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first -- is the job's (argparse would read a trainer's --lr as ours).
@@ -297,9 +310,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return USAGE_EXIT_CODE
     args.rest = rest
+    _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
     try:
         outputs = load(args.stack, args.outputs)
         return COMMANDS[args.command](args, outputs)
+    except BrokenPipeError:
+        # `trainstack list | head`: the reader left. Nothing more to say, and nowhere to say it.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         # Ctrl-C (logs -f, mostly): the shell's code for an interrupt, not a traceback.
         print(file=sys.stderr)

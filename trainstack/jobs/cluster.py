@@ -9,13 +9,15 @@ has no per-request flag), so a cluster that never answers is one line naming the
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainstack.jobs.errors import UsageError, failure_detail
+from trainstack.jobs.errors import UsageError, failure_detail, one_line
 from trainstack.jobs.stack_outputs import StackOutputs
 
 # Where each tool comes from, for the one line that says it is missing.
@@ -28,6 +30,19 @@ KUBECTL_REQUEST_TIMEOUT_S = 60
 CALL_TIMEOUT_S = 180
 class CommandFailed(Exception):
     """A helm or kubectl call the cluster refused (not bad input: exit 1 with the tool's message)."""
+
+
+# helm reads these from the environment over --kubeconfig (helm pkg/cli/environment.go EnvSettings):
+# HELM_KUBEAPISERVER and HELM_KUBETOKEN would point `cancel` at another cluster's jobs. The stack's
+# releases are kept as Secrets (helm's default driver, as Pulumi's Release keeps them).
+HELM_OVERRIDES = ("HELM_KUBE", "HELM_DRIVER", "HELM_NAMESPACE")
+
+
+def tool_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment helm runs with: the caller's, less what would aim it at another cluster or store."""
+    env = {k: v for k, v in environ.items() if not k.startswith(HELM_OVERRIDES)}
+    env["HELM_DRIVER"] = "secret"
+    return env
 
 
 class Cluster:
@@ -52,6 +67,9 @@ class Cluster:
             path.write_text(self.outputs.kubeconfig)
         return str(Path(self._dir.name) / "kubeconfig")
 
+    def _env(self, tool: str) -> dict[str, str]:
+        return tool_environment(os.environ) if tool == "helm" else dict(os.environ)
+
     def _argv(self, tool: str, args: list[str], *, bounded: bool = True) -> list[str]:
         binary = shutil.which(tool)
         if binary is None:
@@ -65,7 +83,7 @@ class Cluster:
             # No terminal input: a credential plugin that wants to prompt fails instead of waiting.
             given = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
             done = subprocess.run(self._argv(tool, args), **given, capture_output=True, text=True, check=False,
-                                  timeout=limit)
+                                  timeout=limit, env=self._env(tool))
         except subprocess.TimeoutExpired:
             raise CommandFailed(f"{tool} {args[0]} did not answer within {limit:.0f}s (is the cluster reachable? "
                                 "retry, or check with kubectl get nodes)") from None
@@ -78,7 +96,7 @@ class Cluster:
         except a follow, which lasts as long as the user wants (kubectl's --request-timeout would cut it)."""
         try:
             return subprocess.run(self._argv(tool, args, bounded=not follow), stdin=subprocess.DEVNULL, check=False,
-                                  timeout=None if follow else self.timeout_s).returncode
+                                  timeout=None if follow else self.timeout_s, env=self._env(tool)).returncode
         except subprocess.TimeoutExpired:
             raise CommandFailed(f"{tool} {args[0]} did not finish within {self.timeout_s:.0f}s (is the cluster "
                                 "reachable? retry, or follow the logs with -f)") from None
@@ -92,6 +110,8 @@ class Cluster:
         except json.JSONDecodeError as error:
             raise CommandFailed(f"{what} answered with something that is not JSON ({error.msg} at line "
                                 f"{error.lineno}): is {tool} the real {tool}, and the whole answer there?") from None
+        except ValueError as error:  # a number past Python's 4300-digit limit, say
+            raise CommandFailed(f"{what} answered with JSON no {tool} sends ({one_line(str(error))[:120]})") from None
         except RecursionError:
             raise CommandFailed(f"{what} answered with JSON nested too deep to read") from None
         if answer is None:

@@ -20,7 +20,7 @@ from trainstack.jobs.errors import UsageError
 
 OLDEST = (3, 13)  # --labels
 NEWEST_MAJOR = 4
-_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+_VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})\.(\d{1,6})")
 
 
 def check_helm(cluster: Cluster, command: str) -> None:

@@ -8,6 +8,8 @@ owner's. `--all` goes on past a release that fails and names each at the end.
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +23,7 @@ from trainstack.jobs.helm_version import check_helm
 from trainstack.jobs.stack_outputs import StackOutputs
 from trainstack.jobs.status import CHART_NAME
 
+MAX_GRACE_S = 86_400  # a day: longer than any checkpoint write; bounds the wait for a cancel
 UNINSTALL_MARGIN_S = 120  # past the grace period: the Job controller and the GC deleting the pods
 
 
@@ -29,6 +32,10 @@ def grace_seconds(values: Mapping[str, Any]) -> int:
     grace = ((values.get("job") or {}) if isinstance(values, Mapping) else {}).get("terminationGracePeriodSeconds")
     if not isinstance(grace, int) or isinstance(grace, bool):
         grace = chart_default_values()["job"]["terminationGracePeriodSeconds"]
+    if not 0 <= grace <= MAX_GRACE_S:
+        raise UsageError(f"the stack's job values give terminationGracePeriodSeconds {str(grace)[:24]}, not 0 to "
+                         f"{MAX_GRACE_S} seconds", "set trainstack:job's grace period in range and pulumi up, "
+                         "or pass --outputs FILE with the stack's real outputs")
     return int(grace)
 
 
@@ -42,7 +49,8 @@ def job_releases(cluster: Cluster, *, submitted_by_cli: bool = False) -> list[di
     listed = cluster.json("helm", args, expect=list)
     if not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in listed):
         raise CommandFailed("helm list answered with entries that are not releases (no name)")
-    return [r for r in listed if str(r.get("chart", "")).startswith(f"{CHART_NAME}-")]
+    # `training-job-<version>` only: another chart named training-job-something is not ours.
+    return [r for r in listed if re.fullmatch(rf"{CHART_NAME}-\d[\w.+-]*", str(r.get("chart", "")))]
 
 
 def known(cluster: Cluster, name: str) -> None:
@@ -78,7 +86,8 @@ def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
             if args.name not in ours:
                 raise UsageError(f"{args.name} was not submitted by trainstack (its release has no "
                                  f"{'='.join(SUBMITTED_BY_CLI)} label): cancel removes only the CLI's jobs",
-                                 f"if you mean it, helm uninstall {args.name} --namespace {outputs.namespace}")
+                                 f"if you mean it, helm uninstall {shlex.quote(args.name)} --namespace "
+                                 f"{shlex.quote(outputs.namespace)}")
             names, wait, how = [args.name], 0, []
         failed = []
         for name in names:

@@ -129,6 +129,9 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
     except RecursionError:
         raise UsageError(f"{where}: JSON nested deeper than any stack's outputs",
                          "write it with pulumi stack output --json --show-secrets") from None
+    except ValueError:  # a number past Python's 4300-digit limit: no stack has one
+        raise UsageError(f"{where}: JSON with a number no stack output holds",
+                         "write it with pulumi stack output --json --show-secrets") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{where}: expected an object of outputs, got {type(raw).__name__}",
                          "write it with pulumi stack output --json --show-secrets")

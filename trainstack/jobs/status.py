@@ -95,7 +95,8 @@ def ttl_seconds(values: Mapping[str, Any]) -> int | None:
     ttl = ((values.get("job") or {}) if isinstance(values, Mapping) else {}).get("ttlSecondsAfterFinished")
     if ttl is None:
         ttl = chart_default_values()["job"].get("ttlSecondsAfterFinished")
-    return int(ttl) if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) else None
+    finite = isinstance(ttl, int) or (isinstance(ttl, float) and math.isfinite(ttl))
+    return int(ttl) if finite and not isinstance(ttl, bool) else None
 
 
 STUCK_INSTALL_S = 900  # helm install creates a job's few objects in seconds; 15 minutes pending is a dead helm

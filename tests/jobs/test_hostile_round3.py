@@ -1,0 +1,143 @@
+"""A third hostile pass over the job CLI (new inputs): numbers no tool sends, a reader that leaves, a
+signal, the user's HELM_* environment, a stack output out of range. Each ends in one line or a clean
+exit: no traceback, no wait without end, no other cluster touched, no credentials left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from trainstack.jobs import cluster as cluster_module
+from trainstack.jobs.cluster import tool_environment
+
+RELEASE = {"name": "exp", "chart": "training-job-0.1.0", "status": "deployed",
+           "labels": {"trainstack.dev/submitted-by": "cli"}}
+HUGE = "1" + "0" * 5000  # past Python's 4300-digit limit for int()
+
+
+def one_line(code: int, err: str, expected: int) -> None:
+    assert code == expected, err
+    assert err.count("\n") == 1 and err.startswith("trainstack ") and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(("state", "command"), [
+    ({"answer": {"helm list": f'[{{"name": "exp", "chart": "training-job-0.1.0", "revision": {HUGE}}}]'}}, ["list"]),
+    ({"answer": {"kubectl get": f'{{"items": [], "x": {HUGE}}}'}, "releases": [RELEASE]}, ["list"]),
+])
+def test_numbers_no_tool_sends_are_one_line(state, command, cluster, cli, outputs_file):
+    cluster.set_state(state)
+    one_line(*cli(*command, "--outputs", outputs_file("aws"))[::2], 1)
+
+
+def test_a_helm_version_with_absurd_digits_is_one_line(cluster, cli, outputs_file):
+    cluster.set_state({"answer": {"helm version": f"v{HUGE}.0.0"}})
+    one_line(*cli("cancel", "--all", "--outputs", outputs_file("aws"))[::2], 2)
+
+
+def test_an_outputs_file_with_an_absurd_number_is_one_line(tmp_path, cluster, cli):
+    path = tmp_path / "outputs.json"
+    path.write_text(f'{{"kubeconfig": {HUGE}}}')
+    one_line(*cli("list", "--outputs", str(path))[::2], 2)
+
+
+@pytest.mark.parametrize("where", ["gpus", "parallelism"])
+def test_infinite_counts_in_an_answer_are_one_line(where, cluster, cli, outputs_file):
+    job = {"metadata": {"name": "exp", "labels": {"app.kubernetes.io/instance": "exp"}},
+           "spec": {"parallelism": 1e400 if where == "parallelism" else 2,
+                    "template": {"spec": {"containers": [{"resources": {"limits": {
+                        "nvidia.com/gpu": 1e400 if where == "gpus" else 1}}}]}}},
+           "status": {"active": 2, "ready": 2}}
+    cluster.set_state({"releases": [RELEASE], "jobs": [job]})
+    code, _, err = cli("list", "--outputs", outputs_file("aws"))
+    assert "Traceback" not in err and code in (0, 1), err
+
+
+def test_an_infinite_ttl_in_the_outputs_is_no_traceback(cluster, cli, outputs_file):
+    def edit(exports):
+        exports["jobSubmission"]["values"].setdefault("job", {})["ttlSecondsAfterFinished"] = float("inf")
+    cluster.set_state({"releases": [RELEASE]})
+    code, _, err = cli("list", "--outputs", outputs_file("aws", edit))
+    assert code == 0 and "Traceback" not in err, err
+
+
+def test_a_grace_period_out_of_range_stops_cancel_all_before_any_uninstall(cluster, cli, outputs_file):
+    def edit(exports):
+        exports["jobSubmission"]["values"].setdefault("job", {})["terminationGracePeriodSeconds"] = 10 ** 20
+    cluster.set_state({"releases": [RELEASE]})
+    one_line(*cli("cancel", "--all", "--outputs", outputs_file("aws", edit))[::2], 2)
+    assert "helm uninstall" not in cluster.verbs()
+
+
+def test_a_chart_that_only_starts_with_training_job_is_not_ours(cluster, cli, outputs_file):
+    other = {**RELEASE, "name": "evil", "chart": "training-job-evil-9.9.9"}
+    cluster.set_state({"releases": [RELEASE, other]})
+    cli("cancel", "--all", "--outputs", outputs_file("aws"))
+    uninstalled = [c["argv"][1] for c in cluster.calls if c["argv"][:1] == ["uninstall"]]
+    assert uninstalled == ["exp"]
+
+
+def test_helm_never_sees_the_users_helm_cluster_overrides():
+    env = tool_environment({"PATH": "/bin", "HOME": "/h", "HELM_KUBEAPISERVER": "https://other:6443",
+                            "HELM_KUBETOKEN": "t", "HELM_KUBECONTEXT": "c", "HELM_KUBEASUSER": "u",
+                            "HELM_KUBECAFILE": "/ca", "HELM_KUBEINSECURE_SKIP_TLS_VERIFY": "true",
+                            "HELM_DRIVER": "configmap", "HELM_NAMESPACE": "other", "HELM_CACHE_HOME": "/c"})
+    assert env == {"PATH": "/bin", "HOME": "/h", "HELM_CACHE_HOME": "/c", "HELM_DRIVER": "secret"}
+
+
+def test_every_helm_call_runs_with_that_environment(monkeypatch, cluster, cli, outputs_file):
+    monkeypatch.setenv("HELM_KUBEAPISERVER", "https://other-cluster:6443")
+    seen: list[dict] = []
+    real_run = subprocess.run
+
+    def run(argv, *args, **kwargs):
+        if os.path.basename(argv[0]) == "helm":
+            seen.append(kwargs.get("env") or dict(os.environ))
+        return real_run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(cluster_module.subprocess, "run", run)
+    cluster.set_state({"releases": [RELEASE]})
+    cli("cancel", "exp", "--outputs", outputs_file("aws"))
+    assert seen and all("HELM_KUBEAPISERVER" not in env for env in seen)
+
+
+def test_a_reader_that_leaves_is_no_traceback(tmp_path, cluster, outputs_file):
+    # `trainstack list | true`: the pipe closes before the table is written.
+    cluster.set_state({"releases": [RELEASE]})
+    code = textwrap.dedent(f"""
+        import os, sys
+        r, w = os.pipe(); os.close(r); os.dup2(w, 1)
+        from trainstack.jobs.cli import main
+        sys.exit(main(["list", "--outputs", {outputs_file("aws")!r}]))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, \
+        done.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_leaves_no_cluster_credentials_behind(sig, tmp_path, cluster, outputs_file):
+    # helm install takes its time; the signal comes while the kubeconfig file exists.
+    cluster.set_state({"hang": ["helm install"]})
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from trainstack.jobs.cli import main; sys.exit(main(sys.argv[1:]))",
+         "submit", "exp", "--outputs", outputs_file("aws")],
+        env={**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": os.getcwd()}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    deadline = 60
+    import time
+    while not any(tmp.rglob("kubeconfig")) and deadline > 0 and process.poll() is None:
+        time.sleep(0.1)
+        deadline -= 0.1
+    assert any(tmp.rglob("kubeconfig")), "the CLI never wrote the kubeconfig"
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + sig, err
+    assert not any(tmp.rglob("kubeconfig")), "the stack's credentials were left in TMPDIR"
