@@ -141,3 +141,87 @@ def test_a_signal_leaves_no_cluster_credentials_behind(sig, tmp_path, cluster, o
     _, err = process.communicate(timeout=60)
     assert process.returncode == 128 + sig, err
     assert not any(tmp.rglob("kubeconfig")), "the stack's credentials were left in TMPDIR"
+
+
+# --- the re-check of this pass: tools that cannot run, nowhere to write, odd digits, nohup ------------------
+
+def _unrunnable(path, how: str) -> None:
+    path.write_text("#!/nonexistent/interpreter\n" if how == "interpreter" else "\x7fELF garbage")
+    path.chmod(0o755)
+
+
+@pytest.mark.parametrize("how", ["interpreter", "binary"])
+@pytest.mark.parametrize("tool", ["helm", "kubectl"])
+def test_a_tool_on_path_that_cannot_run_is_one_line(tool, how, cluster, cli, outputs_file):
+    _unrunnable(cluster.bin / tool, how)
+    cluster.set_state({"releases": [RELEASE]})
+    code, _, err = cli("list", "--outputs", outputs_file("aws"))
+    assert code == 2 and f"{tool} at " in err and "cannot run" in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_pulumi_that_cannot_run_is_one_line(tmp_path, monkeypatch, cli):
+    bin_dir = tmp_path / "pulumi-bin"
+    bin_dir.mkdir()
+    _unrunnable(bin_dir / "pulumi", "interpreter")
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    one_line(*cli("list", "--stack", "dev")[::2], 2)
+
+
+def test_a_gcloud_that_cannot_run_or_is_logged_out_leaves_a_warning(cluster, cli, outputs_file, stack_exports):
+    image = stack_exports("gcp")["jobSubmission"]["values"]["image"]["repository"] + ":v2"
+    for number, body in enumerate(("#!/nonexistent/interpreter\n",
+                 "#!/bin/sh\necho 'ERROR: (gcloud) Your default credentials were not found.' >&2\nexit 1\n",
+                 "#!/bin/sh\necho 'gcloud: line 1: python3: command not found' >&2\nexit 127\n")):
+        (cluster.bin / "gcloud").write_text(body)
+        (cluster.bin / "gcloud").chmod(0o755)
+        code, _, err = cli("submit", f"exp{number}", "--outputs", outputs_file("gcp"), "--image", image)
+        assert code == 0 and "warning" in err and "not checked" in err, (body, err)
+        assert "is not in the stack's registry" not in err, (body, err)
+
+
+def test_no_writable_temp_dir_is_one_line(monkeypatch, cluster, cli, outputs_file):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", "/proc")
+    cluster.set_state({"releases": [RELEASE]})
+    code, _, err = cli("list", "--outputs", outputs_file("aws"))
+    assert code == 2 and "cannot write the stack's kubeconfig under /proc" in err and "TMPDIR" in err, err
+
+
+@pytest.mark.parametrize("value", ["²", "٣"])
+def test_digits_int_reads_but_no_stack_writes_are_refused(value, cluster, cli, outputs_file):
+    def edit(exports):
+        exports["jobSubmission"]["gpusPerNode"] = value
+    one_line(*cli("list", "--outputs", outputs_file("aws", edit))[::2], 2)
+
+
+@pytest.mark.parametrize("price", [float("nan"), float("inf")])
+def test_a_price_that_is_no_number_is_refused(price, cluster, cli, outputs_file):
+    def edit(exports):
+        exports["estimatedHourlyUsd"]["gpuNode"]["usdPerNode"] = price
+    one_line(*cli("list", "--outputs", outputs_file("aws", edit))[::2], 2)
+
+
+def test_a_full_disk_under_stdout_is_one_line(cluster, outputs_file):
+    cluster.set_state({"releases": [RELEASE]})
+    code = ("import sys; from trainstack.jobs.cli import main; "
+            f"sys.exit(main(['list', '--outputs', {outputs_file('aws')!r}]))")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-c", code], stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=120, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 1 and "cannot write the output" in done.stderr and "Traceback" not in done.stderr, \
+        done.stderr
+
+
+def test_nohup_keeps_sighup_ignored(cluster, outputs_file):
+    # `nohup trainstack submit ... &`: the terminal closing must not stop a sweep half submitted.
+    code = textwrap.dedent("""
+        import os, signal, sys
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        from trainstack.jobs import cli
+        cli._exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
+        sys.exit(signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.getcwd()}, timeout=60)
+    assert done.returncode == 0

@@ -7,6 +7,7 @@ exits 2 before helm or kubectl is called. A cluster that refuses a call exits 1 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shlex
@@ -297,7 +298,8 @@ def _exit_cleanly_on(*signals: signal.Signals) -> None:
         raise SystemExit(128 + signum)
 
     for number in signals:
-        signal.signal(number, leave)
+        if signal.getsignal(number) is not signal.SIG_IGN:  # `nohup trainstack ...` keeps ignoring SIGHUP
+            signal.signal(number, leave)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -313,10 +315,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     _exit_cleanly_on(signal.SIGTERM, signal.SIGHUP)
     try:
         outputs = load(args.stack, args.outputs)
-        return COMMANDS[args.command](args, outputs)
+        code = COMMANDS[args.command](args, outputs)
+        sys.stdout.flush()  # a full disk or a closed reader shows here, not in a traceback at exit
+        return code
     except BrokenPipeError:
         # `trainstack list | head`: the reader left. Nothing more to say, and nowhere to say it.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"trainstack {args.command}: cannot write the output ({error.strerror})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         # Ctrl-C (logs -f, mostly): the shell's code for an interrupt, not a traceback.

@@ -45,6 +45,13 @@ def tool_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def cannot_run(tool: str, error: OSError) -> UsageError:
+    """A tool on PATH that the system cannot start (a bad interpreter line, another CPU's binary, no
+    permission)."""
+    return UsageError(f"{tool} at {shutil.which(tool) or tool} cannot run ({error.strerror or error})",
+                      f"install it again ({INSTALL.get(tool, tool)})")
+
+
 class Cluster:
     def __init__(self, outputs: StackOutputs, *, timeout_s: float | None = None) -> None:
         self.outputs = outputs
@@ -61,10 +68,14 @@ class Cluster:
 
     def _kubeconfig(self) -> str:
         if self._dir is None:
-            self._dir = tempfile.TemporaryDirectory(prefix="trainstack-")
-            path = Path(self._dir.name) / "kubeconfig"
-            path.touch(mode=0o600)  # it holds the cluster's credentials
-            path.write_text(self.outputs.kubeconfig)
+            try:
+                self._dir = tempfile.TemporaryDirectory(prefix="trainstack-")
+                path = Path(self._dir.name) / "kubeconfig"
+                path.touch(mode=0o600)  # it holds the cluster's credentials
+                path.write_text(self.outputs.kubeconfig)
+            except OSError as error:
+                raise UsageError(f"cannot write the stack's kubeconfig under {tempfile.gettempdir()} "
+                                 f"({error.strerror or error})", "set TMPDIR to a writable directory") from None
         return str(Path(self._dir.name) / "kubeconfig")
 
     def _env(self, tool: str) -> dict[str, str]:
@@ -87,6 +98,8 @@ class Cluster:
         except subprocess.TimeoutExpired:
             raise CommandFailed(f"{tool} {args[0]} did not answer within {limit:.0f}s (is the cluster reachable? "
                                 "retry, or check with kubectl get nodes)") from None
+        except OSError as error:
+            raise cannot_run(tool, error) from None
         if done.returncode != 0:
             raise CommandFailed(f"{tool} {args[0]} failed: {failure_detail(done.stderr, done.returncode)}")
         return done.stdout
@@ -100,6 +113,8 @@ class Cluster:
         except subprocess.TimeoutExpired:
             raise CommandFailed(f"{tool} {args[0]} did not finish within {self.timeout_s:.0f}s (is the cluster "
                                 "reachable? retry, or follow the logs with -f)") from None
+        except OSError as error:
+            raise cannot_run(tool, error) from None
 
     def json(self, tool: str, args: list[str], *, expect: type = dict) -> Any:
         """The tool's JSON answer, checked to be `expect` (a list or an object); anything else is one line."""

@@ -32,7 +32,8 @@ _ARTIFACT_REGISTRY = re.compile(r"[a-z0-9-]+-docker\.pkg\.dev")
 # userguide/pull-through-cache.html), so until then DescribeImages answers RepositoryNotFoundException for
 # an image the cluster can pull; that one is a warning.
 _NOT_FOUND = {"aws": re.compile(r"ImageNotFoundException"),
-              "gcloud": re.compile(r"NOT_FOUND|not found", re.I)}
+              # The API's status only: a shell's "command not found" or "credentials were not found" is no answer.
+              "gcloud": re.compile(r"\bNOT_FOUND\b")}
 _NO_REPOSITORY = {"aws": re.compile(r"RepositoryNotFoundException"), "gcloud": re.compile(r"(?!)")}
 
 
@@ -78,6 +79,10 @@ def check_image_exists(image: Mapping[str, str] | None, stack_image: Mapping[str
     except subprocess.TimeoutExpired:
         print(f"trainstack submit: warning: --image {shown} not checked ({question[0]} did not answer within "
               f"{ASK_TIMEOUT_S}s)", file=sys.stderr)
+        return
+    except OSError as error:
+        print(f"trainstack submit: warning: --image {shown} not checked ({question[0]} cannot run: "
+              f"{error.strerror or error})", file=sys.stderr)
         return
     if done.returncode == 0:
         return

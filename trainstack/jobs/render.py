@@ -55,6 +55,9 @@ def _with_helm(helm: str, values: Mapping[str, Any], release: str, namespace: st
     except subprocess.TimeoutExpired:
         raise UsageError(f"helm template did not answer within {TEMPLATE_TIMEOUT_S}s (it needs no cluster)",
                          "check that helm runs (helm version)") from None
+    except OSError as error:  # on PATH, but the system cannot start it
+        raise UsageError(f"helm at {helm} cannot run ({error.strerror or error})",
+                         "install it again (https://helm.sh/docs/intro/install/)") from None
     if done.returncode != 0:
         raise UsageError(f"the chart refuses job {release}: {_one_line(done.stderr)}", _FIX)
     return done.stdout

@@ -12,6 +12,7 @@ Outputs used (every stack exports them: trainstack/infra/aws/stack.py, trainstac
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 from collections.abc import Mapping
@@ -111,6 +112,9 @@ def read_outputs(stack: str | None, outputs_file: str | None) -> dict[str, Any]:
         except FileNotFoundError:
             raise UsageError("the pulumi CLI is not on PATH",
                              "install it (https://www.pulumi.com/docs/install/) or pass --outputs FILE") from None
+        except OSError as error:  # on PATH, but the system cannot start it
+            raise UsageError(f"the pulumi CLI cannot run ({error.strerror or error})",
+                             "install it again (https://www.pulumi.com/docs/install/) or pass --outputs FILE") from None
         except subprocess.TimeoutExpired:
             raise UsageError(f"pulumi stack output --stack {stack} did not answer within {PULUMI_TIMEOUT_S:.0f}s "
                              "(its backend unreachable, or a login prompt waiting)",
@@ -168,7 +172,7 @@ def _text(value: Any, field: str, *, optional: bool = False) -> str | None:
 def _positive_int(value: Any, field: str) -> int:
     # An int, or an int written as a string; never a bool, a fraction or 0.
     number = value if isinstance(value, int) and not isinstance(value, bool) else (
-        int(value) if isinstance(value, str) and value.strip().isdigit() else None)
+        int(value) if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()) else None)
     if number is None or number < 1:
         raise _bad(field, "a whole number of at least 1", value)
     return number
@@ -270,7 +274,8 @@ def parse_outputs(raw: Mapping[str, Any]) -> StackOutputs:
                          "pulumi up the stack with this version of trainstack, then retry") from None
     gpu_node = hourly.get("gpuNode") if isinstance(hourly, dict) else None
     usd = gpu_node.get("usdPerNode") if isinstance(gpu_node, dict) else None
-    if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float)) or usd < 0):
+    if usd is not None and (isinstance(usd, bool) or not isinstance(usd, (int, float)) or not math.isfinite(usd)
+                            or usd < 0):
         raise _bad("estimatedHourlyUsd.gpuNode.usdPerNode", "a price in USD (a number) or null", usd)
     bucket = _text(submission["bucketUri"], "jobSubmission.bucketUri")
     problem = check_bucket_uri(bucket)
