@@ -225,3 +225,42 @@ def test_nohup_keeps_sighup_ignored(cluster, outputs_file):
     """)
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.getcwd()}, timeout=60)
     assert done.returncode == 0
+
+
+# --- the final re-check: stdout closed or no file, and a script that is a torchrun option ----------------
+
+@pytest.mark.parametrize("redirect", ["closed", "read-only file"])
+def test_an_unwritable_stdout_is_no_traceback_after_the_work_is_done(redirect, tmp_path, cluster, outputs_file):
+    cluster.set_state({"releases": [RELEASE]})
+    code = ("import sys; from trainstack.jobs.cli import main; "
+            f"sys.exit(main(['list', '--outputs', {outputs_file('aws')!r}]))")
+    target = tmp_path / "read-only"
+    target.write_text("")
+    with open(target) as read_only:
+        stdout = read_only if redirect == "read-only file" else None
+        done = subprocess.run([sys.executable, "-c", code], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                              timeout=120, env={**os.environ, "PYTHONPATH": os.getcwd()},
+                              preexec_fn=(lambda: os.close(1)) if stdout is None else None)  # `>&-`
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1), done.stderr
+
+
+@pytest.mark.parametrize("script", ["--rdzv-endpoint=victim-0.victim:29400", "-m", " --nnodes=9"])
+def test_a_script_that_torchrun_would_read_as_its_own_option_is_refused(script, cluster, cli, outputs_file):
+    one_line(*cli("submit", "exp", "--outputs", outputs_file("aws"), f"--script={script}", "--", "train.py")[::2], 2)
+    assert "helm install" not in cluster.verbs()
+
+
+def test_the_chart_refuses_a_script_that_is_a_torchrun_option():
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "workloads" / "charts" / "training-job" /
+                         "values.schema.json").read_text())
+    script = schema["properties"]["command"]["properties"]["script"]
+    jsonschema.validate("", script)
+    jsonschema.validate("train.py", script)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate("--rdzv-endpoint=victim-0.victim:29400", script)

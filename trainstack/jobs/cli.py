@@ -112,6 +112,10 @@ def _check_custom_target(module: str | None, script: str | None) -> None:
         option = "--module" if module is not None else "--script"
         raise UsageError(f"{option} is empty (the chart would run its default trainer, unchecked)",
                          f"give {option} a name, or drop it to submit the trainer")
+    if script is not None and script.lstrip().startswith("-"):
+        # torchrun reads it as one of its own options (--rdzv-endpoint, --nnodes, ...), not a script.
+        raise UsageError(f"--script {script.strip()[:60]!r} starts with '-', which torchrun would read as its own "
+                         "option", "give the script's path (./name.py for one starting with '-')")
     if module in TRAINER_MODULES:
         raise UsageError(f"--module {module} is the trainer: run that way its flags go unchecked and it gets "
                          "no --snapshot-uri", "drop --module and pass the trainer's flags after --")
@@ -291,6 +295,20 @@ INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 COMMANDS = {"submit": submit, "list": list_jobs, "logs": logs, "cancel": cancel, "results": results}
 
 
+# What writing the output can fail with: a full disk, an I/O error, a file too large, a stdout that is no
+# writable file (`1</etc/hostname`).
+OUTPUT_ERRORS = (errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EBADF)
+
+
+def _stdout_to_devnull() -> None:
+    """Nothing more goes to stdout (and Python's flush at exit finds nothing to complain about)."""
+    if sys.stdout is not None:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            sys.stdout = None
+
+
 def _exit_cleanly_on(*signals: signal.Signals) -> None:
     """SIGTERM/SIGHUP exit through the `with Cluster(...)` blocks, so the stack's kubeconfig (cluster
     credentials) written for the tools is removed, as it is on Ctrl-C."""
@@ -316,17 +334,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         outputs = load(args.stack, args.outputs)
         code = COMMANDS[args.command](args, outputs)
-        sys.stdout.flush()  # a full disk or a closed reader shows here, not in a traceback at exit
+        if sys.stdout is not None:  # None: started with stdout closed (`>&-`); print wrote nowhere
+            sys.stdout.flush()  # a full disk or a closed reader shows here, not in a traceback at exit
         return code
     except BrokenPipeError:
         # `trainstack list | head`: the reader left. Nothing more to say, and nowhere to say it.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
         return 1
-    except OSError as error:
-        if error.errno not in (errno.ENOSPC, errno.EIO, errno.EFBIG):
+    except (OSError, UnicodeEncodeError) as error:
+        if isinstance(error, OSError) and error.errno not in OUTPUT_ERRORS:
             raise
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        print(f"trainstack {args.command}: cannot write the output ({error.strerror})", file=sys.stderr)
+        _stdout_to_devnull()
+        reason = error.strerror if isinstance(error, OSError) else f"it holds text {error.encoding} cannot encode"
+        print(f"trainstack {args.command}: cannot write the output ({reason})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         # Ctrl-C (logs -f, mostly): the shell's code for an interrupt, not a traceback.
