@@ -36,7 +36,8 @@ def _one_line(err: str) -> str:
     (["--sweep", "lr=1,2", "--sweep", "warmup-steps=1,2,3,4,5,6,7,8,9"], "18 jobs, more than the 16"),
     (["--sweep", "learning-rate=1e-3"], "--sweep learning-rate: not a flag of the trainer"),
     (["--sweep", "lr"], "expected KEY=V1,V2"),
-    (["--sweep", "lr=1e-3,1E-3"], "give the same job name"),
+    (["--sweep", "lr=1e-3,1E-3"], "a value is listed twice"),  # one number to the trainer
+    (["--sweep", "lr=0.1,0-1"], "give the same job name"),
     (["--sweep", "lr=1e-3", "--", "--lr", "3e-4"], "--lr is set twice"),
     (["--sweep", "lr=3e-4,abc"], "the trainer refuses it: argument --lr"),
     (["--sweep", "no-export=1,0"], "is a switch, not a value"),

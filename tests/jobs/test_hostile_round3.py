@@ -264,3 +264,19 @@ def test_the_chart_refuses_a_script_that_is_a_torchrun_option():
     jsonschema.validate("train.py", script)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate("--rdzv-endpoint=victim-0.victim:29400", script)
+
+
+# --- the last pass: sweep values the trainer reads alike, and nested launchers ----------------------------
+
+@pytest.mark.parametrize("values", ["１e-3,1e-3", "1e-3,0.001", "3e-4,0.0003,6e-4", "lr\u200b,x"])
+def test_sweep_values_that_would_run_the_same_job_twice_are_refused(values, cluster, cli, outputs_file):
+    one_line(*cli("submit", "exp", "--outputs", outputs_file("aws"), "--sweep", f"lr={values}")[::2], 2)
+    assert "helm install" not in cluster.verbs()
+
+
+@pytest.mark.parametrize("module", ["training.launch", "torch.distributed.run"])
+def test_a_launcher_as_the_module_is_refused(module, cluster, cli, outputs_file):
+    code, _, err = cli("submit", "exp", "--outputs", outputs_file("aws"), "--module", module, "--",
+                       "--rdzv-endpoint=other-0.other:29400")
+    one_line(code, err, 2)
+    assert "launcher" in err and "helm install" not in cluster.verbs()

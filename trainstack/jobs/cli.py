@@ -103,8 +103,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 
-# The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix.
-TRAINER_MODULES = ("training", "training.__main__", "trainstack.contract.cli")
+# The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix; and
+# the launchers, which would start a second torchrun inside the chart's (with rendezvous flags of the user's).
+TRAINER_MODULES = ("training", "training.__main__", "trainstack.contract.cli", "training.launch",
+                   "torch.distributed.run", "torch.distributed.launch")
 
 
 def _check_custom_target(module: str | None, script: str | None) -> None:
@@ -117,7 +119,9 @@ def _check_custom_target(module: str | None, script: str | None) -> None:
         raise UsageError(f"--script {script.strip()[:60]!r} starts with '-', which torchrun would read as its own "
                          "option", "give the script's path (./name.py for one starting with '-')")
     if module in TRAINER_MODULES:
-        raise UsageError(f"--module {module} is the trainer: run that way its flags go unchecked and it gets "
+        what = "a launcher (torchrun inside the chart's torchrun)" if "launch" in module or "run" in module \
+            else "the trainer"
+        raise UsageError(f"--module {module} is {what}: run that way its flags go unchecked and it gets "
                          "no --snapshot-uri", "drop --module and pass the trainer's flags after --")
 
 

@@ -25,6 +25,15 @@ def _slug(text: str) -> str:
     return re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-")
 
 
+def _same_value(value: str) -> str | float:
+    """What the trainer would read: 1e-3 and 0.001 are one number (two jobs of the same run, both billed)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return number if number == number else value  # NaN is never equal to itself: compare its spelling
+
+
 def _flag(key: str) -> str:
     flags = {flag.flag: flag for flag in train_keys().values()}
     by_camel = train_keys()
@@ -52,8 +61,14 @@ def expand(name: str, sweeps: Sequence[str], trainer_flags: Sequence[str]) -> li
         flag = _flag(key)
         if flag in given or flag in {f for f, _ in axes}:
             raise UsageError(f"--sweep {key}: {flag} is set twice", f"give {flag} once: in one --sweep, not after --")
-        if len(set(values)) != len(values):
-            raise UsageError(f"--sweep {key}: a value is listed twice", "list each value once")
+        odd = next((v for v in values if not v.isascii() or not v.isprintable()), None)
+        if odd is not None:
+            # The trainer reads "１e-3" (a fullwidth digit) as 1e-3, while the job's name would drop it.
+            raise UsageError(f"--sweep {key}: {ascii(odd)} has characters other than printable ASCII",
+                             "write the values in ASCII, e.g. --sweep lr=3e-4,6e-4")
+        if len({_same_value(v) for v in values}) != len(values):
+            raise UsageError(f"--sweep {key}: a value is listed twice (1e-3 and 0.001 are one value)",
+                             "list each value once")
         axes.append((flag, values))
     size = 1
     for _, values in axes:
