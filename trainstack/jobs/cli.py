@@ -103,10 +103,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 
-# The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix; and
-# the launchers, which would start a second torchrun inside the chart's (with rendezvous flags of the user's).
-TRAINER_MODULES = ("training", "training.__main__", "trainstack.contract.cli", "training.launch",
-                   "torch.distributed.run", "torch.distributed.launch")
+# The trainer itself, run as a --module: it would skip the flag checks and the per-job snapshot prefix.
+TRAINER_MODULES = ("training", "training.__main__", "trainstack.contract.cli")
+# The launchers: a second torchrun inside the chart's, with rendezvous flags of the user's.
+LAUNCHER_MODULES = ("training.launch", "torch.distributed.run", "torch.distributed.launch")
 
 
 def _check_custom_target(module: str | None, script: str | None) -> None:
@@ -118,9 +118,8 @@ def _check_custom_target(module: str | None, script: str | None) -> None:
         # torchrun reads it as one of its own options (--rdzv-endpoint, --nnodes, ...), not a script.
         raise UsageError(f"--script {script.strip()[:60]!r} starts with '-', which torchrun would read as its own "
                          "option", "give the script's path (./name.py for one starting with '-')")
-    if module in TRAINER_MODULES:
-        what = "a launcher (torchrun inside the chart's torchrun)" if "launch" in module or "run" in module \
-            else "the trainer"
+    if module in TRAINER_MODULES or module in LAUNCHER_MODULES:
+        what = "the trainer" if module in TRAINER_MODULES else "a launcher (torchrun inside the chart's torchrun)"
         raise UsageError(f"--module {module} is {what}: run that way its flags go unchecked and it gets "
                          "no --snapshot-uri", "drop --module and pass the trainer's flags after --")
 
@@ -251,7 +250,7 @@ def list_jobs(args: argparse.Namespace, outputs: StackOutputs) -> int:
         workloads = ({"items": cluster.items(["get", "workloads.kueue.x-k8s.io", "--output", "json"])}
                      if outputs.queue_name else {})
         # The jobs' pods: which ones are on a node (priced), ready, or stuck (an image that cannot be pulled).
-        pods = cluster.items(["get", "pods", "--selector", "app.kubernetes.io/name=training-job", "--output", "json"])
+        pods = preflight.job_pods(cluster)
     try:
         rows = status.rows(releases, jobs, workloads, queued_by_kueue=outputs.queue_name is not None, pods=pods,
                            gpus_per_node=outputs.gpus_per_node, usd_per_node=outputs.usd_per_node,

@@ -28,6 +28,8 @@ INSTALL = {"helm": "https://helm.sh/docs/intro/install/", "kubectl": "https://ku
 # (discovery, then the list) and the exec credential plugin may take a few seconds for a token.
 KUBECTL_REQUEST_TIMEOUT_S = 60
 CALL_TIMEOUT_S = 180
+
+
 class CommandFailed(Exception):
     """A helm or kubectl call the cluster refused (not bad input: exit 1 with the tool's message)."""
 

@@ -22,10 +22,14 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 _TERMINAL = ("Succeeded", "Failed")
 
 
+def job_pods(cluster: Cluster) -> list[dict[str, Any]]:
+    """Every pod the training-job chart made in the stack's namespace, of any job."""
+    return cluster.items(["get", "pods", "--selector", "app.kubernetes.io/name=training-job", "--output", "json"])
+
+
 def check_no_earlier_pods(cluster: Cluster, names: Sequence[str], grace_s: int) -> None:
     """UsageError when a pod of an earlier job named like one of `names` is still there and not finished."""
-    pods = cluster.items(["get", "pods", "--selector", "app.kubernetes.io/name=training-job", "--output", "json"])
-    for pod in pods:
+    for pod in job_pods(cluster):
         labels = pod["metadata"].get("labels") or {}
         name = labels.get(JOB_NAME_LABEL)
         if name in names and (pod.get("status") or {}).get("phase") not in _TERMINAL:

@@ -60,7 +60,6 @@ def known(cluster: Cluster, name: str) -> None:
         raise UsageError(f"no job {name!r} on this stack (jobs: {listed})", "trainstack list shows them")
 
 
-
 def cancel(args: argparse.Namespace, outputs: StackOutputs) -> int:
     if (args.name is None) == (not args.all):
         raise UsageError("cancel takes a NAME or --all", "trainstack cancel NAME, or trainstack cancel --all")

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainstack.infra.core.paths import TRAINING_JOB_CHART_DIR
+from trainstack.jobs.cluster import cannot_run
 from trainstack.jobs.errors import UsageError
 
 _FIX = "fix the flag it names (trainstack submit --help), or the stack's job values and pulumi up"
@@ -56,8 +57,7 @@ def _with_helm(helm: str, values: Mapping[str, Any], release: str, namespace: st
         raise UsageError(f"helm template did not answer within {TEMPLATE_TIMEOUT_S}s (it needs no cluster)",
                          "check that helm runs (helm version)") from None
     except OSError as error:  # on PATH, but the system cannot start it
-        raise UsageError(f"helm at {helm} cannot run ({error.strerror or error})",
-                         "install it again (https://helm.sh/docs/intro/install/)") from None
+        raise cannot_run("helm", error) from None
     if done.returncode != 0:
         raise UsageError(f"the chart refuses job {release}: {_one_line(done.stderr)}", _FIX)
     return done.stdout

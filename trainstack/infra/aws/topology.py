@@ -39,6 +39,7 @@ import pulumi
 
 from trainstack.infra.aws.efa import EfaInstanceType
 from trainstack.infra.core.contracts import NodeTopology
+from trainstack.infra.core.topology_capacity import topology_choice
 
 NETWORK_NODE_LABEL_PREFIX = "topology.k8s.aws/network-node-layer-"  # cloud-provider-aws well_known_labels.go
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -77,14 +78,14 @@ def topology_aware_default(*, efa: bool, region: str, capacity_type: str, reserv
 
 def warn_unless_one_block(key: str, *, topology_aware: bool, capacity_type: str, reservation_id: str | None) -> None:
     """An explicit topologyAware: true on capacity that does not come in one block is honoured, with the risk
-    and the fix (the GKE stacks word the same rule the same way)."""
-    if topology_aware and not capacity_in_one_block(capacity_type, reservation_id):
-        pulumi.log.warn(
-            f"{key}.topologyAware is true on {capacity_type} capacity, which does not come as one reserved block: "
-            "the cluster autoscaler's best-effort-atomic-scale-up class is not atomic on AWS, so EC2 may launch only "
-            "part of the job's nodes, which bill while the job stays pending with no error. Fix: launch into a "
-            f"reservation or Capacity Block ({key}.capacityReservationId), or pulumi config set --path "
-            f"{key}.topologyAware false")
+    and the fix: the rule and its wording are trainstack/infra/core/topology_capacity.py's, the risk AWS's own."""
+    choice = topology_choice(
+        key, topology_aware, capacity_type, one_block=capacity_in_one_block(capacity_type, reservation_id),
+        risk="the cluster autoscaler's best-effort-atomic-scale-up class is not atomic on AWS, so EC2 may launch "
+             "only part of the job's nodes, which bill while the job stays pending with no error",
+        instead=f"launch into a reservation or Capacity Block ({key}.capacityReservationId)")
+    if choice.warning is not None:
+        pulumi.log.warn(choice.warning)
 
 
 def efa_topology(instance: EfaInstanceType, *, autoscaled: bool) -> NodeTopology:

@@ -29,20 +29,26 @@ class TopologyChoice:
     warning: str | None = None
 
 
+# What can go wrong off reserved capacity, as GKE shows it; a cloud where it shows otherwise says its own.
+PENDING_RISK = ("Kueue leaves out nodes that lack any topology label, and the autoscaler may not serve the "
+                "ProvisioningRequest check for this capacity, so the job and the NCCL check can stay pending "
+                "with no error")
+
+
 def topology_choice(key: str, requested: bool | None, capacity: str, *, one_block: bool,
-                    default_on: bool = True) -> TopologyChoice:
+                    default_on: bool = True, risk: str = PENDING_RISK,
+                    instead: str = "use reserved capacity") -> TopologyChoice:
     """TAS for the pool at config `key` (`<namespace>:gpuPools.<name>`).
 
     `requested`: the pool's topologyAware value, None when unset. `capacity`: its capacity type, as the
     config spells it. `one_block`: whether that capacity comes as one reserved block. `default_on`:
     whether the machine type would get TAS at all by default (e.g. GPUDirect-RDMA machines on GKE).
+    `risk` and `instead`: the warning's middle and its fix, as the cloud words them.
     """
     if requested is None:
         return TopologyChoice(default_on and one_block)
     if requested and not one_block:
         return TopologyChoice(True, (
             f"{key}.topologyAware is true on {capacity} capacity, which does not come as one reserved block: "
-            "Kueue leaves out nodes that lack any topology label, and the autoscaler may not serve the "
-            "ProvisioningRequest check for this capacity, so the job and the NCCL check can stay pending "
-            f"with no error. Fix: use reserved capacity, or pulumi config set --path {key}.topologyAware false"))
+            f"{risk}. Fix: {instead}, or pulumi config set --path {key}.topologyAware false"))
     return TopologyChoice(requested)
