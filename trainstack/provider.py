@@ -22,6 +22,7 @@ from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.server import ComponentInitError
 
 from trainstack.components.stack_config import InputError
+from trainstack.components.tokens import TOKENS, component_of, index_token
 from trainstack.infra.core.validation import InvalidArgsError
 from trainstack.package_metadata import VERSION, with_package_metadata
 
@@ -82,6 +83,28 @@ def polished(schema: dict[str, Any]) -> dict[str, Any]:
         polish(resource.get("properties", {}))
     for type_ in schema.get("types", {}).values():
         polish(type_.get("properties", {}))
+    return in_modules(schema)
+
+
+def in_modules(schema: dict[str, Any]) -> dict[str, Any]:
+    """Each component under its module's token (trainstack/components/tokens.py), with an alias from its index
+    token, and the index token kept as a deprecated resource of the same shape. The SDK's inference puts every
+    component in `index` (pulumi 3.272, pulumi/provider/experimental/schema.py generate_schema). The alias lets an
+    SDK generated from this schema take over resources made under the old token; the deprecated resource lets a
+    YAML program written against the old schema resolve its type at all (pulumi-yaml, pkg/pulumiyaml/packages.go
+    ResolveResource: a token that is not a resource of the schema is an error; aliases are not looked up).
+    The types stay in `index`: the schema has no alias for a type (pkg/codegen/schema/pulumi.json,
+    objectTypeSpec), so a moved type would be a renamed class in every SDK, and a program that names one (Go, C#,
+    Java, typed Python) would break."""
+    resources = schema.get("resources", {})
+    for component, new_token in TOKENS.items():
+        old_token = index_token(component)
+        if old_token not in resources:
+            continue
+        resources[new_token] = {**resources[old_token], "aliases": [{"type": old_token}]}
+        resources[old_token] = {**resources[old_token], "deprecationMessage": (
+            f"{old_token} is now {new_token}: use that token (the same inputs and outputs; a resource made under "
+            f"this one is taken over through the alias, not replaced)")}
     return schema
 
 
@@ -119,6 +142,13 @@ class TrainstackProvider(ComponentProvider):
         return super().map_input_properties(inputs, properties, mapping, component_name, property_path)
 
     def construct(self, name: str, resource_type: str, inputs: Any, options: Any = None) -> Any:
+        """The component `resource_type` names, by its module token or its index token (a program written
+        against the schema before modules). The SDK's ComponentProvider takes `index` tokens only and finds the
+        component by the token's last part, its class's name (pulumi 3.272, component.py construct,
+        validate_resource_type): it is given that."""
+        component = component_of(resource_type)
+        if component is not None:
+            resource_type = index_token(component)
         try:
             return super().construct(name, resource_type, inputs, options)
         except ComponentInitError as error:

@@ -23,6 +23,8 @@ from trainstack.components import (
     Job,
     S3SnapshotBucketArgs,
 )
+from trainstack.components.tokens import TOKENS, index_token
+from trainstack.components.tokens import token as token_of
 from trainstack.provider import NAME, VERSION, TrainstackProvider
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,10 +56,10 @@ def test_a_changed_args_field_changes_the_schema(monkeypatch):
 @pytest.mark.parametrize("args_type", [GkeClusterArgs, GkeGpuNodePoolArgs, FilestoreShareArgs, GcsSnapshotBucketArgs,
                                        EksClusterArgs, EfsStorageArgs, S3SnapshotBucketArgs])
 def test_a_changed_part_args_field_fails_the_check(args_type, monkeypatch):
-    token = f"trainstack:index:{args_type.__name__.removesuffix('Args')}"
-    assert "nodeCount" not in committed()["resources"][token]["inputProperties"]
+    part = token_of(args_type.__name__.removesuffix("Args"))
+    assert "nodeCount" not in committed()["resources"][part]["inputProperties"]
     monkeypatch.setitem(args_type.__annotations__, "node_count", int)
-    assert "nodeCount" in json.loads(schema.rendered())["resources"][token]["inputProperties"]
+    assert "nodeCount" in json.loads(schema.rendered())["resources"][part]["inputProperties"]
     assert schema.main(["--check"]) == 1
 
 
@@ -82,7 +84,7 @@ def properties(document: dict):
 
 def test_every_component_type_and_property_has_a_description():
     document = committed()
-    assert set(document["resources"]) == {f"trainstack:index:{c.__name__}" for c in HOSTED}
+    assert set(document["resources"]) == {t for c in HOSTED for t in (token_of(c.__name__), index_token(c.__name__))}
     missing = [path for path, prop in properties(document) if not prop.get("description", "").strip()]
     missing += [token for token, item in {**document["resources"], **document["types"]}.items()
                 if not item.get("description", "").strip()]
@@ -140,10 +142,10 @@ def test_the_parts_call_each_quantity_what_the_platform_calls_it():
     # groups), or as the part's own input (a pool's max); the nodes' service account has one name in every part.
     resources = committed()["resources"]
     gpu = set(committed()["types"]["trainstack:index:GpuNodes"]["properties"])
-    pool = set(resources["trainstack:index:GkeGpuNodePool"]["properties"]) - {"poolName"}
+    pool = set(resources[token_of("GkeGpuNodePool")]["properties"]) - {"poolName"}
     assert pool - gpu == {"max"} and "max" in committed()["types"]["trainstack:index:GkeGpuPool"]["properties"]
     eks = {name.removeprefix("gpu")[0].lower() + name.removeprefix("gpu")[1:] if name.startswith("gpu") and
-           name != "gpusPerNode" else name for name in resources["trainstack:index:EksCluster"]["properties"]}
+           name != "gpusPerNode" else name for name in resources[token_of("EksCluster")]["properties"]}
     assert eks & gpu == gpu - {"podResources"}
     accounts = {name for resource in resources.values() for name in resource["inputProperties"]
                 if name.endswith("ServiceAccountEmail") or name == "serviceAccountEmail"}
@@ -162,3 +164,35 @@ def test_kubeconfigs_are_secret_and_old_names_carry_a_deprecation_message():
     assert "deprecationMessage" not in job["gpusPerPod"]
     # GpuNodes.gpusPerNode is per node, and not deprecated: one word per quantity (pods vs nodes).
     assert "deprecationMessage" not in schema["types"]["trainstack:index:GpuNodes"]["properties"]["gpusPerNode"]
+
+
+METASCHEMA = Path(__file__).parent / "fixtures" / "pulumi-metaschema.json"
+
+
+def test_the_schema_is_valid_under_pulumis_metaschema():
+    # pkg/codegen/schema/pulumi.json of pulumi/pulumi at 1b5949891b3c (2026-08-21), its Go-style named groups
+    # `(?<name>` written as Python's `(?P<name>`. Catches, for one, an alias that is not {"type": <token>}.
+    import jsonschema
+
+    metaschema = json.loads(METASCHEMA.read_text().replace("(?<", "(?P<"))
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in jsonschema.Draft202012Validator(metaschema).iter_errors(committed())]
+    assert errors == []
+
+
+def test_every_component_is_in_its_module_with_an_alias_from_its_index_token():
+    resources = committed()["resources"]
+    assert {t.split(":")[1] for t in TOKENS.values()} == {"aws", "gcp", "kubernetes"}
+    assert [c.__name__ for c in HOSTED if c.__name__ not in TOKENS] == []
+    for component, new_token in TOKENS.items():
+        moved, old = resources[new_token], resources[index_token(component)]
+        assert moved["aliases"] == [{"type": index_token(component)}], component
+        assert "deprecationMessage" not in moved
+        # The old token stays, deprecated, for programs written against it (YAML resolves only schema tokens).
+        assert old["deprecationMessage"].startswith(f"{index_token(component)} is now {new_token}:")
+        assert "aliases" not in old
+        # The same component under both: the same inputs and outputs.
+        assert {key: value for key, value in old.items() if key != "deprecationMessage"} == \
+            {key: value for key, value in moved.items() if key != "aliases"}
+    # Types stay in index: the schema has no alias for a type, so moving one would rename its class in every SDK.
+    assert {t.split(":")[1] for t in committed()["types"]} == {"index"}

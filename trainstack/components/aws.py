@@ -18,6 +18,7 @@ from trainstack.components.job_args import Job
 from trainstack.components.part_config import checkable_id
 from trainstack.components.providers import given_provider
 from trainstack.components.stack_config import FROM_ROOT, checked_stack_config, publish_stack_outputs
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.aws import AwsStack as InfraAwsStack
 from trainstack.infra.aws import AwsStackArgs as InfraAwsStackArgs
 from trainstack.infra.aws import parse_aws_config
@@ -161,7 +162,7 @@ class AwsStack(pulumi.ComponentResource):
         from_stack_file = isinstance(args, AwsStackConfig)
         config, settings_known = (args, True) if from_stack_file else checked_config(
             name, args_from_inputs(AwsStackArgs, args), given)
-        super().__init__("trainstack:index:AwsStack", name, None, opts)
+        super().__init__(token("AwsStack"), name, None, moved_from_index("AwsStack", opts))
 
         stack = InfraAwsStack(name, InfraAwsStackArgs(config=config, provider=given,
                                                        provider_settings_known=settings_known), opts=pulumi.ResourceOptions(

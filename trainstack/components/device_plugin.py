@@ -14,6 +14,7 @@ from trainstack.components.cluster_access import (
 )
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.kubernetes.nvidia_device_plugin import NvidiaDevicePlugin as InfraNvidiaDevicePlugin
 from trainstack.infra.kubernetes.nvidia_device_plugin import (
     NvidiaDevicePluginArgs as InfraNvidiaDevicePluginArgs,
@@ -51,7 +52,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
         ))
         plugin_args.validate(f"NvidiaDevicePlugin {name!r}")
         check_cluster_access(opts, args.kubeconfig)
-        super().__init__("trainstack:index:NvidiaDevicePlugin", name, None, opts)
+        super().__init__(token("NvidiaDevicePlugin"), name, None, moved_from_index("NvidiaDevicePlugin", opts))
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         plugin = InfraNvidiaDevicePlugin(name, dataclasses.replace(plugin_args, provider=provider),
                                          opts=pulumi.ResourceOptions(parent=self))

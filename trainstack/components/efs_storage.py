@@ -26,6 +26,7 @@ from trainstack.components.known_outputs import known_output
 from trainstack.components.part_config import NO_CLUSTER, checkable_id, parsed_as_inputs, raw_config
 from trainstack.components.providers import given_provider
 from trainstack.components.stack_config import InputError
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.aws.config import ExistingNetwork, parse_aws_config
 from trainstack.infra.aws.efs_storage import EfsStorage as InfraEfsStorage
 from trainstack.infra.aws.efs_storage import EfsStorageArgs as InfraEfsStorageArgs
@@ -99,7 +100,7 @@ class EfsStorage(pulumi.ComponentResource):
         existing = ExistingNetwork(vpc_id=args.vpc_id, public_subnet_ids=(), private_subnet_ids=tuple(args.subnet_ids),
                                    subnets_key="subnetIds")
         check_cluster_access(opts, args.kubeconfig)
-        super().__init__("trainstack:index:EfsStorage", name, None, opts)
+        super().__init__(token("EfsStorage"), name, None, moved_from_index("EfsStorage", opts))
 
         tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **config.tags}
         provider = given or aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,

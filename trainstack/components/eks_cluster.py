@@ -26,6 +26,7 @@ from trainstack.components.aws_provider import aws_location
 from trainstack.components.known_outputs import known_output
 from trainstack.components.part_config import checkable_id, checked_as_inputs, parsed_as_inputs, raw_config
 from trainstack.components.providers import given_provider
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.aws import preflight
 from trainstack.infra.aws.cluster import EksCluster as InfraEksCluster
 from trainstack.infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
@@ -118,7 +119,7 @@ class EksCluster(pulumi.ComponentResource):
         config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, RENAMES)
         # The subnets are given: their zones are not the parser's defaults (the preflight checks no zones).
         config = dataclasses.replace(config, network=dataclasses.replace(config.network, availability_zones=()))
-        super().__init__("trainstack:index:EksCluster", name, None, opts)
+        super().__init__(token("EksCluster"), name, None, moved_from_index("EksCluster", opts))
 
         tags = {"app": "trainstack", "pulumi-stack": pulumi.get_stack(), **config.tags}
         provider = given or aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,

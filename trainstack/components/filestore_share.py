@@ -17,6 +17,7 @@ from trainstack.components.gcp_provider import gcp_settings
 from trainstack.components.known_outputs import known_output
 from trainstack.components.part_config import parsed_as_inputs, raw_config
 from trainstack.components.stack_config import InputError
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.gcp.config import parse_gcp_config
 from trainstack.infra.gcp.filestore_storage import SHARE_NAME
 from trainstack.infra.gcp.filestore_storage import FilestoreStorage as InfraFilestoreStorage
@@ -88,7 +89,7 @@ class FilestoreShare(pulumi.ComponentResource):
         location = checked_location(tier, args.location) if isinstance(args.location, str) else \
             pulumi.Output.from_input(args.location).apply(lambda given: checked_location(tier, given))
         check_cluster_access(opts, args.kubeconfig)
-        super().__init__("trainstack:index:FilestoreShare", name, None, opts)
+        super().__init__(token("FilestoreShare"), name, None, moved_from_index("FilestoreShare", opts))
 
         google = given or gcp.Provider(f"{name}-gcp", project=config.project, default_labels=dict(config.labels),
                               opts=pulumi.ResourceOptions(parent=self))

@@ -17,6 +17,7 @@ from trainstack.components.gcp_provider import gcp_settings
 from trainstack.components.job_args import Job
 from trainstack.components.part_config import checkable_id
 from trainstack.components.stack_config import FROM_ROOT, checked_stack_config, publish_stack_outputs
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.gcp import GcpStack as InfraGcpStack
 from trainstack.infra.gcp import GcpStackArgs as InfraGcpStackArgs
 from trainstack.infra.gcp import GcpStackConfig, parse_gcp_config
@@ -184,7 +185,7 @@ class GcpStack(pulumi.ComponentResource):
             args = args_from_inputs(GcpStackArgs, args)
             given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
             config = checked_config(name, dataclasses.replace(args, project=project, region=region))
-        super().__init__("trainstack:index:GcpStack", name, None, opts)
+        super().__init__(token("GcpStack"), name, None, moved_from_index("GcpStack", opts))
 
         stack = InfraGcpStack(name, InfraGcpStackArgs(config=config, provider=given), opts=pulumi.ResourceOptions(
             parent=self, aliases=FROM_ROOT if from_stack_file else None))

@@ -11,6 +11,7 @@ import pulumi_gcp as gcp
 from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.gcp_provider import gcp_settings
 from trainstack.components.part_config import parsed_as_inputs, raw_config
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.gcp.config import parse_gcp_config
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucket as InfraSnapshotBucket
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucketArgs as InfraSnapshotBucketArgs
@@ -49,7 +50,7 @@ class GcsSnapshotBucket(pulumi.ComponentResource):
         raw = raw_config({"gcp:project": project, "gcp:region": region}, zone=zone, labels=args.labels,
                          deleteBucketOnDestroy=args.delete_on_destroy, job=NO_JOB, sharedFilesystem=NO_JOB)
         config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"})
-        super().__init__("trainstack:index:GcsSnapshotBucket", name, None, opts)
+        super().__init__(token("GcsSnapshotBucket"), name, None, moved_from_index("GcsSnapshotBucket", opts))
 
         google = given or gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
                               default_labels=dict(config.labels), opts=pulumi.ResourceOptions(parent=self))

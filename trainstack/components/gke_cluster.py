@@ -20,6 +20,7 @@ from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.gcp import GkeSystemNodes
 from trainstack.components.gcp_provider import gcp_settings, provider_zone
 from trainstack.components.part_config import checked_as_inputs, parsed_as_inputs, raw_config
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.core.versions import KUEUE_CHART
 from trainstack.infra.gcp import preflight
 from trainstack.infra.gcp.cluster import GkeCluster as InfraGkeCluster
@@ -108,7 +109,7 @@ class GkeCluster(pulumi.ComponentResource):
         config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, RENAMES)
         # The parser's default GPU pool is not this part's: no pools to check, multi-networking as asked.
         config = dataclasses.replace(config, gpu_pools=())
-        super().__init__("trainstack:index:GkeCluster", name, None, opts)
+        super().__init__(token("GkeCluster"), name, None, moved_from_index("GkeCluster", opts))
 
         google = given or gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
                               default_labels=dict(config.labels), opts=pulumi.ResourceOptions(parent=self))

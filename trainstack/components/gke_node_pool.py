@@ -19,6 +19,7 @@ from trainstack.components.gpu_direct import per_network
 from trainstack.components.known_outputs import known_output
 from trainstack.components.part_config import parsed_as_inputs, raw_config
 from trainstack.components.stack_config import InputError
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.gcp.config import GpuPoolConfig, parse_gcp_config
 from trainstack.infra.gcp.handles import ClusterRef
 from trainstack.infra.gcp.node_pools import GpuNodePool as InfraGpuNodePool
@@ -80,7 +81,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
             config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {f"gpuPools.{args.pool_name}": key})
         pool = config.gpu_pools[0]
         gpu_networks = gpu_network_pairs(f"GkeGpuNodePool {name!r}", pool, args)
-        super().__init__("trainstack:index:GkeGpuNodePool", name, None, opts)
+        super().__init__(token("GkeGpuNodePool"), name, None, moved_from_index("GkeGpuNodePool", opts))
 
         google = given or gcp.Provider(f"{name}-gcp", project=config.project, default_labels=dict(config.labels),
                               opts=pulumi.ResourceOptions(parent=self))

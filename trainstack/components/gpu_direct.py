@@ -15,6 +15,7 @@ from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import check_cluster_access, cluster_provider, stand_in_provider
 from trainstack.components.gcp_provider import gcp_settings
 from trainstack.components.stack_config import InputError
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.core import validation
 from trainstack.infra.gcp.gpu_direct import GpuDirect as InfraGpuDirect
 from trainstack.infra.gcp.gpu_direct import GpuDirectArgs as InfraGpuDirectArgs
@@ -73,7 +74,7 @@ class GpuDirectNetworks(pulumi.ComponentResource):
         given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
         if region is None:
             raise InputError("region: not set, and the given gcp provider has no region. Fix: set the input region")
-        super().__init__("trainstack:index:GpuDirectNetworks", name, None, opts)
+        super().__init__(token("GpuDirectNetworks"), name, None, moved_from_index("GpuDirectNetworks", opts))
         google = given or gcp.Provider(f"{name}-gcp", project=project, region=region,
                               default_labels=dict(args.labels or {}), opts=pulumi.ResourceOptions(parent=self))
         networks = InfraGpuNetworks(name, InfraGpuNetworksArgs(
@@ -126,7 +127,7 @@ class GpuDirect(pulumi.ComponentResource):
         direct_args = InfraGpuDirectArgs(provider=stand_in_provider(), profile=profile, accelerator=accelerator,
                                          **names)
         check_cluster_access(opts, args.kubeconfig)
-        super().__init__("trainstack:index:GpuDirect", name, None, opts)
+        super().__init__(token("GpuDirect"), name, None, moved_from_index("GpuDirect", opts))
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         direct = InfraGpuDirect(name, dataclasses.replace(direct_args, provider=provider),
                                 opts=pulumi.ResourceOptions(parent=self))

@@ -15,6 +15,7 @@ from trainstack.components.cluster_access import (
 )
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.kubernetes.kueue import Kueue as InfraKueue
 from trainstack.infra.kubernetes.kueue import KueueArgs as InfraKueueArgs
 
@@ -68,7 +69,7 @@ class Kueue(pulumi.ComponentResource):
         ))
         kueue_args.validate(f"Kueue {name!r}")
         check_cluster_access(opts, args.kubeconfig)
-        super().__init__("trainstack:index:Kueue", name, None, opts)
+        super().__init__(token("Kueue"), name, None, moved_from_index("Kueue", opts))
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         kueue = InfraKueue(name, dataclasses.replace(kueue_args, provider=provider),
                            opts=pulumi.ResourceOptions(parent=self))

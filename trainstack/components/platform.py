@@ -25,6 +25,7 @@ from trainstack.components.cluster_access import check_cluster_access, cluster_p
 from trainstack.components.job_args import Job
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value, stack_errors_as_inputs
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.config.job import KEY as JOB_KEY
 from trainstack.infra.config.job import parse_job
 from trainstack.infra.core import validation
@@ -155,7 +156,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
         platform_args.validate(component)
         check_cluster_access(opts, args.kubeconfig)
-        super().__init__("trainstack:index:TrainingPlatform", name, None, opts)
+        super().__init__(token("TrainingPlatform"), name, None, moved_from_index("TrainingPlatform", opts))
 
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         platform = InfraTrainingPlatform(name, dataclasses.replace(platform_args, provider=provider),

@@ -15,6 +15,7 @@ from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.aws_provider import aws_region
 from trainstack.components.part_config import parsed_as_inputs, raw_config
 from trainstack.components.providers import given_provider
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.aws.config import parse_region, parse_tags
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucket as InfraSnapshotBucket
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucketArgs as InfraSnapshotBucketArgs
@@ -60,7 +61,7 @@ class S3SnapshotBucket(pulumi.ComponentResource):
             lambda config, _stack: (parse_region(config), parse_tags(config),
                                     top(config, "deleteBucketOnDestroy", as_bool, False)),
             raw, PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"})
-        super().__init__("trainstack:index:S3SnapshotBucket", name, None, opts)
+        super().__init__(token("S3SnapshotBucket"), name, None, moved_from_index("S3SnapshotBucket", opts))
 
         provider = given or aws.Provider(f"{name}-aws", region=region, profile=args.profile,
                                          opts=pulumi.ResourceOptions(parent=self))

@@ -17,6 +17,7 @@ from trainstack.components.job_args import SecretEnv
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.renamed_inputs import with_new_names
 from trainstack.components.stack_config import config_value
+from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.kubernetes.training_job import SecretEnv as InfraSecretEnv
 from trainstack.infra.kubernetes.training_job import TrainingJob as InfraTrainingJob
 from trainstack.infra.kubernetes.training_job import TrainingJobArgs as InfraTrainingJobArgs
@@ -126,7 +127,7 @@ class TrainingJob(pulumi.ComponentResource):
         ))
         job_args.validate(f"TrainingJob {name!r}", args.release_name if args.release_name is not None else name)
         check_cluster_access(opts, args.kubeconfig)
-        super().__init__("trainstack:index:TrainingJob", name, None, opts)
+        super().__init__(token("TrainingJob"), name, None, moved_from_index("TrainingJob", opts))
         provider = cluster_provider(name, args.kubeconfig, args.cluster_name, self)
         job = InfraTrainingJob(name, dataclasses.replace(job_args, provider=provider),
                                opts=pulumi.ResourceOptions(parent=self))
