@@ -20,6 +20,7 @@ from tests.aws import stack_runs as aws_runs
 from tests.gcp import stack_runs as gcp_runs
 from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
+from trainstack.components.tokens import token
 
 
 def old_program(cloud: str):
@@ -143,7 +144,7 @@ def test_every_resource_of_the_old_program_is_taken_over_by_the_new_one(cloud, j
     news = {new_urns[r.urn]: r for r in new.registrations}
     takes, unmatched = engine_matches(new, set(olds))
     # Same resources: each old one taken over by exactly one new one; nothing added but the façade.
-    facade = new_urns[new.one(f"trainstack:index:{cloud.capitalize()}Stack").urn]
+    facade = new_urns[new.one(token(f"{cloud.capitalize()}Stack")).urn]
     assert unmatched == [facade], unmatched[:5]
     assert sorted(takes.values()) == sorted(olds), sorted(set(olds) - set(takes.values()))[:5]
     # The same inputs and the same provider (a resource whose provider changes is replaced): the move

@@ -6,6 +6,8 @@ anything else is raised again with the component's traceback appended ("File ...
 """
 
 import asyncio
+import json
+from pathlib import Path
 
 import grpc
 import pytest
@@ -18,6 +20,7 @@ from pulumi.runtime.proto import errors_pb2, provider_pb2, status_pb2
 
 from tests.library.test_cluster_parts import CASES
 from trainstack.components import HOSTED
+from trainstack.components.tokens import TOKENS, index_token, token
 from trainstack.provider import NAME, TrainstackProvider, as_property_error
 
 
@@ -36,9 +39,11 @@ class FakeContext:
         raise Aborted
 
 
-def construct_over_grpc(provider, component: str, inputs: dict, dependencies: dict[str, list[str]] | None = None):
-    """ProviderServicer.Construct for `component`; (the status it aborted with or None, what it raised)."""
-    request = provider_pb2.ConstructRequest(type=f"trainstack:index:{component}", name="part",
+def construct_over_grpc(provider, component: str, inputs: dict, dependencies: dict[str, list[str]] | None = None,
+                        type_token: str | None = None):
+    """ProviderServicer.Construct for `component` (by its module token unless `type_token` is given); (the status
+    it aborted with or None, what it raised)."""
+    request = provider_pb2.ConstructRequest(type=type_token or token(component), name="part",
                                             project="trainstack", stack="parts",
                                             inputs=json_format.ParseDict(inputs, struct_pb2.Struct()))
     for key, urns in (dependencies or {}).items():  # an input wired from another resource's output
@@ -110,7 +115,8 @@ def test_a_bad_input_is_one_property_error_without_a_traceback(component, inputs
 def test_the_sdk_provider_alone_sends_the_traceback():
     # Why TrainstackProvider exists: the same input through the SDK's ComponentProvider.
     status, raised = construct_over_grpc(ComponentProvider(HOSTED, NAME), "GkeGpuNodePool",
-                                         {**POOL, "pool": {"capacity": "CHEAP"}})
+                                         {**POOL, "pool": {"capacity": "CHEAP"}},
+                                         type_token=index_token("GkeGpuNodePool"))
     assert status is None and "File " in str(raised)
 
 
@@ -125,3 +131,19 @@ def test_an_infra_components_refusal_is_one_line_too():
 def test_a_message_without_a_property_path_stays_whole():
     error = as_property_error("GkeClusterArgs has no field(s) ['x'] (it has: ['project'])")
     assert str(error) == "GkeClusterArgs has no field(s) ['x'] (it has: ['project'])"
+
+
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "schema.json").read_text())
+
+
+@pytest.mark.parametrize("type_token", [t for c in sorted(TOKENS) for t in (TOKENS[c], index_token(c))])
+def test_each_component_is_served_under_its_module_token_and_its_index_token(type_token):
+    # A program of the schema with modules asks for trainstack:aws:EksCluster; one written before it (a YAML
+    # program, an SDK generated then) for trainstack:index:EksCluster. The SDK's ComponentProvider takes neither
+    # module token (component.py validate_resource_type: "invalid modle 'aws'") nor the renamed stacks. Both reach
+    # the component's own input checks: an unknown property is refused with that component's properties.
+    status, raised = construct_over_grpc(TrainstackProvider(HOSTED, NAME), "", {"zzzz": 1}, type_token=type_token)
+    assert status is not None and status.code == grpc.StatusCode.INVALID_ARGUMENT, raised
+    ((path, reason),) = property_errors(status)
+    listed = reason.removeprefix("unknown property. Fix: remove it (the properties here: ").removesuffix(")")
+    assert path == "zzzz" and listed.split(", ") == sorted(SCHEMA["resources"][type_token]["inputProperties"])
