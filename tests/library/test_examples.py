@@ -13,6 +13,7 @@ import yaml
 from tests.aws import stack_runs as aws_runs
 from tests.library.wire import over_the_wire, resolved
 from tests.pulumi_harness import run_program
+from trainstack.components.tokens import TOKENS, index_token, token
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -40,8 +41,9 @@ def test_python_example_builds_the_stack_in_the_existing_vpc_under_mocks():
 
     types = {r.type for r in result.registrations}
     assert not types & {"aws:ec2/vpc:Vpc", "aws:ec2/subnet:Subnet", "aws:ec2/natGateway:NatGateway"}
-    facade = result.one("trainstack:index:AwsStack", "training")
-    assert result.one("trainstack:aws:AwsStack", "training").parent == facade.urn
+    facade = result.one(token("AwsStack"), "training")
+    assert result.one("trainstack:aws:AwsStack", "training").parent == facade.urn  # the infra stack in it
+    # The infra stack's platform (trainstack/infra/kubernetes/platform.py keeps its own token).
     assert "trainstack:index:TrainingPlatform" in types and aws_runs.EKS_CLUSTER in types
     assert {args["id"] for token, args in result.invokes if token == aws_runs.GET_SUBNET} == {"subnet-a", "subnet-b"}
     requirements = [line for line in (example / "requirements.txt").read_text().splitlines()
@@ -108,8 +110,35 @@ def test_yaml_example_declares_the_gke_stack_as_the_schema_says():
     program = yaml.safe_load((EXAMPLES / "yaml-gke" / "Pulumi.yaml").read_text())
     assert program["runtime"] == "yaml"
     assert (EXAMPLES / "yaml-gke" / program["packages"]["trainstack"] / "PulumiPlugin.yaml").is_file()
-    assert [r["type"] for r in program["resources"].values()] == ["trainstack:index:GcpStack"]
+    assert [r["type"] for r in program["resources"].values()] == [token("GcpStack")]
     assert yaml_example_errors(program) == []
+
+
+def test_a_yaml_program_written_with_an_index_token_still_resolves_and_builds_the_same():
+    # pulumi-yaml resolves a type only among the schema's resources (pkg/pulumiyaml/packages.go ResolveResource;
+    # a schema alias is not looked up): the old token stays a resource, deprecated, and the provider builds the
+    # same component for it, under its new token.
+    from tests.gcp import stack_runs as gcp_runs
+    from tests.library.test_facades import construct
+
+    program = yaml.safe_load((EXAMPLES / "yaml-gke" / "Pulumi.yaml").read_text())
+    program["resources"]["training"]["type"] = index_token("GcpStack")
+    assert yaml_example_errors(program) == []
+    assert SCHEMA["resources"][index_token("GcpStack")]["deprecationMessage"].startswith(
+        f"{index_token('GcpStack')} is now {token('GcpStack')}")
+    properties = resolved(program["resources"]["training"]["properties"], {"gcpProject": "ml-research-123"})
+    graphs = [construct(type_token, properties, stack="gcp", outputs=gcp_runs.provider_outputs,
+                        calls=gcp_runs.provider_calls)[0] for type_token in (index_token("GcpStack"), token("GcpStack"))]
+    old, new = ([(r.urn, r.inputs, r.aliases) for r in graph.registrations] for graph in graphs)
+    assert old == new
+    assert [r.name for r in graphs[0].by_type(token("GcpStack"))] == ["trainstack"]
+
+
+def test_the_docs_token_table_is_the_components_tokens():
+    text = (REPO / "docs" / "library.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| `([\w:]+)` \| `([\w:]+)` \|$", text, flags=re.M)
+    assert {component: (new, old) for component, new, old in rows} == {
+        component: (new, index_token(component)) for component, new in TOKENS.items()}
 
 
 def test_the_yaml_check_catches_a_wrong_property():
@@ -127,7 +156,7 @@ def test_bring_your_own_cluster_snippet_in_the_docs_matches_the_schema():
     text = (REPO / "docs" / "library.md").read_text()
     blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.S)]
     (program,) = [b for b in blocks if "resources" in b]
-    assert [r["type"] for r in program["resources"].values()] == ["trainstack:index:TrainingPlatform"]
+    assert [r["type"] for r in program["resources"].values()] == [token("TrainingPlatform")]
     assert yaml_example_errors(program) == []
 
 
@@ -138,7 +167,7 @@ def test_yaml_example_and_docs_snippet_construct_as_sent_over_the_wire():
 
     program = yaml.safe_load((EXAMPLES / "yaml-gke" / "Pulumi.yaml").read_text())
     properties = resolved(program["resources"]["training"]["properties"], {"gcpProject": "ml-research-123"})
-    result, constructed = construct("trainstack:index:GcpStack", properties, stack="gcp",
+    result, constructed = construct(token("GcpStack"), properties, stack="gcp",
                                     outputs=gcp_runs.provider_outputs, calls=gcp_runs.provider_calls)
     assert constructed[0].urn and result.by_type("gcp:container/nodePool:NodePool")
 
@@ -146,7 +175,7 @@ def test_yaml_example_and_docs_snippet_construct_as_sent_over_the_wire():
     (snippet,) = [b for b in map(yaml.safe_load, re.findall(r"```yaml\n(.*?)```", text, flags=re.S))
                   if "resources" in b]
     properties = resolved(snippet["resources"]["platform"]["properties"], {"kubeconfig": "apiVersion: v1\n"})
-    result, _ = construct("trainstack:index:TrainingPlatform", properties, stack="byo",
+    result, _ = construct(token("TrainingPlatform"), properties, stack="byo",
                           outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
     values = result.one("kubernetes:helm.sh/v3:Release", "train").inputs["values"]
     assert values["train"]["maxSteps"] == 1000 and type(values["train"]["maxSteps"]) is int
@@ -168,8 +197,7 @@ def test_yaml_parts_example_composes_the_gke_parts_as_the_schema_says():
     assert program["runtime"] == "yaml"
     assert (example / program["packages"]["trainstack"] / "PulumiPlugin.yaml").is_file()
     assert [r["type"] for r in program["resources"].values()] == [
-        "trainstack:index:GkeCluster", "trainstack:index:GkeGpuNodePool", "trainstack:index:FilestoreShare",
-        "trainstack:index:TrainingPlatform"]
+        token("GkeCluster"), token("GkeGpuNodePool"), token("FilestoreShare"), token("TrainingPlatform")]
     assert yaml_example_errors(program) == []
     # Every ${resource.output} it wires is an output that resource has, and every ${name} a config key.
     references = re.findall(r"\$\{([^}]+)\}", (example / "Pulumi.yaml").read_text())

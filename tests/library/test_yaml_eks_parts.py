@@ -37,7 +37,7 @@ def test_the_example_is_what_the_schema_says_and_every_part_names_the_users_prov
     resources = PROGRAM["resources"]
     assert resources["mine"]["type"] == "pulumi:providers:aws" and resources["mine"]["properties"]["region"] == REGION
     for name, resource in resources.items():
-        if resource["type"].startswith(("trainstack:index:Eks", "trainstack:index:Efs", "trainstack:index:S3")):
+        if resource["type"].startswith("trainstack:aws:"):
             assert resource["options"]["providers"] == ["${mine}"], name
     for reference in re.findall(r"\$\{([^}]+)\}", (EXAMPLE / "Pulumi.yaml").read_text()):
         resource, _, attribute = reference.partition(".")
