@@ -35,6 +35,7 @@ from trainstack.components import (
 )
 from trainstack.components import platform as platform_module
 from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.tokens import TOKENS
 from trainstack.infra.aws import config as aws_config
 from trainstack.infra.config import job as job_config
 from trainstack.infra.gcp import config as gcp_config
@@ -82,7 +83,7 @@ def without_facade(result: ProgramResult, stack: str) -> list[dict[str, Any]]:
 
     By registration, not by short name: a façade and the infra component it wraps may share type and name.
     """
-    facades = [r.urn for r in result.registrations if r.type.startswith("trainstack:index:")
+    facades = [r.urn for r in result.registrations if r.type in TOKENS.values()
                and r.parent.startswith("urn:pulumi:") and "::pulumi:pulumi:Stack::" in r.parent]
     assert len(facades) == 1, facades
     kept = []

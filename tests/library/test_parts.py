@@ -20,6 +20,7 @@ from tests.library.wire import over_the_wire
 from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack.components import HOSTED
+from trainstack.components.tokens import token
 from trainstack.components.training_job import RENAMED_INPUTS
 from trainstack.infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
 from trainstack.infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
@@ -183,7 +184,8 @@ def test_python_callers_get_the_same_component():
     result, stopped = run(lambda: HostedKueue("part", HostedKueueArgs(kubeconfig=pulumi.Output.secret(KUBECONFIG),
                                                                        gpu_quota=2)))
     assert not stopped
-    facade, wrapped = result.by_type("trainstack:index:Kueue")  # the façade, then the infra component in it
+    facade = result.one(token("Kueue"))
+    wrapped = result.one("trainstack:index:Kueue")  # the infra component in it keeps its own token
     assert wrapped.parent == facade.urn
     assert result.one("pulumi:providers:kubernetes").is_secret("kubeconfig")
 
