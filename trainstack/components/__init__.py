@@ -13,6 +13,8 @@ handles between components are outputs (cluster name, kubeconfig, image ref), ne
   the one before.
 - EksCluster, EfsStorage, S3SnapshotBucket: the EKS stack's parts (the cluster with its node groups; the shared
   filesystem; the bucket).
+
+Each one's type token, in the schema module of its cloud or of Kubernetes, is in tokens.py.
 """
 
 from typing import TYPE_CHECKING
