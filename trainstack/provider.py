@@ -16,6 +16,7 @@ import json
 import re
 from typing import Any
 
+import pulumi
 from pulumi import Output
 from pulumi.errors import InputPropertiesError, InputPropertyError
 from pulumi.provider.experimental.component import ComponentProvider
@@ -148,6 +149,10 @@ class TrainstackProvider(ComponentProvider):
         validate_resource_type): it is given that."""
         component = component_of(resource_type)
         if component is not None:
+            if resource_type == index_token(component):
+                # pulumi-yaml never shows the schema's deprecationMessage (it resolves the token silently).
+                pulumi.log.warn(f"{resource_type} is deprecated: use {TOKENS[component]} (the same inputs and "
+                                "outputs; docs/library.md, Type tokens)")
             resource_type = index_token(component)
         try:
             return super().construct(name, resource_type, inputs, options)

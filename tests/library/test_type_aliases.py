@@ -96,3 +96,19 @@ def test_every_hosted_component_has_a_module_token_and_distinct_tokens():
     assert sorted(c.__name__ for c in HOSTED) == sorted(TOKENS)
     assert len(set(TOKENS.values())) == len(TOKENS)
     assert not set(TOKENS.values()) & {index_token(c) for c in TOKENS}
+
+
+@pytest.mark.parametrize("type_token", [token("TrainingPlatform"), index_token("TrainingPlatform")])
+def test_an_index_token_is_warned_about_in_one_line_naming_its_module_token(type_token, monkeypatch):
+    # pulumi-yaml resolves a deprecated schema token without showing its deprecationMessage: the provider says it.
+    warnings: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    inputs = {"kubeconfig": "apiVersion: v1\n", "gpu": {"gpusPerNode": 1}, "bucket": {"uri": "s3://b"},
+              "imageRef": "r:1"}
+    construct(type_token, inputs, stack="byo", outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
+    deprecated = [w for w in warnings if "is deprecated: use" in w]
+    if type_token == index_token("TrainingPlatform"):
+        assert deprecated == [f"{index_token('TrainingPlatform')} is deprecated: use {token('TrainingPlatform')} (the same inputs and "
+                              "outputs; docs/library.md, Type tokens)"]
+    else:
+        assert deprecated == []
