@@ -16,7 +16,7 @@ import pulumi
 
 from trainstack.components.spelling import camel_case
 from trainstack.infra.config import NAMESPACE
-from trainstack.infra.config.errors import ConfigError
+from trainstack.infra.config.errors import ConfigError, InputError
 from trainstack.infra.cost import check_budget
 
 
@@ -51,10 +51,6 @@ def stack_config(args: Any, provider_keys: Mapping[str, str]) -> dict[str, str]:
 # façades: this alias keeps every existing resource (the engine aliases each child through its parent's
 # alias: pulumi/pulumi pkg/resource/deploy/step_generator.go, generateAliases and inheritedChildAlias).
 FROM_ROOT = [pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
-
-
-class InputError(pulumi.RunError):
-    """A component input that cannot work: one line, `<property path>: <problem>. Fix: <how>`."""
 
 
 @contextlib.contextmanager
