@@ -1,6 +1,8 @@
 """The one loader (trainstack/infra/config/loader.py): a stack file's config and a component's inputs become the
 same Args dataclass, each field checked by the reader it declares, with the lines the stack parsers always gave."""
 
+import asyncio
+
 import pulumi
 import pytest
 
@@ -49,6 +51,7 @@ def test_a_non_object_is_refused_in_the_stack_files_terms():
 
 
 def test_an_output_in_a_plain_field_is_refused_with_its_path_unless_its_value_was_known():
+    asyncio.set_event_loop(asyncio.new_event_loop())  # Outputs are made on the current loop
     with pytest.raises(InputTypeError) as raised:
         from_inputs(Job, {"podsMax": pulumi.Output.from_input(2)}, "job")
     assert str(raised.value).startswith("job.podsMax: takes a plain value, not an output or a secret. Fix:")

@@ -6,9 +6,10 @@ of rules and defaults holds for a stack and for its parts, and a bad value is re
 line, except that it names the part's input (`pool.max`), not a stack file's key.
 """
 
+import contextlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import pulumi
@@ -46,8 +47,16 @@ def parsed_as_inputs(parse: Callable[[dict[str, str], str], T], raw: dict[str, s
     façades; `renames` maps a config path, as as_input_terms leaves it (`gpuPools.t4`,
     `network.masterCidr`), to the part's input that stands for it (`pool`, `masterCidr`).
     """
-    try:
+    with errors_as_part_inputs(provider_keys, renames):
         return parse(raw, pulumi.get_stack())
+
+
+@contextlib.contextmanager
+def errors_as_part_inputs(provider_keys: Mapping[str, str], renames: Mapping[str, str]) -> Iterator[None]:
+    """A ConfigError of the stack's loader or resolver (in a stack file's terms) raised as an InputError in the
+    part's terms (part_terms)."""
+    try:
+        yield
     except ConfigError as error:
         raise InputError(part_terms(str(error), provider_keys, renames)) from None
 
@@ -69,11 +78,6 @@ def checked_as_inputs(check: Callable[..., T], provider_keys: Mapping[str, str],
         except pulumi.RunError as error:
             raise InputError(part_terms(str(error), provider_keys, renames)) from None
     return checked
-
-
-# A part without a cluster still goes through the AWS stack's parser for its region and tags; the parser
-# insists on an endpoint decision, which such a part does not have: private asks for no CIDR blocks.
-NO_CLUSTER = {"job": {"enabled": False}, "apiEndpoint": "private"}
 
 
 def checkable_id(value: Any, kind: str, position: int = 0) -> Any:

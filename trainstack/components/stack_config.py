@@ -96,10 +96,18 @@ def publish_stack_outputs(component: pulumi.ComponentResource, outputs: Mapping[
 
 def checked_stack_config(label: str, args: Any, provider_keys: Mapping[str, str],
                          parse: Callable[[dict[str, str], str], Any], estimate: Callable[[Any], Any]) -> Any:
-    """A stack façade's settings through the stack file's own parser and budget check, and the training
-    image's build context confirmed, all before anything is registered (`label` names the component)."""
+    """checked_stack of `args` as stack config through the stack file's parser `parse` (GcpStack's, until it
+    resolves its typed Args as AwsStack does)."""
+    return checked_stack(label, provider_keys, lambda: parse(stack_config(args, provider_keys), pulumi.get_stack()),
+                         estimate)
+
+
+def checked_stack(label: str, provider_keys: Mapping[str, str], resolve: Callable[[], Any],
+                  estimate: Callable[[Any], Any]) -> Any:
+    """A stack component's settings resolved (`resolve()`) and through the budget check, and the training image's
+    build context confirmed, all before anything is registered (`label` names the component), in its terms."""
     with stack_errors_as_inputs(provider_keys):
-        config = parse(stack_config(args, provider_keys), pulumi.get_stack())
+        config = resolve()
         check_budget(estimate(config), config.budget, config.job.enabled)
     from trainstack.infra.image.training_image import missing_build_context  # [aws]/[gcp] only
 

@@ -38,10 +38,15 @@ _SETTING = "trainstack.setting"
 
 
 def setting(read: Callable[..., Any] | None = None, *, default: Any = None, renamed_to: str | None = None,
-            **options: Any) -> Any:
+            stack_file: bool = True, **options: Any) -> Any:
     """A dataclass field whose value the loader checks with `read(value, key, **options)` (reader.py), or, with
-    `renamed_to`, a deprecated field whose value moves to that field."""
-    return dataclasses.field(default=default, metadata={_SETTING: (read, options, renamed_to)})
+    `renamed_to`, a deprecated field whose value moves to that field. `stack_file=False`: a component's input only
+    (another resource's output, say), never a stack file's key."""
+    return dataclasses.field(default=default, metadata={_SETTING: (read, options, renamed_to), "stack_file": stack_file})
+
+
+def _in_stack_files(f: dataclasses.Field) -> bool:
+    return f.metadata.get("stack_file", True)
 
 
 def camel_case(name: str) -> str:
@@ -53,7 +58,7 @@ def camel_case(name: str) -> str:
 
 def keys_of(args_type: type) -> tuple[str, ...]:
     """The keys a settings dataclass takes, as a stack file spells them, renamed ones left out."""
-    return tuple(camel_case(f.name) for f in dataclasses.fields(args_type) if _renamed_to(f) is None)
+    return tuple(camel_case(f.name) for f in dataclasses.fields(args_type) if _renamed_to(f) is None and _in_stack_files(f))
 
 
 def renamed_keys(args_type: type) -> dict[str, str]:
@@ -94,7 +99,7 @@ def load_stack(args_type: type[T], raw: Mapping[str, str], cloud: str, provider_
                 pulumi.log.warn(f"{full_key}: belongs to {other.upper()}, and this stack builds on {cloud.upper()}: "
                                 f"ignored (pulumi config rm {full_key} if it was meant for the {other} stack)")
     ours = {full_key.split(":", 1)[1] for full_key in raw if full_key.startswith(NAMESPACE + ":")}
-    stack_fields = [f for f in dataclasses.fields(args_type) if f.name not in provider_fields]
+    stack_fields = [f for f in dataclasses.fields(args_type) if f.name not in provider_fields and _in_stack_files(f)]
     reject_unknown(NAMESPACE + ":", ours, (*also_allowed, *(camel_case(f.name) for f in stack_fields)))
     provider_keys = tuple(full_key.split(":", 1)[1] for full_key in provider_fields.values())
     for full_key in sorted(raw):
