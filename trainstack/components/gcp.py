@@ -1,9 +1,10 @@
 """GcpStack, hosted: the whole GKE training stack from typed Args (the keys of `Pulumi.gcp.yaml`).
 
-A façade over trainstack.infra.gcp.GcpStack. Its Args are the stack file's settings, typed; they become stack config
-again and go through parse_gcp_config and the budget check exactly as `pulumi up` of this repository's
-program does, so the same settings build the same resources (tests/library/test_facades.py compares the
-graphs), as children of the infra component.
+Its Args are the GCP stack's one typed model (trainstack/infra/gcp/settings.py), which a stack file loads into
+too: each field checked as it is loaded, then resolved by resolve_gcp and the budget check exactly as `pulumi up`
+of this repository's program does, so the same settings build the same resources (tests/library/test_facades.py
+compares the graphs), as children of the infra component. Network names that are other resources' outputs (your
+own Network and Subnetwork in existingNetwork) go to the infra stack as they are: GCP checks them.
 """
 
 import dataclasses
@@ -11,15 +12,21 @@ from typing import Any
 
 import pulumi
 
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.gcp_provider import gcp_settings
-from trainstack.components.part_config import checkable_id
-from trainstack.components.stack_config import FROM_ROOT, checked_stack_config, publish_stack_outputs
+from trainstack.components.stack_config import (
+    FROM_ROOT,
+    checked_stack,
+    publish_stack_outputs,
+    stack_errors_as_inputs,
+)
+from trainstack.infra.config import NAMESPACE
+from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.gcp import GcpStack as InfraGcpStack
 from trainstack.infra.gcp import GcpStackArgs as InfraGcpStackArgs
-from trainstack.infra.gcp import GcpStackConfig, parse_gcp_config
+from trainstack.infra.gcp.config import GcpStackConfig, resolve_gcp
 from trainstack.infra.gcp.cost import estimate_gcp_cost
 from trainstack.infra.gcp.settings import (
+    PROVIDER_FIELDS,
     Filestore,
     GcpExistingNetwork,
     GcpStackArgs,
@@ -31,7 +38,7 @@ from trainstack.infra.gcp.settings import (
 __all__ = ["Filestore", "GcpExistingNetwork", "GcpStack", "GcpStackArgs", "GkeGpuPool", "GkeNetwork", "GkeSystemNodes"]
 
 # Settings that configure the Google provider rather than trainstack (gcp:project, gcp:region).
-PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
+PROVIDER_KEYS = PROVIDER_FIELDS
 
 
 class GcpStack(pulumi.ComponentResource):
@@ -49,15 +56,17 @@ class GcpStack(pulumi.ComponentResource):
     """Every output this repository's gcp stack exports, by the same camelCase names, except the kubeconfig (its own output)."""
 
     def __init__(self, name: str, args: GcpStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        # The stack file's program (__main__.py) hands over the config it parsed and checked, in the stack
-        # file's terms; its infra stack sat at the stack's root before this façade existed (FROM_ROOT).
+        # The stack file's program (__main__.py) hands over the config it loaded and resolved, in the stack
+        # file's terms; its infra stack sat at the stack's root before this component existed (FROM_ROOT).
         from_stack_file = isinstance(args, GcpStackConfig)
         if from_stack_file:
             given, config = None, args
         else:
-            args = args_from_inputs(GcpStackArgs, args)
+            args = checked_args(args)
             given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
-            config = checked_config(name, dataclasses.replace(args, project=project, region=region))
+            located = dataclasses.replace(args, project=project, region=region)
+            config = checked_stack(f"GcpStack {name!r}", PROVIDER_KEYS,
+                                   lambda: resolve_gcp(located, pulumi.get_stack()), estimate_gcp_cost)
         super().__init__("trainstack:index:GcpStack", name, None, opts)
 
         stack = InfraGcpStack(name, InfraGcpStackArgs(config=config, provider=given), opts=pulumi.ResourceOptions(
@@ -66,15 +75,8 @@ class GcpStack(pulumi.ComponentResource):
         publish_stack_outputs(self, stack.outputs)
 
 
-def checked_config(name: str, args: GcpStackArgs) -> GcpStackConfig:
-    """`args` through the stack's parser and budget check, in the caller's terms. Names that are outputs (your
-    own Network and Subnetwork) are checked by GCP: the parser sees stand-ins, the stack gets the names."""
-    existing = args.existing_network
-    checkable = dataclasses.replace(args, existing_network=existing and dataclasses.replace(
-        existing, network=checkable_id(existing.network, "network"),
-        subnetwork=checkable_id(existing.subnetwork, "subnetwork")))
-    config = checked_stack_config(f"GcpStack {name!r}", checkable, PROVIDER_KEYS, parse_gcp_config, estimate_gcp_cost)
-    if existing is None:
-        return config
-    return dataclasses.replace(config, network=dataclasses.replace(config.network, existing=dataclasses.replace(
-        config.network.existing, network=existing.network, subnetwork=existing.subnetwork)))
+def checked_args(args: Any) -> GcpStackArgs:
+    """The caller's Args (or the provider's dict of them), each field checked, in the caller's terms. Names that
+    are other resources' outputs (your own Network and Subnetwork) go through as they are: GCP checks them."""
+    with stack_errors_as_inputs(PROVIDER_KEYS):
+        return from_inputs(GcpStackArgs, args, key=NAMESPACE)

@@ -8,15 +8,17 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.gcp_provider import gcp_settings
-from trainstack.components.part_config import parsed_as_inputs, raw_config
-from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.components.part_config import errors_as_part_inputs
+from trainstack.infra.config import NAMESPACE
+from trainstack.infra.config.job_settings import Job
+from trainstack.infra.config.loader import from_inputs
+from trainstack.infra.gcp.config import resolve_gcp
+from trainstack.infra.gcp.settings import PROVIDER_FIELDS, Filestore, GcpStackArgs
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucket as InfraSnapshotBucket
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucketArgs as InfraSnapshotBucketArgs
 
-PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
-NO_JOB = {"enabled": False}
+PROVIDER_KEYS = PROVIDER_FIELDS
 
 
 @dataclass(kw_only=True)
@@ -42,13 +44,15 @@ class GcsSnapshotBucket(pulumi.ComponentResource):
     """gs://<bucket>: TrainingPlatform's bucket.uri."""
 
     def __init__(self, name: str, args: GcsSnapshotBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(GcsSnapshotBucketArgs, args)
+        args = from_inputs(GcsSnapshotBucketArgs, args)
         given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
-        # A bucket has no zone, but the stack parser asks one of the region: any will do.
+        # A bucket has no zone, but the stack's resolver asks one of the region: any will do.
         zone = f"{region}-a" if region is not None else None
-        raw = raw_config({"gcp:project": project, "gcp:region": region}, zone=zone, labels=args.labels,
-                         deleteBucketOnDestroy=args.delete_on_destroy, job=NO_JOB, sharedFilesystem=NO_JOB)
-        config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"})
+        with errors_as_part_inputs(PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"}):
+            config = resolve_gcp(from_inputs(GcpStackArgs, {
+                "project": project, "region": region, "zone": zone, "labels": args.labels,
+                "delete_bucket_on_destroy": args.delete_on_destroy, "job": Job(enabled=False),
+                "shared_filesystem": Filestore(enabled=False)}, key=NAMESPACE), pulumi.get_stack())
         super().__init__("trainstack:index:GcsSnapshotBucket", name, None, opts)
 
         google = given or gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
