@@ -31,7 +31,7 @@ import pulumi
 
 from trainstack.infra.config.errors import NAMESPACE, ConfigError, InputError
 from trainstack.infra.config.known_outputs import is_known, known
-from trainstack.infra.config.reader import CLOUD_NAMESPACES, decoded, reject_unknown
+from trainstack.infra.config.reader import check_stack_keys, decoded, reject_unknown
 
 T = TypeVar("T")
 _SETTING = "trainstack.setting"
@@ -81,7 +81,7 @@ def load(args_type: type[T], value: Any, key: str) -> T:
                           f"write {key} as a YAML mapping in Pulumi.<stack>.yaml")
     reject_unknown(key + ".", value.keys(), (*keys_of(args_type), *renamed_keys(args_type)))
     fields = {camel_case(f.name): f.name for f in dataclasses.fields(args_type)}
-    return _built(args_type, {fields[name]: item for name, item in value.items()}, key, path=None)
+    return _built(args_type, {fields[name]: item for name, item in value.items()}, key)
 
 
 def load_stack(args_type: type[T], raw: Mapping[str, str], cloud: str, provider_fields: Mapping[str, str],
@@ -90,27 +90,13 @@ def load_stack(args_type: type[T], raw: Mapping[str, str], cloud: str, provider_
 
     `provider_fields` maps a field to the provider key it is read from (region: aws:region); every other field
     is `trainstack:<camelName>`. Keys nobody reads are refused, another cloud's are named in a warning."""
-    for full_key in sorted(raw):
-        namespace = full_key.split(":", 1)[0]
-        for other, namespaces in CLOUD_NAMESPACES.items():
-            if other != cloud and namespace in namespaces:
-                # A warning, not a refusal: a shared Pulumi ESC environment may set both clouds' keys for
-                # every stack that imports it; the user still learns the key does nothing here.
-                pulumi.log.warn(f"{full_key}: belongs to {other.upper()}, and this stack builds on {cloud.upper()}: "
-                                f"ignored (pulumi config rm {full_key} if it was meant for the {other} stack)")
-    ours = {full_key.split(":", 1)[1] for full_key in raw if full_key.startswith(NAMESPACE + ":")}
     stack_fields = [f for f in dataclasses.fields(args_type) if f.name not in provider_fields and _in_stack_files(f)]
-    reject_unknown(NAMESPACE + ":", ours, (*also_allowed, *(camel_case(f.name) for f in stack_fields)))
-    provider_keys = tuple(full_key.split(":", 1)[1] for full_key in provider_fields.values())
-    for full_key in sorted(raw):
-        if full_key.startswith(cloud + ":") and full_key.split(":", 1)[1] not in provider_keys:
-            taken = " and ".join(f"{cloud}:{name}" for name in provider_keys)
-            raise ConfigError(full_key, f"trainstack's {cloud} provider takes only {taken}",
-                              f"pulumi config rm {full_key}{provider_fix}")
+    check_stack_keys(raw, (*also_allowed, *(camel_case(f.name) for f in stack_fields)), cloud,
+                     tuple(full_key.split(":", 1)[1] for full_key in provider_fields.values()), provider_fix)
     values = {name: raw.get(full_key) or None for name, full_key in provider_fields.items()}
     values.update({f.name: raw[f"{NAMESPACE}:{camel_case(f.name)}"] for f in stack_fields
                    if f"{NAMESPACE}:{camel_case(f.name)}" in raw})
-    return _built(args_type, values, NAMESPACE, path=None, full_keys=provider_fields)
+    return _built(args_type, values, NAMESPACE, full_keys=provider_fields)
 
 
 # --- a component's caller ------------------------------------------------------------------------------------
@@ -144,7 +130,7 @@ def from_inputs(args_type: type[T], value: Any, path: str = "", *, key: str | No
               for name, item in value.items() if item is not None}
     if key is None and component is None:
         return _instance(args_type, shaped)
-    return _built(args_type, shaped, key, path=component or path, read=key is not None)
+    return _built(args_type, shaped, key, component=component)
 
 
 def _joined(path: str, name: str) -> str:
@@ -208,22 +194,23 @@ def _renamed_to(f: dataclasses.Field) -> str | None:
     return f.metadata.get(_SETTING, (None, {}, None))[2]
 
 
-def _built(args_type: type[T], values: dict[str, Any], key: str | None, *, path: str | None, read: bool = True,
+def _built(args_type: type[T], values: dict[str, Any], key: str | None, *, component: str | None = None,
            full_keys: Mapping[str, str] | None = None) -> T:
-    """`values` (field name -> value) with old names moved and every declared check run, as an `args_type`."""
-    values, written = _moved(args_type, values, key, component=path if key is None else None)
+    """`values` (field name -> value) with old names moved and, with a `key`, every declared check run, as an
+    `args_type`; without one (a component's own input, named by `component`), renames only."""
+    values, written = _moved(args_type, values, key, component)
     try:
         for f in dataclasses.fields(args_type):
             item = values.get(f.name)
-            if item is None:
+            if item is None or key is None:
                 continue
             full_key = (full_keys or {}).get(f.name) or f"{key}{':' if key == NAMESPACE else '.'}{camel_case(f.name)}"
-            if read and dataclasses.is_dataclass(_plain_type(f.type)) and not dataclasses.is_dataclass(item):
+            if dataclasses.is_dataclass(_plain_type(f.type)) and not dataclasses.is_dataclass(item):
                 values[f.name] = load(_plain_type(f.type), item, full_key)  # a stack file's nested object
-            elif read and dataclasses.is_dataclass(item):  # a component's nested Args, shaped by from_inputs
+            elif dataclasses.is_dataclass(item):  # a component's nested Args, shaped by from_inputs
                 values[f.name] = _built(type(item), {g.name: getattr(item, g.name) for g in dataclasses.fields(item)},
-                                        full_key, path=None)
-            elif read:
+                                        full_key)
+            else:
                 values[f.name] = _checked(f, item, full_key)
     except ConfigError as error:
         raise as_written(error, written, key) from None
