@@ -1,13 +1,13 @@
-"""A hosted stack's Args as the stack config the Pulumi CLI would hand `__main__.py`.
+"""What the stack components (GcpStack, AwsStack) share: their settings resolved and budget-checked in the
+caller's terms, their typed outputs, and the alias that keeps the resources `__main__.py` built before them.
 
-The stack façades (GcpStack, AwsStack) take the same settings as `Pulumi.<stack>.yaml`, typed, and turn
-them back into `trainstack:<key>` config so that the stack's own parser checks them: one set of rules
-and one set of error messages for a stack file and for a library caller.
+The stack components take the same settings as `Pulumi.<stack>.yaml` as the stack's one typed model; the
+stack's resolver checks them: one set of rules and one set of error messages for a stack file and for a
+library caller, whose errors name input paths instead of config keys (as_input_terms).
 """
 
 import contextlib
 import dataclasses
-import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -30,21 +30,6 @@ def config_value(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [config_value(item) for item in value]
     return value
-
-
-def stack_config(args: Any, provider_keys: Mapping[str, str]) -> dict[str, str]:
-    """`args` as raw stack config: `<cloud>:<key>` for the fields in provider_keys, `trainstack:<key>` else.
-
-    Values are strings as the CLI passes them (objects and lists as JSON text).
-    """
-    raw: dict[str, str] = {}
-    for key, value in config_value(args).items():
-        if value is None:
-            continue
-        python_name = next(f.name for f in dataclasses.fields(args) if camel_case(f.name) == key)
-        full_key = provider_keys.get(python_name, f"{NAMESPACE}:{key}")
-        raw[full_key] = value if isinstance(value, str) else json.dumps(value)
-    return raw
 
 
 # The repository's own stacks built their infra stack at the root before __main__.py built them through the
@@ -92,14 +77,6 @@ def publish_stack_outputs(component: pulumi.ComponentResource, outputs: Mapping[
     component.register_outputs({"clusterName": component.cluster_name, "kubeconfig": component.kubeconfig,
                                 "imageRef": component.image_ref, "bucketName": component.bucket_name,
                                 "stackOutputs": component.stack_outputs})
-
-
-def checked_stack_config(label: str, args: Any, provider_keys: Mapping[str, str],
-                         parse: Callable[[dict[str, str], str], Any], estimate: Callable[[Any], Any]) -> Any:
-    """checked_stack of `args` as stack config through the stack file's parser `parse` (GcpStack's, until it
-    resolves its typed Args as AwsStack does)."""
-    return checked_stack(label, provider_keys, lambda: parse(stack_config(args, provider_keys), pulumi.get_stack()),
-                         estimate)
 
 
 def checked_stack(label: str, provider_keys: Mapping[str, str], resolve: Callable[[], Any],
