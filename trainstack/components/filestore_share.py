@@ -80,7 +80,7 @@ class FilestoreShare(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: FilestoreShareArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = from_inputs(FilestoreShareArgs, args)
-        given, project, _ = gcp_settings(opts, args.project, None, None)
+        given, project, _ = gcp_settings(opts, args.project, None, None, takes_region=False)
         with errors_as_part_inputs(PROVIDER_KEYS, RENAMES):
             config = resolve_gcp(from_inputs(GcpStackArgs, {
                 "project": project, "job": Job(enabled=False, name=args.job_name, namespace=args.job_namespace),

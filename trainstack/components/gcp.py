@@ -12,7 +12,7 @@ from typing import Any
 
 import pulumi
 
-from trainstack.components.gcp_provider import gcp_settings
+from trainstack.components.gcp_provider import gcp_settings, settings_known
 from trainstack.components.stack_config import (
     FROM_ROOT,
     checked_stack,
@@ -60,16 +60,17 @@ class GcpStack(pulumi.ComponentResource):
         # file's terms; its infra stack sat at the stack's root before this component existed (FROM_ROOT).
         from_stack_file = isinstance(args, GcpStackConfig)
         if from_stack_file:
-            given, config = None, args
+            given, config, known = None, args, True
         else:
             args = checked_args(args)
             given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
+            known = settings_known(given)
             located = dataclasses.replace(args, project=project, region=region)
             config = checked_stack(f"GcpStack {name!r}", PROVIDER_KEYS,
                                    lambda: resolve_gcp(located, pulumi.get_stack()), estimate_gcp_cost)
         super().__init__("trainstack:index:GcpStack", name, None, opts)
 
-        stack = InfraGcpStack(name, InfraGcpStackArgs(config=config, provider=given), opts=pulumi.ResourceOptions(
+        stack = InfraGcpStack(name, InfraGcpStackArgs(config=config, provider=given, provider_settings_known=known), opts=pulumi.ResourceOptions(
             parent=self, aliases=FROM_ROOT if from_stack_file else None))
         self.outputs = stack.outputs  # Python: the stack file's exports, kubeconfig included
         publish_stack_outputs(self, stack.outputs)

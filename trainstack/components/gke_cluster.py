@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from trainstack.components.gcp_provider import gcp_settings, provider_zone
+from trainstack.components.gcp_provider import gcp_settings, provider_zone, settings_known
 from trainstack.components.part_config import checked_as_inputs, errors_as_part_inputs
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.config.job_settings import Job
@@ -109,7 +109,8 @@ class GkeCluster(pulumi.ComponentResource):
         google = given or gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
                               default_labels=dict(config.labels), opts=pulumi.ResourceOptions(parent=self))
         checks = preflight.gate(config, google, parent=self,
-                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES))
+                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES),
+                                settings_known=settings_known(given))
         cluster = InfraGkeCluster(name, InfraGkeClusterArgs(
             config=config,
             network=NetworkRef(network_name=args.network, subnetwork_name=args.subnetwork,

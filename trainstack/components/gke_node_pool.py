@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from trainstack.components.gcp_provider import gcp_settings
+from trainstack.components.gcp_provider import gcp_settings, settings_known
 from trainstack.components.gke_pool_preflight import pool_checks
 from trainstack.components.gpu_direct import per_network
 from trainstack.components.part_config import errors_as_part_inputs
@@ -73,7 +73,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = from_inputs(GkeGpuNodePoolArgs, args)
-        given, project, _ = gcp_settings(opts, args.project, None, args.labels)
+        given, project, _ = gcp_settings(opts, args.project, None, args.labels, takes_region=False)
         config = resolved_pool(args, project)
         pool = config.gpu_pools[0]
         gpu_networks = gpu_network_pairs(f"GkeGpuNodePool {name!r}", pool, args)
@@ -84,7 +84,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         # The stack's checks of this pool (machine type in the zone; GPUDirect's cluster version), before the pool.
         ready = pool_checks(pool, config.project, args.cluster_name, args.location, args.node_zone,
                             {f"gpuPools.{pool.name}": "pool", "the input zone": "the input nodeZone"},
-                            pulumi.InvokeOutputOptions(parent=self, provider=google))
+                            pulumi.InvokeOutputOptions(parent=self, provider=google), settings_known(given))
         node_pool = InfraGpuNodePool(name, InfraGpuNodePoolArgs(
             cluster=ClusterRef(cluster_name=args.cluster_name, location=args.location, node_zone=args.node_zone),
             service_account_email=args.node_service_account_email, labels=config.labels, config=pool,
