@@ -14,7 +14,6 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
@@ -32,29 +31,23 @@ from trainstack.infra.core import versions
 from trainstack.infra.core.namespaces import platform_namespaces
 from trainstack.infra.cost.budget import Budget
 from trainstack.infra.gcp.gpu_network_ranges import check_gpu_network_ranges
+from trainstack.infra.gcp.gpu_pool_config import GpuPoolConfig, or_default, resolve_gpu_pool
 from trainstack.infra.gcp.limits import (
     GCP_REGIONS,
     GOOGLE_NODE_LABELS,
     MAX_AUTHORIZED_NETWORKS,
     MAX_LABELS,
-    RESERVATION,
     STEPPED_TIERS,
     capacity_fits,
     nearest_capacity,
 )
 from trainstack.infra.gcp.machine_types import (
-    BUNDLED_LOCAL_SSDS,
     FIXED_GPU_MACHINES,
     GPU_DIRECT,
-    N1_ACCELERATORS,
-    UNSUPPORTED_BY_IMAGE,
-    GpuDirectProfile,
     n1_vcpus,
 )
 from trainstack.infra.gcp.pool_capacity import (
     check_queued_pools_have_kueue,
-    check_queued_provisioning_pool,
-    pool_topology_aware,
 )
 from trainstack.infra.gcp.settings import (
     FILESTORE_TIERS,
@@ -75,12 +68,6 @@ DEFAULT_ZONES: Mapping[str, str] = {"us-central1": "us-central1-a"}
 # What a stack file may set under trainstack: (the model's fields, gcp:project and gcp:region aside).
 TOP_LEVEL_KEYS = ("cloud", *(key for key in keys_of(GcpStackArgs) if key not in GCP_PROVIDER_KEYS))
 GPU_POOL_KEYS = keys_of(GkeGpuPool)
-# Machine series that boot only from Hyperdisk: cluster-toolkit v1.95.0 sets disk_type hyperdisk-balanced
-# in every A4 and A3 Ultra VM blueprint (examples/machine-learning/a4-highgpu-8g/a4high-vm.yaml,
-# a3-ultragpu-8g/a3ultra-vm.yaml).
-HYPERDISK_ONLY_SERIES = ("a4-", "a3-ultragpu-")
-# The CUDA training image (about 10 GB unpacked) and the node's own images fit with room to spare.
-MIN_GPU_DISK_GB = 50
 _PROJECT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _CLUSTER_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
@@ -118,34 +105,6 @@ class SystemPoolConfig:
 
 
 @dataclass(frozen=True)
-class GpuPoolConfig:
-    name: str
-    machine_type: str
-    accelerator_type: str
-    # The config key is acceleratorCount (Google's word: node_config.guest_accelerator.count); the neutral
-    # layer (GpuPlacement, cost, the job's pods per node) reads it as the node's GPU count.
-    gpus_per_node: int
-    attach_accelerator: bool  # N1: the accelerator is attached; A2/A3/G2: it comes with the machine
-    disk_size_gb: int
-    disk_type: str
-    min_nodes: int
-    max_nodes: int
-    capacity: str  # one of CAPACITY_TYPES
-    reservation: str | None  # the reservation's name, with capacity RESERVATION
-    compact_placement: bool  # nodes close together in the zone's network (multi-node NCCL)
-    local_ssd_count: int  # local NVMe SSDs as the node's ephemeral storage (the data cache)
-    gpu_direct: GpuDirectProfile | None  # TCPX / TCPXO networking on A3, RDMA on A3 Ultra and A4
-    driver_version: str  # GKE-managed driver: DEFAULT or LATEST
-    # Kueue places a multi-node job's pods by GKE's gce-topology node labels (pool_capacity.py: default on RDMA
-    # pools on a reservation).
-    topology_aware: bool = False
-
-    @property
-    def spot(self) -> bool:
-        return self.capacity == "SPOT"
-
-
-@dataclass(frozen=True)
 class FilestoreConfig:
     tier: str
     capacity_gb: int
@@ -178,134 +137,15 @@ class GcpStackConfig:
         return self.region if self.regional else self.zone
 
 
-def _given(value: Any, default: Any) -> Any:
-    return default if value is None else value
-
-
-def _gpu_pool(name: str, pool: GkeGpuPool) -> GpuPoolConfig:
-    """trainstack:gpuPools.<name> (its name and each field checked by the loader: settings.read_gpu_pools)."""
-    key = f"{NAMESPACE}:gpuPools.{name}"
-    machine_type = _given(pool.machine_type, "n1-standard-4")
-    fixed = FIXED_GPU_MACHINES.get(machine_type)
-    vcpus = n1_vcpus(machine_type)
-    if fixed is not None:
-        accelerator = _given(pool.accelerator_type, fixed.accelerator)
-        count = _given(pool.accelerator_count, fixed.count)
-        if accelerator != fixed.accelerator or count != fixed.count:
-            raise ConfigError(f"{key}.acceleratorCount" if accelerator == fixed.accelerator else
-                              f"{key}.acceleratorType",
-                              f"{machine_type} comes with {fixed.count} x {fixed.accelerator}, not {count} x "
-                              f"{accelerator}", f"remove {key}.acceleratorType and .acceleratorCount, or pick the "
-                              "machine type of the size you want")
-    elif vcpus is not None:
-        accelerator = _given(pool.accelerator_type, "nvidia-tesla-t4")
-        counts = N1_ACCELERATORS.get(accelerator)
-        if counts is None:
-            raise ConfigError(f"{key}.acceleratorType", f"{accelerator} cannot be attached to {machine_type} "
-                              f"(N1 machines take {', '.join(N1_ACCELERATORS)}; A100, H100, L4 come with A2, A3, G2 "
-                              "machine types)", set_hint(f"{key}.acceleratorType", "nvidia-tesla-t4"))
-        count = _given(pool.accelerator_count, 1)
-        if count not in counts:
-            raise ConfigError(f"{key}.acceleratorCount", f"{count} x {accelerator} is not a count GCP offers (it "
-                              f"offers {', '.join(map(str, counts))})", set_hint(f"{key}.acceleratorCount", "1"))
-        if vcpus > counts[count]:
-            raise ConfigError(f"{key}.machineType", f"{machine_type} has {vcpus} vCPUs; with {count} x {accelerator} "
-                              f"an N1 machine may have at most {counts[count]}",
-                              f"use a smaller N1 machine type or more GPUs ({key}.acceleratorCount)")
-    else:
-        raise ConfigError(f"{key}.machineType", f"{machine_type} takes no GPUs (GPUs attach to N1 machines; A2, A3, "
-                          "A4 and G2 machines come with them)", set_hint(f"{key}.machineType", "n1-standard-4"))
-    if accelerator in UNSUPPORTED_BY_IMAGE:
-        raise ConfigError(f"{key}.acceleratorType", f"{accelerator} is a {UNSUPPORTED_BY_IMAGE[accelerator]} GPU; the "
-                          "training image's PyTorch (CUDA 12.8) has no kernels for it",
-                          set_hint(f"{key}.acceleratorType", "nvidia-tesla-t4"))
-    disk = _given(pool.disk_size_gb, 100)
-    if disk < MIN_GPU_DISK_GB:
-        raise ConfigError(f"{key}.diskSizeGb", f"{disk} GB cannot hold the CUDA training image (about 10 GB) and the "
-                          f"node's images; GPU nodes need at least {MIN_GPU_DISK_GB} GB",
-                          set_hint(f"{key}.diskSizeGb", "100"))
-    min_nodes = _given(pool.min, 0)
-    max_nodes = _given(pool.max, max(min_nodes, 2))
-    check_scaling(key, min_nodes, max_nodes)
-    gpu_direct = _gpu_direct(pool, key, machine_type)
-    capacity = _given(pool.capacity, "SPOT")
-    reservation = pool.reservation
-    if (capacity == "RESERVATION") != (reservation is not None):
-        raise ConfigError(f"{key}.reservation", "a reservation name goes with capacity RESERVATION, and only with it",
-                          f"set both {key}.capacity RESERVATION and {key}.reservation <name>, or neither")
-    if reservation is not None and not RESERVATION.fullmatch(reservation):
-        raise ConfigError(f"{key}.reservation", f"{reservation!r} is not a reservation name (lowercase letters, digits "
-                          "and -, starting with a letter, at most 63; projects/<project>/reservations/<name> for a "
-                          "shared one; <name>/reservationBlocks/<block> for one block)",
-                          f"{set_hint(f'{key}.reservation', '<name>')} (gcloud compute reservations list)")
-    check_queued_provisioning_pool(key, capacity, min_nodes)
-    placement = _given(pool.placement, "COMPACT" if gpu_direct else "ANY")
-    if placement == "COMPACT" and capacity == "RESERVATION":
-        # GKE refuses a compact placement policy on a pool that consumes a specific reservation: the
-        # reservation already fixes where the VMs are.
-        raise ConfigError(f"{key}.placement", "COMPACT cannot be combined with a specific reservation (the "
-                          "reservation decides placement)", set_hint(f"{key}.placement", "ANY"))
-    if placement == "COMPACT" and capacity == "FLEX_START":
-        raise ConfigError(f"{key}.placement", f"COMPACT is not offered with FLEX_START on {machine_type}",
-                          set_hint(f"{key}.placement", "ANY"))
-    hyperdisk_only = machine_type.startswith(HYPERDISK_ONLY_SERIES)
-    disk_type = _given(pool.disk_type, "hyperdisk-balanced" if hyperdisk_only else "pd-ssd")
-    if hyperdisk_only and disk_type.startswith("pd-"):
-        raise ConfigError(f"{key}.diskType", f"{machine_type} boots only from Hyperdisk, not {disk_type}",
-                          set_hint(f"{key}.diskType", "hyperdisk-balanced"))
-    topology_requested = pool.topology_aware
-    if topology_requested and gpu_direct is None:
-        raise ConfigError(f"{key}.topologyAware", f"true needs a GPUDirect pool: GKE gives {machine_type} nodes "
-                          "without GPUDirect no gce-topology labels, so Kueue would admit nothing",
-                          set_hint(f"{key}.topologyAware", "false"))
-    # On by default only on RDMA machines on a reservation (pool_capacity.py); opt-in elsewhere.
-    topology_aware = pool_topology_aware(key, topology_requested, capacity, gpu_direct)
-    return GpuPoolConfig(
-        name=name,
-        machine_type=machine_type,
-        accelerator_type=accelerator,
-        gpus_per_node=count,
-        attach_accelerator=fixed is None,
-        disk_size_gb=disk,
-        disk_type=disk_type,
-        min_nodes=min_nodes,
-        max_nodes=max_nodes,
-        capacity=capacity,
-        reservation=reservation,
-        compact_placement=placement == "COMPACT",
-        local_ssd_count=_local_ssd_count(pool, key, machine_type, gpu_direct),
-        gpu_direct=gpu_direct,
-        driver_version=_given(pool.driver_version, "DEFAULT"),
-        topology_aware=topology_aware,
-    )
-
-
-def _gpu_direct(pool: GkeGpuPool, pool_key: str, machine_type: str) -> GpuDirectProfile | None:
-    """`auto` picks the machine type's GPUDirect networking; naming one it does not have is an error."""
-    key = f"{pool_key}.gpuDirect"
-    mode = _given(pool.gpu_direct, "auto")
-    profile = GPU_DIRECT.get(machine_type)
-    if mode == "auto":
-        return profile
-    if mode == "none":
-        return None
-    if profile is None or profile.mode != mode:
-        offered = f"{machine_type} has {profile.mode}" if profile else f"{machine_type} has no GPUDirect NICs"
-        machines = ", ".join(f"{m} ({p.mode})" for m, p in GPU_DIRECT.items())
-        raise ConfigError(key, f"{mode} is not available: {offered} (GPUDirect machines: {machines})",
-                          set_hint(key, "auto"))
-    return profile
-
-
 def _gpu_pools_and_job(args: GcpStackArgs) -> tuple[tuple[GpuPoolConfig, ...], GpuPoolConfig, JobConfig]:
     pools_key = f"{NAMESPACE}:gpuPools"
-    given = _given(args.gpu_pools, {"t4": GkeGpuPool()})
+    given = or_default(args.gpu_pools, {"t4": GkeGpuPool()})
     if not given:
         raise ConfigError(pools_key, "no GPU pool", f"pulumi config set --path '{pools_key}.t4.machineType' "
                           "n1-standard-4")
-    pools = tuple(_gpu_pool(name, pool) for name, pool in given.items())
+    pools = tuple(resolve_gpu_pool(name, pool) for name, pool in given.items())
     names = [pool.name for pool in pools]
-    job_pool_name = _given(args.job_pool, names[0] if len(names) == 1 else None)
+    job_pool_name = or_default(args.job_pool, names[0] if len(names) == 1 else None)
     if job_pool_name is None:
         raise ConfigError(f"{NAMESPACE}:jobPool", f"not set, and there are {len(names)} GPU pools ({', '.join(names)})",
                           f"pulumi config set {NAMESPACE}:jobPool {names[0]}")
@@ -328,28 +168,6 @@ def _gpu_pools_and_job(args: GcpStackArgs) -> tuple[tuple[GpuPoolConfig, ...], G
                           f"{pool_key} is {job_pool.max_nodes}",
                           f"raise {pool_key} to {nodes_for_max} or lower {NAMESPACE}:job.podsMax")
     return pools, job_pool, job
-
-
-# Local SSD counts an N1 machine may have (Compute Engine "Choose a valid number of Local SSD disks",
-# cloud.google.com/compute/docs/disks/local-ssd#choose_number_local_ssds).
-N1_LOCAL_SSD_COUNTS = (0, *range(1, 9), 16, 24)
-
-
-def _local_ssd_count(pool: GkeGpuPool, key: str, machine_type: str, gpu_direct: GpuDirectProfile | None) -> int:
-    """A machine with bundled local SSDs (A3, A4) takes all of them or none as ephemeral storage: GKE
-    refuses another count for a series that "dictates a specific number" (EphemeralStorageLocalSsdConfig);
-    N1 takes the counts Compute Engine lists."""
-    default = gpu_direct.local_ssd_count if gpu_direct else 0
-    count = _given(pool.local_ssd_count, default)
-    bundled = BUNDLED_LOCAL_SSDS.get(machine_type)
-    if bundled is not None and count not in (0, bundled):
-        raise ConfigError(f"{key}.localSsdCount", f"{machine_type} comes with {bundled} local SSDs, "
-                          f"and GKE uses all of them or none, not {count}",
-                          set_hint(f"{key}.localSsdCount", str(bundled)))
-    if n1_vcpus(machine_type) is not None and count not in N1_LOCAL_SSD_COUNTS:
-        raise ConfigError(f"{key}.localSsdCount", f"an N1 machine takes 1 to 8, 16 or 24 local SSDs, not {count}",
-                          set_hint(f"{key}.localSsdCount", "8"))
-    return count
 
 
 # Google Cloud VPC, subnets, "Valid IPv4 ranges" and "Prohibited IPv4 subnet ranges"
@@ -380,11 +198,11 @@ def _network(args: GcpStackArgs) -> NetworkConfig:
     given = args.network or GkeNetwork()
     key = f"{NAMESPACE}:network"
     blocks = {
-        "subnetCidr": _cidr(_given(given.subnet_cidr, "10.10.0.0/20"), f"{key}.subnetCidr", largest_prefix=24),
-        "podsCidr": _cidr(_given(given.pods_cidr, "10.16.0.0/14"), f"{key}.podsCidr", largest_prefix=21),
-        "servicesCidr": _cidr(_given(given.services_cidr, "10.20.0.0/20"), f"{key}.servicesCidr", largest_prefix=24),
+        "subnetCidr": _cidr(or_default(given.subnet_cidr, "10.10.0.0/20"), f"{key}.subnetCidr", largest_prefix=24),
+        "podsCidr": _cidr(or_default(given.pods_cidr, "10.16.0.0/14"), f"{key}.podsCidr", largest_prefix=21),
+        "servicesCidr": _cidr(or_default(given.services_cidr, "10.20.0.0/20"), f"{key}.servicesCidr", largest_prefix=24),
     }
-    master = _given(given.master_cidr, "172.16.0.32/28")
+    master = or_default(given.master_cidr, "172.16.0.32/28")
     master_block = ipv4_block(master, f"{key}.masterCidr", set_hint(f"{key}.masterCidr", "172.16.0.32/28"))
     if master_block.prefixlen != 28 or not _gcp_internal(master_block):
         raise ConfigError(f"{key}.masterCidr", f"{master} must be an internal /28 (GKE's control-plane range)",
@@ -414,26 +232,26 @@ def _network(args: GcpStackArgs) -> NetworkConfig:
 def _system_pool(nodes: GkeSystemNodes | None) -> SystemPoolConfig:
     nodes = nodes or GkeSystemNodes()
     key = f"{NAMESPACE}:systemNodes"
-    min_nodes = _given(nodes.min, 1)
-    max_nodes = _given(nodes.max, max(min_nodes, 3))
+    min_nodes = or_default(nodes.min, 1)
+    max_nodes = or_default(nodes.max, max(min_nodes, 3))
     check_scaling(key, min_nodes, max_nodes)
-    machine_type = _given(nodes.machine_type, "e2-standard-4")
+    machine_type = or_default(nodes.machine_type, "e2-standard-4")
     if machine_type in FIXED_GPU_MACHINES or n1_vcpus(machine_type) is None and not re.fullmatch(
             r"[a-z][a-z0-9]*-[a-z]+-\d+", machine_type) or machine_type.split("-")[0] in ARM_SERIES:
         raise ConfigError(f"{key}.machineType", f"{machine_type!r} is not a general-purpose x86 machine type",
                           set_hint(f"{key}.machineType", "e2-standard-4"))
     return SystemPoolConfig(machine_type=machine_type, min_nodes=min_nodes, max_nodes=max_nodes,
-                            disk_size_gb=_given(nodes.disk_size_gb, 50))
+                            disk_size_gb=or_default(nodes.disk_size_gb, 50))
 
 
 def _filestore(share: Filestore | None) -> FilestoreConfig | None:
     share = share or Filestore()
     key = f"{NAMESPACE}:sharedFilesystem"
-    if not _given(share.enabled, True):
+    if not or_default(share.enabled, True):
         return None
-    tier = _given(share.tier, "BASIC_HDD")
+    tier = or_default(share.tier, "BASIC_HDD")
     smallest, largest = FILESTORE_TIERS[tier]
-    capacity = _given(share.capacity_gb, smallest)
+    capacity = or_default(share.capacity_gb, smallest)
     if not smallest <= capacity <= largest:
         raise ConfigError(f"{key}.capacityGb", f"a {tier} Filestore share holds {smallest} to {largest} GiB, not "
                           f"{capacity}", set_hint(f"{key}.capacityGb", str(smallest)))
@@ -512,7 +330,7 @@ def resolve_gcp(args: GcpStackArgs, stack: str | None = None) -> GcpStackConfig:
                           if close else ""), f"pulumi config set gcp:region {close[0] if close else DEFAULT_REGION} "
                           "(gcloud compute regions list; a region newer than trainstack/infra/gcp/limits.py goes there)")
     zone_key = f"{NAMESPACE}:zone"
-    zone = _given(args.zone, DEFAULT_ZONES.get(region))
+    zone = or_default(args.zone, DEFAULT_ZONES.get(region))
     if zone is None:
         raise ConfigError(zone_key, f"no default zone for region {region}",
                           f"pulumi config set {zone_key} {region}-a (a zone of {region} that has your GPUs)")
@@ -525,12 +343,12 @@ def resolve_gcp(args: GcpStackArgs, stack: str | None = None) -> GcpStackConfig:
 
     name_key = f"{NAMESPACE}:clusterName"
     default_name = re.sub(r"[^a-z0-9-]", "-", f"{NAMESPACE}-{stack}".lower())[:40].rstrip("-")
-    cluster_name = _given(args.cluster_name, default_name)
+    cluster_name = or_default(args.cluster_name, default_name)
     if not _CLUSTER_NAME.fullmatch(cluster_name):
         raise ConfigError(name_key, f"{cluster_name!r} is not a valid GKE cluster name (lowercase letters, digits "
                           "and -, starting with a letter, at most 40)", set_hint(name_key, default_name))
     version_key = f"{NAMESPACE}:kubernetesVersion"
-    version = _given(args.kubernetes_version, versions.GKE_MIN_KUBERNETES_VERSION)
+    version = or_default(args.kubernetes_version, versions.GKE_MIN_KUBERNETES_VERSION)
     if not _VERSION_PREFIX.fullmatch(version):
         raise ConfigError(version_key, f"expected a minor version such as {versions.GKE_MIN_KUBERNETES_VERSION}, got "
                           f"{version!r}", set_hint(version_key, versions.GKE_MIN_KUBERNETES_VERSION))
@@ -560,9 +378,9 @@ def resolve_gcp(args: GcpStackArgs, stack: str | None = None) -> GcpStackConfig:
         project=project,
         region=region,
         zone=zone,
-        regional=_given(args.regional, False),
+        regional=or_default(args.regional, False),
         cluster_name=cluster_name,
-        release_channel=_given(args.release_channel, "REGULAR"),
+        release_channel=or_default(args.release_channel, "REGULAR"),
         kubernetes_version=version,
         network=network,
         api_authorized_networks=cidrs,
@@ -571,8 +389,8 @@ def resolve_gcp(args: GcpStackArgs, stack: str | None = None) -> GcpStackConfig:
         job_pool=job_pool,
         job=job,
         filestore=filestore,
-        delete_bucket_on_destroy=_given(args.delete_bucket_on_destroy, False),
-        protect_shared_filesystem=_given(args.protect_shared_filesystem, True),
+        delete_bucket_on_destroy=or_default(args.delete_bucket_on_destroy, False),
+        protect_shared_filesystem=or_default(args.protect_shared_filesystem, True),
         labels=check_labels(args.labels, stack),
         budget=Budget(max_hourly_usd=args.max_hourly_usd, max_run_usd=args.max_run_usd),
     )
