@@ -3,6 +3,7 @@ stand-ins and no stack-config strings in between; and the GCP parts on a caller'
 not known at preview (other resources' outputs) need only the inputs they have, in one line each."""
 
 import asyncio
+import json
 
 import pulumi
 import pulumi_gcp as gcp
@@ -14,15 +15,36 @@ from tests.library.test_user_program import GCP_REGION, gcp_in
 from trainstack import components
 from trainstack.components import gcp as gcp_stack_component
 from trainstack.infra.config import NAMESPACE, ConfigError
-from trainstack.infra.config.job_settings import Job
+from trainstack.infra.config.job_settings import Job, SecretEnv
 from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.gcp.config import parse_gcp_config, resolve_gcp
-from trainstack.infra.gcp.settings import GcpExistingNetwork, GcpStackArgs
+from trainstack.infra.gcp.settings import Filestore, GcpExistingNetwork, GcpStackArgs, GkeGpuPool
 
 
 def existing(network, subnetwork, pods: str | None = "pods", services: str | None = "services") -> GcpExistingNetwork:
     return GcpExistingNetwork(network=network, subnetwork=subnetwork, pods_range_name=pods,
                               services_range_name=services)
+
+
+def test_a_stack_file_and_a_components_args_resolve_to_the_same_config():
+    # One model: the stack file's strings and JSON, and a component's Args, load into the same GcpStackArgs (each
+    # field's reader canonicalises what it reads, e.g. on_demand) and resolve to the same config.
+    raw = {"gcp:project": PROJECT, "gcp:region": "europe-west4", "trainstack:zone": "europe-west4-b",
+           "trainstack:gpuPools": json.dumps({"l4": {"machineType": "g2-standard-8", "max": "3",
+                                                     "capacity": "on_demand"}}),
+           "trainstack:job": json.dumps({"podsMax": 2, "secretEnv": [
+               {"name": "WANDB_API_KEY", "secretName": "wandb", "key": "api-key"}]}),
+           "trainstack:sharedFilesystem": json.dumps({"tier": "basic_ssd"}), "trainstack:regional": "true",
+           "trainstack:labels": json.dumps({"team": "ml"})}
+    args = GcpStackArgs(project=PROJECT, region="europe-west4", zone="europe-west4-b", regional=True,
+                        gpu_pools={"l4": GkeGpuPool(machine_type="g2-standard-8", max=3, capacity="on_demand")},
+                        job=Job(pods_max=2, secret_env=[SecretEnv(name="WANDB_API_KEY", secret_name="wandb",
+                                                                  key="api-key")]),
+                        shared_filesystem=Filestore(tier="basic_ssd"), labels={"team": "ml"})
+    from_stack_file = parse_gcp_config(raw, "dev")
+    assert from_stack_file == resolve_gcp(from_inputs(GcpStackArgs, args, key=NAMESPACE), "dev")
+    (pool,) = from_stack_file.gpu_pools
+    assert (pool.capacity, pool.max_nodes, from_stack_file.filestore.tier) == ("ON_DEMAND", 3, "BASIC_SSD")
 
 
 def test_the_resolver_hands_output_network_names_to_the_infra_as_they_are():
