@@ -49,6 +49,11 @@ def _in_stack_files(f: dataclasses.Field) -> bool:
     return f.metadata.get("stack_file", True)
 
 
+def or_default(value: Any, default: Any) -> Any:
+    """A loaded setting, or the resolver's default when it is unset (None; false and 0 are values)."""
+    return default if value is None else value
+
+
 def camel_case(name: str) -> str:
     """A Python field name as the schema and the stack file spell it (`gpus_per_node` -> `gpusPerNode`): the rule
     of pulumi.provider.experimental.util.camel_case (pulumi 3.272), which the schema inference uses."""
