@@ -86,7 +86,7 @@ def load(args_type: type[T], value: Any, key: str) -> T:
                           f"write {key} as a YAML mapping in Pulumi.<stack>.yaml")
     reject_unknown(key + ".", value.keys(), (*keys_of(args_type), *renamed_keys(args_type)))
     fields = {camel_case(f.name): f.name for f in dataclasses.fields(args_type)}
-    return _built(args_type, {fields[name]: item for name, item in value.items()}, key)
+    return _built(args_type, {fields[name]: item for name, item in value.items()}, key, stack_file=True)
 
 
 def load_stack(args_type: type[T], raw: Mapping[str, str], cloud: str, provider_fields: Mapping[str, str],
@@ -101,7 +101,7 @@ def load_stack(args_type: type[T], raw: Mapping[str, str], cloud: str, provider_
     values = {name: raw.get(full_key) or None for name, full_key in provider_fields.items()}
     values.update({f.name: raw[f"{NAMESPACE}:{camel_case(f.name)}"] for f in stack_fields
                    if f"{NAMESPACE}:{camel_case(f.name)}" in raw})
-    return _built(args_type, values, NAMESPACE, full_keys=provider_fields)
+    return _built(args_type, values, NAMESPACE, full_keys=provider_fields, stack_file=True)
 
 
 # --- a component's caller ------------------------------------------------------------------------------------
@@ -132,9 +132,9 @@ def from_inputs(args_type: type[T], value: Any, path: str = "", *, key: str | No
     # The annotations as written (objects: these modules do not postpone them); get_type_hints would try
     # to resolve pulumi.Input's own forward reference to Output and fail.
     shaped = {name: _shaped(fields[name].type, item, _joined(path, camel_case(name)))
-              for name, item in value.items() if item is not None}
+              for name, item in value.items()}
     if key is None and component is None:
-        return _instance(args_type, shaped)
+        return args_type(**shaped)  # a required input left out is Python's TypeError (the engine's, over the wire)
     return _built(args_type, shaped, key, component=component)
 
 
@@ -200,7 +200,7 @@ def _renamed_to(f: dataclasses.Field) -> str | None:
 
 
 def _built(args_type: type[T], values: dict[str, Any], key: str | None, *, component: str | None = None,
-           full_keys: Mapping[str, str] | None = None) -> T:
+           full_keys: Mapping[str, str] | None = None, stack_file: bool = False) -> T:
     """`values` (field name -> value) with old names moved and, with a `key`, every declared check run, as an
     `args_type`; without one (a component's own input, named by `component`), renames only."""
     values, written = _moved(args_type, values, key, component)
@@ -214,23 +214,19 @@ def _built(args_type: type[T], values: dict[str, Any], key: str | None, *, compo
                 values[f.name] = load(_plain_type(f.type), item, full_key)  # a stack file's nested object
             elif dataclasses.is_dataclass(item):  # a component's nested Args, shaped by from_inputs
                 values[f.name] = _built(type(item), {g.name: getattr(item, g.name) for g in dataclasses.fields(item)},
-                                        full_key)
+                                        full_key, stack_file=True)
             else:
                 values[f.name] = _checked(f, item, full_key)
     except ConfigError as error:
         raise as_written(error, written, key) from None
-    instance = _instance(args_type, values)
+    if stack_file:  # a required key left out is None: its resolver says what is missing, in the stack file's terms
+        values = {**{f.name: None for f in dataclasses.fields(args_type) if f.default is dataclasses.MISSING
+                     and f.default_factory is dataclasses.MISSING}, **values}
+    instance = args_type(**values)
     if written:
         # Errors of the resolver on a renamed key name it as the user wrote it (renamed_from, as_written).
         object.__setattr__(instance, "_written_as", written)
     return instance
-
-
-def _instance(args_type: type[T], values: Mapping[str, Any]) -> T:
-    """`args_type(**values)`, a required field left unset given as None: its resolver says what is missing."""
-    missing = {f.name: None for f in dataclasses.fields(args_type)
-               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-    return args_type(**{**missing, **{name: item for name, item in values.items() if item is not None}})
 
 
 def _plain_type(annotation: Any) -> Any:
