@@ -158,10 +158,8 @@ def _shaped(annotation: Any, value: Any, path: str) -> Any:
         # component needs the value itself to check it and to build its configuration.
         raise InputTypeError(f"{path}: takes a plain value, not an output or a secret. Fix: pass the value itself "
                              "(a literal or stack config), not another resource's output")
+    annotation = _plain_type(annotation)  # `X | None`: shaped by X
     origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):  # `X | None`: shaped by X
-        members = [member for member in typing.get_args(annotation) if member is not type(None)]
-        return _shaped(members[0], value, path) if len(members) == 1 else value
     if dataclasses.is_dataclass(annotation):
         return from_inputs(annotation, value, path)
     if annotation is int:
