@@ -84,7 +84,8 @@ def load(args_type: type[T], value: Any, key: str) -> T:
     if not isinstance(value, Mapping):
         raise ConfigError(key, f"expected an object with keys {', '.join(keys_of(args_type))}, got {value!r}",
                           f"write {key} as a YAML mapping in Pulumi.<stack>.yaml")
-    reject_unknown(key + ".", value.keys(), (*keys_of(args_type), *renamed_keys(args_type)))
+    # An old name is taken (and moved by _built), never offered: "did you mean" names the new keys only.
+    reject_unknown(key + ".", (name for name in value if name not in renamed_keys(args_type)), keys_of(args_type))
     fields = {camel_case(f.name): f.name for f in dataclasses.fields(args_type)}
     return _built(args_type, {fields[name]: item for name, item in value.items()}, key, stack_file=True)
 
