@@ -1,19 +1,22 @@
-"""A GCP part's settings through the GKE stack file's parser, its errors in the part's input terms.
+"""A hosted part's settings through the stack file's own parser, its errors in the part's input terms.
 
-The GKE parts (GkeCluster, GkeGpuNodePool, FilestoreShare, GcsSnapshotBucket) still hand their settings to
-parse_gcp_config as the stack config the CLI would pass (the AWS parts resolve the typed model instead:
-trainstack/infra/aws/settings.py), so one set of rules and defaults holds for a stack and for its parts, and a
-bad value is refused with the same line, except that it names the part's input (`pool.max`) (part_terms).
+The parts (GkeCluster, GkeGpuNodePool, FilestoreShare, EksCluster) take a few of a stack file's settings.
+They hand them to parse_gcp_config / parse_aws_config as the stack config the CLI would pass, so one set
+of rules and defaults holds for a stack and for its parts, and a bad value is refused with the same
+line, except that it names the part's input (`pool.max`), not a stack file's key.
 """
 
+import contextlib
 import json
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import pulumi
 
-from trainstack.components.stack_config import InputError, config_value, part_terms, stack_errors_as_inputs
+from trainstack.components.stack_config import InputError, as_input_terms, config_value
 from trainstack.infra.config import NAMESPACE
+from trainstack.infra.config.errors import ConfigError
 
 T = TypeVar("T")
 
@@ -41,11 +44,29 @@ def parsed_as_inputs(parse: Callable[[dict[str, str], str], T], raw: dict[str, s
     """`parse(raw, stack)`, a ConfigError raised as an InputError in the part's terms.
 
     `provider_keys` maps an input to the provider key it sets (project: gcp:project), as for the stack
-    façades; `renames` maps a config path, as it reads without the namespace (`gpuPools.t4`,
+    façades; `renames` maps a config path, as as_input_terms leaves it (`gpuPools.t4`,
     `network.masterCidr`), to the part's input that stands for it (`pool`, `masterCidr`).
     """
-    with stack_errors_as_inputs(provider_keys, renames):
+    with errors_as_part_inputs(provider_keys, renames):
         return parse(raw, pulumi.get_stack())
+
+
+@contextlib.contextmanager
+def errors_as_part_inputs(provider_keys: Mapping[str, str], renames: Mapping[str, str]) -> Iterator[None]:
+    """A ConfigError of the stack's loader or resolver (in a stack file's terms) raised as an InputError in the
+    part's terms (part_terms)."""
+    try:
+        yield
+    except ConfigError as error:
+        raise InputError(part_terms(str(error), provider_keys, renames)) from None
+
+
+def part_terms(message: str, provider_keys: Mapping[str, str], renames: Mapping[str, str]) -> str:
+    """A stack's error `message` (config keys, `pulumi config set`) in the part's input terms (see parsed_as_inputs)."""
+    message = as_input_terms(message, provider_keys)
+    for path, name in sorted(renames.items(), key=lambda item: -len(item[0])):
+        message = re.sub(rf"(?<![\w.]){re.escape(path)}(?![\w])", name, message)
+    return message
 
 
 def checked_as_inputs(check: Callable[..., T], provider_keys: Mapping[str, str],

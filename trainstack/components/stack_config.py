@@ -54,35 +54,27 @@ FROM_ROOT = [pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
 
 
 @contextlib.contextmanager
-def stack_errors_as_inputs(provider_keys: Mapping[str, str], renames: Mapping[str, str] | None = None) -> Iterator[None]:
-    """Re-raise the loader's or a resolver's ConfigError in the caller's terms: property paths, not config keys.
+def stack_errors_as_inputs(provider_keys: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise the stack parser's ConfigError in the caller's terms: property paths, not config keys.
 
-    They speak to a stack file's owner (`trainstack:job.podsMax`, `pulumi config set --path ...`); a
-    TypeScript, YAML or Python caller of the component sets `job.podsMax` in its inputs instead (part_terms).
+    The parsers speak to a stack file's owner (`trainstack:job.podsMax`, `pulumi config set --path ...`); a
+    TypeScript, YAML or Python caller of the component sets `job.podsMax` in its inputs instead.
     """
     try:
         yield
     except ConfigError as error:
-        raise InputError(part_terms(str(error), provider_keys, renames or {})) from None
+        raise InputError(as_input_terms(str(error), provider_keys)) from None
 
 
-def part_terms(message: str, provider_keys: Mapping[str, str], renames: Mapping[str, str]) -> str:
-    """A stack's error `message` with config commands and keys rewritten as the component's inputs.
-
-    `provider_keys` maps an input to the provider key it sets (project: gcp:project); `renames` maps a config path,
-    as it reads without the namespace (`gpuPools.t4`, `network.masterCidr`), to a part's input that stands for it
-    (`pool`, `masterCidr`).
-    """
+def as_input_terms(message: str, provider_keys: Mapping[str, str]) -> str:
+    """`message` with config commands and keys rewritten as component inputs (see stack_errors_as_inputs)."""
     paths = {full_key: camel_case(name) for name, full_key in provider_keys.items()}
     key = r"'?([\w.:\[\]-]+)'?"
     message = re.sub(rf"pulumi config set (?:--path )?{key} ", r"set the input \1 to ", message)
     message = re.sub(rf"pulumi config rm (?:--path )?{key}", r"remove the input \1", message)
     for full_key, path in paths.items():
         message = re.sub(rf"\b{re.escape(full_key)}\b", path, message)
-    message = re.sub(rf"\b{NAMESPACE}:(?=\w)", "", message)
-    for path, name in sorted(renames.items(), key=lambda item: -len(item[0])):
-        message = re.sub(rf"(?<![\w.]){re.escape(path)}(?![\w])", name, message)
-    return message
+    return re.sub(rf"\b{NAMESPACE}:(?=\w)", "", message)
 
 
 def publish_stack_outputs(component: pulumi.ComponentResource, outputs: Mapping[str, Any]) -> None:
