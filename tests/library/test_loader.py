@@ -36,6 +36,8 @@ def test_an_unknown_key_is_refused_with_a_did_you_mean():
         load(Job, {"podMax": 2}, KEY)
     assert str(raised.value) == ("trainstack:job.podMax: unknown key. Fix: remove it or rename it (did you mean "
                                  "trainstack:job.podsMax?)")
+    with pytest.raises(ConfigError, match=r"did you mean trainstack:job\.podsMin\?"):
+        load(Job, {"nodeMin": 2}, KEY)  # the new name, never the deprecated nodesMin
     with pytest.raises(InputTypeError) as raised:
         from_inputs(Job, {"podMax": 2}, "job")
     assert str(raised.value).startswith("job.podMax: Job has no such field. Fix: use one of data_prefix")

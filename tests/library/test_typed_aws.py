@@ -70,3 +70,17 @@ def test_kubeconfig_role_arn_is_no_stack_file_key():
 
     with pytest.raises(ConfigError, match=r"^trainstack:kubeconfigRoleArn: unknown key"):
         parse_aws_config({"aws:region": "us-west-2", "trainstack:kubeconfigRoleArn": ROLE}, stack="aws")
+
+
+def test_a_section_that_is_not_an_object_lists_the_keys_as_the_stack_parser_did():
+    from trainstack.infra.aws.config import parse_aws_config
+
+    with pytest.raises(ConfigError) as raised:
+        parse_aws_config({"aws:region": "us-west-2", "trainstack:gpuNodes": "[1]"}, stack="aws")
+    assert str(raised.value) == (
+        "trainstack:gpuNodes: expected an object with keys instanceTypes, min, desired, max, diskSizeGb, capacityType, "
+        "sshPublicKey, ignoreScalingChanges, efa, efaInterfaces, zone, capacityReservationId, placementGroup, "
+        "topologyAware, got [1]. Fix: write trainstack:gpuNodes as a YAML mapping in Pulumi.<stack>.yaml")
+    with pytest.raises(ConfigError, match=r"^trainstack:existingNetwork: expected an object with keys vpcId, "
+                                          r"publicSubnetIds, privateSubnetIds, got 'vpc-1'\. Fix"):
+        parse_aws_config({"aws:region": "us-west-2", "trainstack:existingNetwork": "vpc-1"}, stack="aws")

@@ -30,9 +30,6 @@ from trainstack.infra.config.loader import from_inputs
 
 __all__ = ["AwsExistingNetwork", "AwsStack", "AwsStackArgs", "EksGpuNodes", "EksSystemNodes"]
 
-# Settings that configure the AWS provider rather than trainstack (aws:region, aws:profile).
-PROVIDER_KEYS = PROVIDER_FIELDS
-
 
 class AwsStack(pulumi.ComponentResource):
     """The EKS GPU training stack: network, cluster, node groups, EFS, bucket, registry, image, IRSA and the training platform."""
@@ -71,7 +68,7 @@ class AwsStack(pulumi.ComponentResource):
 
 def checked_args(args: Any) -> AwsStackArgs:
     """The caller's Args (or the provider's dict of them), each field checked, in the caller's terms."""
-    with stack_errors_as_inputs(PROVIDER_KEYS):
+    with stack_errors_as_inputs(PROVIDER_FIELDS):
         return from_inputs(AwsStackArgs, args, key=NAMESPACE)
 
 
@@ -85,6 +82,6 @@ def checked_config(name: str, args: AwsStackArgs,
     if zones is None and args.existing_network is None and given is not None:
         zones = available_zones(given)  # any region: the zones the caller's account sees there
     located = dataclasses.replace(args, region=region, availability_zones=zones)
-    config = checked_stack(f"AwsStack {name!r}", PROVIDER_KEYS, lambda: resolve_aws(located, pulumi.get_stack()),
+    config = checked_stack(f"AwsStack {name!r}", PROVIDER_FIELDS, lambda: resolve_aws(located, pulumi.get_stack()),
                            estimate_aws_cost)
     return config, settings_known

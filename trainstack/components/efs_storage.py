@@ -38,7 +38,6 @@ from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.core import versions
 from trainstack.infra.kubernetes.platform import shared_claim_name
 
-PROVIDER_KEYS = PROVIDER_FIELDS
 # The stack file's keys -> this part's inputs.
 RENAMES = {"job.name": "jobName", "job.namespace": "jobNamespace", "protectSharedFilesystem": "protect",
            "existingNetwork.vpcId": "vpcId", "existingNetwork.privateSubnetIds": "subnetIds"}
@@ -92,7 +91,7 @@ class EfsStorage(pulumi.ComponentResource):
         args = from_inputs(EfsStorageArgs, args)
         given = given_provider(opts, "aws")
         region, settings_known = aws_location(given, args.region)
-        with errors_as_part_inputs(PROVIDER_KEYS, RENAMES):
+        with errors_as_part_inputs(PROVIDER_FIELDS, RENAMES):
             # The AWS stack's rules for what a file system has (region, tags, the job's claim, the VPC's IDs: plain
             # ones checked here, outputs by EFS); a part without a cluster asks for no API endpoint: private.
             config = resolve_aws(from_inputs(AwsStackArgs, {

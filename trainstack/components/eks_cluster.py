@@ -36,7 +36,6 @@ from trainstack.infra.config.known_outputs import known_output
 from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.core.unknown_answers import not_known_yet
 
-PROVIDER_KEYS = PROVIDER_FIELDS
 # The stack file's keys -> this part's inputs.
 RENAMES = {f"existingNetwork.{key}": key for key in ("vpcId", "privateSubnetIds", "publicSubnetIds")}
 
@@ -111,7 +110,7 @@ class EksCluster(pulumi.ComponentResource):
         args = from_inputs(EksClusterArgs, args)
         given = given_provider(opts, "aws")
         region, settings_known = aws_location(given, args.region)
-        with errors_as_part_inputs(PROVIDER_KEYS, RENAMES):
+        with errors_as_part_inputs(PROVIDER_FIELDS, RENAMES):
             config = resolve_aws(stack_settings(args, region), pulumi.get_stack())
         # The subnets are given: their zones are not the parser's defaults (the preflight checks no zones).
         config = dataclasses.replace(config, network=dataclasses.replace(config.network, availability_zones=()))
@@ -121,7 +120,7 @@ class EksCluster(pulumi.ComponentResource):
         provider = given or aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
                                          opts=pulumi.ResourceOptions(parent=self))
         checks = preflight.gate(config, provider, parent=self,
-                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES),
+                                checked=lambda check: checked_as_inputs(check, PROVIDER_FIELDS, RENAMES),
                                 settings_known=settings_known)
         child = pulumi.ResourceOptions(parent=self, providers={"aws": provider}, depends_on=checks)
         # EFA groups are refused with existingNetwork by the parser, so no EFA subnet is needed here.

@@ -1,4 +1,5 @@
-"""The AWS stack's configuration: every `trainstack:*` key parsed and checked once, at program start.
+"""The AWS stack's configuration resolved: the typed settings (settings.py), loaded from a stack file or given to
+a component, with defaults applied and the rules between them checked once, before anything is registered.
 
 Bad config stops the program before any resource is registered, with one line that names the key and
 the fix (ConfigError is a pulumi.RunError, which the Pulumi runtime prints as a single error line
@@ -14,7 +15,6 @@ import shlex
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
@@ -35,7 +35,7 @@ from trainstack.infra.aws.settings import AwsStackArgs, EksGpuNodes, EksSystemNo
 from trainstack.infra.aws.topology import TOPOLOGY_REGIONS, topology_aware_default
 from trainstack.infra.config import NAMESPACE, ConfigError, JobConfig, gpu_nodes_for_job, raw_config, set_hint
 from trainstack.infra.config.job import resolve_job
-from trainstack.infra.config.loader import keys_of, load_stack
+from trainstack.infra.config.loader import keys_of, load_stack, or_default
 from trainstack.infra.config.reader import (
     PRIVATE_BLOCKS_TEXT,
     RFC1918_BLOCKS,
@@ -208,7 +208,7 @@ def _network(args: AwsStackArgs, region: str) -> NetworkConfig:
     """The VPC the stack creates, or the one given: IDs that are other resources' outputs go through as they are
     (EKS and EFS check them); plain IDs are checked here."""
     zones_key = f"{NAMESPACE}:availabilityZones"
-    zones = tuple(_given(args.availability_zones, DEFAULT_ZONES.get(region, ())))
+    zones = tuple(or_default(args.availability_zones, DEFAULT_ZONES.get(region, ())))
     existing = None
     existing_key = f"{NAMESPACE}:existingNetwork"
     if args.existing_network is not None:
@@ -244,7 +244,7 @@ def _network(args: AwsStackArgs, region: str) -> NetworkConfig:
             raise ConfigError(zones_key, f"{zone!r} is not a zone of region {region}",
                               f"use zones like {region}a, {region}b")
     cidr_key = f"{NAMESPACE}:vpcCidr"
-    cidr = _given(args.vpc_cidr, "10.0.0.0/16")
+    cidr = or_default(args.vpc_cidr, "10.0.0.0/16")
     network = ipv4_block(cidr, cidr_key, set_hint(cidr_key, "10.0.0.0/16"))
     # Two subnets per zone, each a /20 or larger when the VPC is a /16: see network.py.
     # RFC 1918 and 100.64.0.0/10, or another private range (198.18.0.0/15, ...) a stack may already use; never
@@ -262,7 +262,7 @@ def _network(args: AwsStackArgs, region: str) -> NetworkConfig:
         raise ConfigError(cidr_key, f"{cidr} is larger than a VPC may be (AWS allows /{VPC_LARGEST_PREFIX} to /28)",
                           set_hint(cidr_key, f"{network.network_address}/{VPC_LARGEST_PREFIX}"))
     return NetworkConfig(availability_zones=zones, vpc_cidr=str(network),
-                         nat_gateway_per_zone=_given(args.nat_gateway_per_zone, False), existing=existing)
+                         nat_gateway_per_zone=or_default(args.nat_gateway_per_zone, False), existing=existing)
 
 
 # Graviton (Arm) families: the system nodes boot the x86_64 AL2023 AMI, which cannot run on them.
@@ -272,7 +272,7 @@ _INSTANCE_TYPE = re.compile(r"^([a-z][a-z0-9-]*)\.(nano|micro|small|medium|large
 
 def _system_instance_type(nodes: EksSystemNodes) -> str:
     key = f"{NAMESPACE}:systemNodes.instanceType"
-    value = _given(nodes.instance_type, "t3.medium")
+    value = or_default(nodes.instance_type, "t3.medium")
     match = _INSTANCE_TYPE.fullmatch(value)
     if match is None:
         raise ConfigError(key, f"{value!r} is not an EC2 instance type (family.size, e.g. t3.medium)",
@@ -332,16 +332,16 @@ def check_tags(tags: Mapping[str, str] | None) -> dict[str, str]:
 def _system_nodes(nodes: EksSystemNodes | None) -> NodeGroupConfig:
     key = f"{NAMESPACE}:systemNodes"
     nodes = nodes or EksSystemNodes()
-    min_size = _given(nodes.min, 1)
-    desired = _given(nodes.desired, 1)
-    max_size = _given(nodes.max, 2)
+    min_size = or_default(nodes.min, 1)
+    desired = or_default(nodes.desired, 1)
+    max_size = or_default(nodes.max, 2)
     check_scaling(key, min_size, max_size, desired)
     return NodeGroupConfig(
         instance_types=(_system_instance_type(nodes),),
         min_size=min_size,
         desired_size=desired,
         max_size=max_size,
-        disk_size_gb=_given(nodes.disk_size_gb, 20),
+        disk_size_gb=or_default(nodes.disk_size_gb, 20),
     )
 
 
@@ -375,12 +375,12 @@ def _efa(gpu: EksGpuNodes, types: tuple[str, ...], zones: tuple[str, ...], exist
     if instance is None:
         raise ConfigError(types_key, f"{types[0]} is not an EFA GPU type trainstack knows ({known})",
                           f"pulumi config set --path '{types_key}[0]' p5.48xlarge")
-    interfaces = _given(gpu.efa_interfaces, instance.efa_interfaces)
+    interfaces = or_default(gpu.efa_interfaces, instance.efa_interfaces)
     if interfaces != instance.efa_interfaces:
         raise ConfigError(f"{GPU_KEY}.efaInterfaces", f"{interfaces}, but {types[0]} has {instance.efa_interfaces} "
                           "network cards, one EFA each (fewer leaves bandwidth unused; more cannot launch)",
                           f"pulumi config rm --path {GPU_KEY}.efaInterfaces")
-    zone = _given(gpu.zone, zones[0] if zones else None)
+    zone = or_default(gpu.zone, zones[0] if zones else None)
     if zone is None or (zones and zone not in zones):
         raise ConfigError(f"{GPU_KEY}.zone", f"{zone!r} is not one of {NAMESPACE}:availabilityZones ({', '.join(zones)})"
                           if zone else "not set, and there are no availability zones to take it from",
@@ -397,7 +397,7 @@ def _efa(gpu: EksGpuNodes, types: tuple[str, ...], zones: tuple[str, ...], exist
 def _capacity(gpu: EksGpuNodes, efa: EfaConfig | None) -> tuple[str, str | None]:
     """(capacityType, capacityReservationId): SPOT, ON_DEMAND (optionally into a reservation) or CAPACITY_BLOCK."""
     type_key, reservation_key = f"{GPU_KEY}.capacityType", f"{GPU_KEY}.capacityReservationId"
-    capacity = _given(gpu.capacity_type, "SPOT").upper()
+    capacity = or_default(gpu.capacity_type, "SPOT").upper()
     allowed = ("SPOT", "ON_DEMAND", "CAPACITY_BLOCK") if efa else ("SPOT", "ON_DEMAND")
     if capacity not in allowed:
         raise ConfigError(type_key, f"expected {' or '.join(allowed)}, got {capacity!r}"
@@ -422,7 +422,7 @@ def _capacity(gpu: EksGpuNodes, efa: EfaConfig | None) -> tuple[str, str | None]
 def _topology_aware(gpu: EksGpuNodes, efa: EfaConfig | None, region: str, capacity: tuple[str, str | None]) -> bool:
     """gpuNodes.topologyAware: on by default on an EFA group with reserved capacity (topology.py)."""
     key = f"{GPU_KEY}.topologyAware"
-    topology_aware = _given(gpu.topology_aware, topology_aware_default(
+    topology_aware = or_default(gpu.topology_aware, topology_aware_default(
         efa=efa is not None, region=region, capacity_type=capacity[0], reservation_id=capacity[1]))
     if topology_aware and efa is None:
         raise ConfigError(key, "true needs an EFA group (gpuNodes.efa): trainstack reads the EC2 instance topology "
@@ -441,7 +441,7 @@ def _gpu_nodes_and_job(args: AwsStackArgs, autoscaler: bool, zones: tuple[str, .
     cluster autoscaler, the job's pending pods)."""
     gpu_key = GPU_KEY
     gpu = args.gpu_nodes or EksGpuNodes()
-    types = tuple(_given(gpu.instance_types, DEFAULT_GPU_INSTANCE_TYPES))
+    types = tuple(or_default(gpu.instance_types, DEFAULT_GPU_INSTANCE_TYPES))
     gpus_by_type = {t: _instance_gpus(t, f"{gpu_key}.instanceTypes") for t in types}
     if len(set(gpus_by_type.values())) > 1:
         raise ConfigError(f"{gpu_key}.instanceTypes", f"types with different GPU counts cannot share one job: "
@@ -452,18 +452,18 @@ def _gpu_nodes_and_job(args: AwsStackArgs, autoscaler: bool, zones: tuple[str, .
 
     pods_per_node = gpus_per_node // job.gpus_per_pod
     instances_to_start, instances_for_job = gpu_nodes_for_job(job, gpus_per_node)
-    min_size = _given(gpu.min, 0)
-    max_size = _given(gpu.max, max(instances_for_job, min_size))
+    min_size = or_default(gpu.min, 0)
+    max_size = or_default(gpu.max, max(instances_for_job, min_size))
     # No job, no GPU nodes: spot GPUs are the bill, so they scale to zero unless asked otherwise. With the
     # autoscaler the job's pending pods grow the group; without it, `pulumi up` sets the size.
     follows_job = instances_for_job if job.enabled and not autoscaler else 0
-    desired = _given(gpu.desired, max(min_size, follows_job))
+    desired = or_default(gpu.desired, max(min_size, follows_job))
     check_scaling(gpu_key, min_size, max_size, desired)
     if instances_for_job > max_size:
         raise ConfigError(f"{NAMESPACE}:job.podsMax", f"{job.pods_max} pods need {instances_for_job} GPU nodes "
                           f"({pods_per_node} per {types[0]}), but {gpu_key}.max is {max_size}",
                           f"raise {gpu_key}.max to {instances_for_job} or lower {NAMESPACE}:job.podsMax")
-    ignore_scaling = _given(gpu.ignore_scaling_changes, autoscaler)
+    ignore_scaling = or_default(gpu.ignore_scaling_changes, autoscaler)
     if autoscaler and not ignore_scaling:
         raise ConfigError(f"{gpu_key}.ignoreScalingChanges", "false while the cluster autoscaler owns the GPU "
                           "group: every `pulumi up` would reset the size the autoscaler set",
@@ -484,7 +484,7 @@ def _gpu_nodes_and_job(args: AwsStackArgs, autoscaler: bool, zones: tuple[str, .
         min_size=min_size,
         desired_size=desired,
         max_size=max_size,
-        disk_size_gb=_given(gpu.disk_size_gb, 100),
+        disk_size_gb=or_default(gpu.disk_size_gb, 100),
         capacity_type=capacity,
         gpus_per_node=gpus_per_node,
         ssh_public_key=ssh_key,
@@ -506,7 +506,7 @@ def access_entry_key(arn: str) -> str:
 def _access(args: AwsStackArgs) -> tuple[tuple[str, ...], str | None]:
     """(cluster admin ARNs, the preview role's ARN): IAM roles or users, each given one access entry."""
     admins_key = f"{NAMESPACE}:clusterAdmins"
-    admins = tuple(_given(args.cluster_admins, ()))
+    admins = tuple(or_default(args.cluster_admins, ()))
     preview_key = f"{NAMESPACE}:previewRoleArn"
     preview_role = args.preview_role_arn
     for key, arns in ((admins_key, admins), (preview_key, (preview_role,) if preview_role else ())):
@@ -529,7 +529,7 @@ def _access(args: AwsStackArgs) -> tuple[tuple[str, ...], str | None]:
 def _api_endpoint(args: AwsStackArgs) -> ApiEndpointConfig:
     """Private, or public for an explicit allow-list: there is no default that opens the API to everyone."""
     endpoint_key = f"{NAMESPACE}:apiEndpoint"
-    endpoint = _given(args.api_endpoint, "public")
+    endpoint = or_default(args.api_endpoint, "public")
     cidrs_key = f"{NAMESPACE}:apiPublicAccessCidrs"
     if endpoint == "private":
         if args.api_public_access_cidrs is not None:
@@ -559,7 +559,7 @@ def _api_endpoint(args: AwsStackArgs) -> ApiEndpointConfig:
 
 def _control_plane_logs(args: AwsStackArgs) -> tuple[str, ...]:
     key = f"{NAMESPACE}:controlPlaneLogs"
-    logs = tuple(_given(args.control_plane_logs, DEFAULT_CONTROL_PLANE_LOGS))
+    logs = tuple(or_default(args.control_plane_logs, DEFAULT_CONTROL_PLANE_LOGS))
     for log in logs:
         if log not in CONTROL_PLANE_LOG_TYPES:
             raise ConfigError(key, f"{log!r} is not an EKS control-plane log type",
@@ -569,7 +569,7 @@ def _control_plane_logs(args: AwsStackArgs) -> tuple[str, ...]:
 
 def _kubernetes_version(args: AwsStackArgs) -> str:
     key = f"{NAMESPACE}:kubernetesVersion"
-    version = _given(args.kubernetes_version, versions.EKS_KUBERNETES_VERSION)
+    version = or_default(args.kubernetes_version, versions.EKS_KUBERNETES_VERSION)
     if version not in versions.EKS_SUPPORTED_KUBERNETES_VERSIONS:
         supported = ", ".join(versions.EKS_SUPPORTED_KUBERNETES_VERSIONS)
         raise ConfigError(key, f"Kubernetes {version} is not one trainstack supports ({supported})",
@@ -602,10 +602,6 @@ def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = N
                                   " and set the matching AWS_* environment variable instead"), stack)
 
 
-def _given(value: Any, default: Any) -> Any:
-    return default if value is None else value
-
-
 def resolve_aws(args: AwsStackArgs, stack: str | None = None) -> AwsStackConfig:
     """The AWS stack's settings (loaded: trainstack/infra/config/loader.py) with every default applied and the rules
     between them checked, in a stack file's terms. IDs that are other resources' outputs (an existing network's)
@@ -614,12 +610,12 @@ def resolve_aws(args: AwsStackArgs, stack: str | None = None) -> AwsStackConfig:
     region = check_region(args.region)
 
     name_key = f"{NAMESPACE}:clusterName"
-    cluster_name = _given(args.cluster_name, f"{NAMESPACE}-{stack}")
+    cluster_name = or_default(args.cluster_name, f"{NAMESPACE}-{stack}")
     if not _CLUSTER_NAME.fullmatch(cluster_name):
         raise ConfigError(name_key, f"{cluster_name!r} is not a valid EKS cluster name (letters, digits, - and _, "
                           "at most 100)", set_hint(name_key, f"{NAMESPACE}-{stack}"))
 
-    autoscaler = _given(args.cluster_autoscaler, True)
+    autoscaler = or_default(args.cluster_autoscaler, True)
     network = _network(args, region)
     gpu_nodes, job = _gpu_nodes_and_job(args, autoscaler, network.availability_zones, network.existing is not None,
                                         region=region)
@@ -633,8 +629,8 @@ def resolve_aws(args: AwsStackArgs, stack: str | None = None) -> AwsStackConfig:
         system_nodes=_system_nodes(args.system_nodes),
         gpu_nodes=gpu_nodes,
         job=job,
-        delete_bucket_on_destroy=_given(args.delete_bucket_on_destroy, False),
-        protect_shared_filesystem=_given(args.protect_shared_filesystem, True),
+        delete_bucket_on_destroy=or_default(args.delete_bucket_on_destroy, False),
+        protect_shared_filesystem=or_default(args.protect_shared_filesystem, True),
         cluster_admin_arns=admins,
         api_endpoint=_api_endpoint(args),
         tags=check_tags(args.tags),

@@ -31,10 +31,10 @@ class AwsExistingNetwork:
 
     vpc_id: pulumi.Input[str] = setting(as_str, default=dataclasses.MISSING)
     """The VPC, e.g. vpc-0123abcd, or your own aws.ec2.Vpc's id."""
-    private_subnet_ids: list[pulumi.Input[str]] = setting(as_str_list, default=dataclasses.MISSING)
-    """Private subnets (with a NAT route) for the nodes, in two or more zones (outputs: one per zone, each gets an EFS mount target)."""
     public_subnet_ids: list[pulumi.Input[str]] | None = setting(as_str_list, allow_empty=True)
     """Public subnets for load balancers, if any."""
+    private_subnet_ids: list[pulumi.Input[str]] = setting(as_str_list, default=dataclasses.MISSING)
+    """Private subnets (with a NAT route) for the nodes, in two or more zones (outputs: one per zone, each gets an EFS mount target)."""
 
 
 @dataclass(kw_only=True)
@@ -69,8 +69,6 @@ class EksGpuNodes:
     """Root volume size in GB."""
     capacity_type: str | None = setting(as_str)
     """SPOT or ON_DEMAND (default SPOT); with efa also CAPACITY_BLOCK (needs capacity_reservation_id)."""
-    capacity_reservation_id: str | None = setting(as_str)
-    """cr-...: the On-Demand Capacity Reservation or Capacity Block the group launches into (efa groups only)."""
     ssh_public_key: str | None = setting(as_str)
     """An OpenSSH public key for the nodes (default: no SSH)."""
     ignore_scaling_changes: bool | None = setting(as_bool)
@@ -81,6 +79,8 @@ class EksGpuNodes:
     """Only a check: the EFA interfaces of the type (32 on p5, 16 on p5en, 8 on p6-b200)."""
     zone: str | None = setting(as_str)
     """The EFA group's one zone, for its placement group and subnet (default: the first availability zone)."""
+    capacity_reservation_id: str | None = setting(as_str)
+    """cr-...: the On-Demand Capacity Reservation or Capacity Block the group launches into (efa groups only)."""
     placement_group: str | None = setting(as_str)
     """An existing cluster placement group of the region the EFA group launches into; preflight reads it (default: a new cluster placement group, none with a reservation)."""
     topology_aware: bool | None = setting(as_bool)

@@ -1,10 +1,8 @@
-"""`trainstack:job.*`: the training job every cloud runs, parsed into JobConfig.
+"""`trainstack:job`: the training job every cloud runs, its typed settings (job_settings.Job) resolved into JobConfig.
 
 The rules a job must follow wherever it runs (pods min/max, one process per GPU, names the chart can
 use, `train` keys the chart knows) live here once; each cloud only says how many GPUs its node type has.
 A pod is one pod of the job (torchrun calls it a node); a node is a Kubernetes node, one machine.
-Secrets (a W&B key) reach the pods only by reference: `secretEnv` names Kubernetes Secrets the user
-created, and the chart mounts them as secretKeyRef; no secret value passes through Pulumi.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from typing import Any
 from trainstack.contract.config import TrainConfig
 from trainstack.infra.config.errors import NAMESPACE, ConfigError, set_hint
 from trainstack.infra.config.job_settings import WANDB_SECRET_EXAMPLE, Job
-from trainstack.infra.config.loader import as_written, keys_of, load, renamed_from, renamed_keys
+from trainstack.infra.config.loader import as_written, keys_of, load, or_default, renamed_from, renamed_keys
 from trainstack.infra.config.train_args import trainer_args
 from trainstack.infra.core.namespaces import (
     CLOUD_RESERVED,
@@ -79,29 +77,25 @@ def resolve_job(job: Job | None, gpus_per_node: int, node_type: str,
         raise as_written(error, renamed_from(job), KEY) from None
 
 
-def _set(value: Any, default: Any) -> Any:
-    return default if value is None else value
-
-
 def _resolved(job: Job, gpus_per_node: int, node_type: str,
               installed_namespaces: Mapping[str, str] | None) -> JobConfig:
-    pods_min = _set(job.pods_min, 1)
-    pods_max = _set(job.pods_max, max(pods_min, 2))
+    pods_min = or_default(job.pods_min, 1)
+    pods_max = or_default(job.pods_max, max(pods_min, 2))
     if pods_min > pods_max:
         raise ConfigError(f"{KEY}.podsMin", f"podsMin ({pods_min}) is greater than podsMax ({pods_max})",
                           set_hint(f"{KEY}.podsMin", str(pods_max)))
-    gpus = _set(job.gpus_per_pod, gpus_per_node)
+    gpus = or_default(job.gpus_per_pod, gpus_per_node)
     if gpus > gpus_per_node:
         raise ConfigError(f"{KEY}.gpusPerPod", f"{gpus} GPUs per pod, but the {node_type} has "
                           f"{gpus_per_node}", set_hint(f"{KEY}.gpusPerPod", str(gpus_per_node)))
-    procs = _set(job.procs_per_pod, gpus)
+    procs = or_default(job.procs_per_pod, gpus)
     if procs != gpus:
         raise ConfigError(f"{KEY}.procsPerPod", f"{procs} processes for {gpus} GPUs (torchrun starts one process "
                           "per GPU)", set_hint(f"{KEY}.procsPerPod", str(gpus)))
     names = {}
     for name_key, field_name, default in (("name", "name", "train"), ("namespace", "namespace", "default"),
                                           ("queueName", "queue_name", "training")):
-        names[name_key] = value = _set(getattr(job, field_name), default)
+        names[name_key] = value = or_default(getattr(job, field_name), default)
         if name_key == "name" and len(value) > _JOB_NAME_MAX:
             raise ConfigError(f"{KEY}.name", f"{len(value)} characters; the chart names the Job, its Service and "
                               f"its pods' hostnames after it, so it holds at most {_JOB_NAME_MAX}",
@@ -115,7 +109,7 @@ def _resolved(job: Job, gpus_per_node: int, node_type: str,
                               "-, starting with a letter)", set_hint(f"{KEY}.{name_key}", default))
     if installed_namespaces is not None:
         _check_namespace(names["namespace"], installed_namespaces)
-    data_prefix = _set(job.data_prefix, "data").strip("/")
+    data_prefix = or_default(job.data_prefix, "data").strip("/")
     if "://" in data_prefix or not data_prefix:
         raise ConfigError(f"{KEY}.dataPrefix", f"expected a prefix inside the snapshot bucket, got {data_prefix!r}",
                           set_hint(f"{KEY}.dataPrefix", "data"))
@@ -139,11 +133,11 @@ def _resolved(job: Job, gpus_per_node: int, node_type: str,
         raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has characters outside ASCII letters, digits and "
                           "'_@%+=:,./-' (object keys allow them, but every command that names the prefix would need "
                           "quoting)", set_hint(f"{KEY}.dataPrefix", shlex.quote(kept)))
-    train: dict[str, Any] = _set(job.train, {})
-    secret_env = tuple(_set(job.secret_env, ()))
+    train: dict[str, Any] = or_default(job.train, {})
+    secret_env = tuple(or_default(job.secret_env, ()))
     _check_wandb_key(train, secret_env)
     return JobConfig(
-        enabled=_set(job.enabled, False),  # the shipped stack files start without a job (data first)
+        enabled=or_default(job.enabled, False),  # the shipped stack files start without a job (data first)
         name=names["name"],
         namespace=names["namespace"],
         pods_min=pods_min,
@@ -151,8 +145,8 @@ def _resolved(job: Job, gpus_per_node: int, node_type: str,
         procs_per_pod=procs,
         gpus_per_pod=gpus,
         data_prefix=data_prefix,
-        tensorboard=_set(job.tensorboard, True),
-        queue=_set(job.queue, True),
+        tensorboard=or_default(job.tensorboard, True),
+        queue=or_default(job.queue, True),
         queue_name=names["queueName"],
         train=train,
         secret_env=secret_env,

@@ -49,6 +49,11 @@ def _in_stack_files(f: dataclasses.Field) -> bool:
     return f.metadata.get("stack_file", True)
 
 
+def or_default(value: Any, default: Any) -> Any:
+    """A loaded setting, or the resolver's default when it is unset (None; false and 0 are values)."""
+    return default if value is None else value
+
+
 def camel_case(name: str) -> str:
     """A Python field name as the schema and the stack file spell it (`gpus_per_node` -> `gpusPerNode`): the rule
     of pulumi.provider.experimental.util.camel_case (pulumi 3.272), which the schema inference uses."""
@@ -79,9 +84,10 @@ def load(args_type: type[T], value: Any, key: str) -> T:
     if not isinstance(value, Mapping):
         raise ConfigError(key, f"expected an object with keys {', '.join(keys_of(args_type))}, got {value!r}",
                           f"write {key} as a YAML mapping in Pulumi.<stack>.yaml")
-    reject_unknown(key + ".", value.keys(), (*keys_of(args_type), *renamed_keys(args_type)))
+    # An old name is taken (and moved by _built), never offered: "did you mean" names the new keys only.
+    reject_unknown(key + ".", (name for name in value if name not in renamed_keys(args_type)), keys_of(args_type))
     fields = {camel_case(f.name): f.name for f in dataclasses.fields(args_type)}
-    return _built(args_type, {fields[name]: item for name, item in value.items()}, key)
+    return _built(args_type, {fields[name]: item for name, item in value.items()}, key, stack_file=True)
 
 
 def load_stack(args_type: type[T], raw: Mapping[str, str], cloud: str, provider_fields: Mapping[str, str],
@@ -96,7 +102,7 @@ def load_stack(args_type: type[T], raw: Mapping[str, str], cloud: str, provider_
     values = {name: raw.get(full_key) or None for name, full_key in provider_fields.items()}
     values.update({f.name: raw[f"{NAMESPACE}:{camel_case(f.name)}"] for f in stack_fields
                    if f"{NAMESPACE}:{camel_case(f.name)}" in raw})
-    return _built(args_type, values, NAMESPACE, full_keys=provider_fields)
+    return _built(args_type, values, NAMESPACE, full_keys=provider_fields, stack_file=True)
 
 
 # --- a component's caller ------------------------------------------------------------------------------------
@@ -127,9 +133,9 @@ def from_inputs(args_type: type[T], value: Any, path: str = "", *, key: str | No
     # The annotations as written (objects: these modules do not postpone them); get_type_hints would try
     # to resolve pulumi.Input's own forward reference to Output and fail.
     shaped = {name: _shaped(fields[name].type, item, _joined(path, camel_case(name)))
-              for name, item in value.items() if item is not None}
+              for name, item in value.items()}
     if key is None and component is None:
-        return _instance(args_type, shaped)
+        return args_type(**shaped)  # a required input left out is Python's TypeError (the engine's, over the wire)
     return _built(args_type, shaped, key, component=component)
 
 
@@ -153,10 +159,8 @@ def _shaped(annotation: Any, value: Any, path: str) -> Any:
         # component needs the value itself to check it and to build its configuration.
         raise InputTypeError(f"{path}: takes a plain value, not an output or a secret. Fix: pass the value itself "
                              "(a literal or stack config), not another resource's output")
+    annotation = _plain_type(annotation)  # `X | None`: shaped by X
     origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):  # `X | None`: shaped by X
-        members = [member for member in typing.get_args(annotation) if member is not type(None)]
-        return _shaped(members[0], value, path) if len(members) == 1 else value
     if dataclasses.is_dataclass(annotation):
         return from_inputs(annotation, value, path)
     if annotation is int:
@@ -195,7 +199,7 @@ def _renamed_to(f: dataclasses.Field) -> str | None:
 
 
 def _built(args_type: type[T], values: dict[str, Any], key: str | None, *, component: str | None = None,
-           full_keys: Mapping[str, str] | None = None) -> T:
+           full_keys: Mapping[str, str] | None = None, stack_file: bool = False) -> T:
     """`values` (field name -> value) with old names moved and, with a `key`, every declared check run, as an
     `args_type`; without one (a component's own input, named by `component`), renames only."""
     values, written = _moved(args_type, values, key, component)
@@ -209,23 +213,19 @@ def _built(args_type: type[T], values: dict[str, Any], key: str | None, *, compo
                 values[f.name] = load(_plain_type(f.type), item, full_key)  # a stack file's nested object
             elif dataclasses.is_dataclass(item):  # a component's nested Args, shaped by from_inputs
                 values[f.name] = _built(type(item), {g.name: getattr(item, g.name) for g in dataclasses.fields(item)},
-                                        full_key)
+                                        full_key, stack_file=True)
             else:
                 values[f.name] = _checked(f, item, full_key)
     except ConfigError as error:
         raise as_written(error, written, key) from None
-    instance = _instance(args_type, values)
+    if stack_file:  # a required key left out is None: its resolver says what is missing, in the stack file's terms
+        values = {**{f.name: None for f in dataclasses.fields(args_type) if f.default is dataclasses.MISSING
+                     and f.default_factory is dataclasses.MISSING}, **values}
+    instance = args_type(**values)
     if written:
         # Errors of the resolver on a renamed key name it as the user wrote it (renamed_from, as_written).
         object.__setattr__(instance, "_written_as", written)
     return instance
-
-
-def _instance(args_type: type[T], values: Mapping[str, Any]) -> T:
-    """`args_type(**values)`, a required field left unset given as None: its resolver says what is missing."""
-    missing = {f.name: None for f in dataclasses.fields(args_type)
-               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
-    return args_type(**{**missing, **{name: item for name, item in values.items() if item is not None}})
 
 
 def _plain_type(annotation: Any) -> Any:
