@@ -182,3 +182,28 @@ def test_every_gcp_part_asks_for_a_project_it_cannot_see_in_one_line(part):
     assert [str(error) for error in stopped] == [
         f"{UNKNOWN_PROJECT} (its settings are other resources' outputs). Fix: set the input project to the provider's"]
     assert not [r for r in result.registrations if r.type.startswith("gcp:") and r.custom]
+
+
+def test_the_cluster_and_the_share_build_on_the_users_network_resources():
+    # GkeCluster's network and subnetwork and FilestoreShare's network are the user's own resources' names
+    # (outputs): they go to the cluster, its firewall rule and the Filestore instance as they are.
+    def program() -> None:
+        mine = gcp.Provider("mine", project=PROJECT, region=GCP_REGION)
+        on_mine = pulumi.ResourceOptions(provider=mine)
+        network = gcp.compute.Network("net", name="research-vpc", auto_create_subnetworks=False, opts=on_mine)
+        subnetwork = gcp.compute.Subnetwork("nodes", name="research-nodes", network=network.name,
+                                            ip_cidr_range="10.2.0.0/20", opts=on_mine)
+        cluster = components.GkeCluster("research", components.GkeClusterArgs(
+            cluster_name="research", network=network.name, subnetwork=subnetwork.name, pods_range_name="pods",
+            services_range_name="services", node_service_account_email=NODES_ACCOUNT), opts=on_mine)
+        components.FilestoreShare("share", components.FilestoreShareArgs(
+            location=cluster.node_zone, network=network.name, kubeconfig=cluster.kubeconfig,
+            cluster_name=cluster.cluster_name), opts=on_mine)
+
+    result, stopped = run(program, calls=gcp_in(GCP_REGION))
+    assert not stopped, stopped
+    gke = result.one("gcp:container/cluster:Cluster")
+    assert (gke.inputs["network"], gke.inputs["subnetwork"]) == ("research-vpc", "research-nodes")
+    assert result.one("gcp:compute/firewall:Firewall").inputs["network"] == "research-vpc"
+    assert result.one("gcp:filestore/instance:Instance").inputs["networks"][0]["network"] == "research-vpc"
+    assert on_mine(result) == []
