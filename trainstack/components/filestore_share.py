@@ -12,19 +12,17 @@ import pulumi
 import pulumi_gcp as gcp
 
 from trainstack.components.cluster_access import check_cluster_access, cluster_provider
+from trainstack.components.gcp_part_config import part_config
 from trainstack.components.gcp_provider import gcp_settings
-from trainstack.components.part_config import errors_as_part_inputs
-from trainstack.infra.config import NAMESPACE
 from trainstack.infra.config.errors import InputError
 from trainstack.infra.config.job_settings import Job
 from trainstack.infra.config.known_outputs import known_output
 from trainstack.infra.config.loader import from_inputs
-from trainstack.infra.gcp.config import resolve_gcp
 from trainstack.infra.gcp.filestore_storage import SHARE_NAME
 from trainstack.infra.gcp.filestore_storage import FilestoreStorage as InfraFilestoreStorage
 from trainstack.infra.gcp.filestore_storage import FilestoreStorageArgs as InfraFilestoreStorageArgs
 from trainstack.infra.gcp.handles import ClusterRef, NetworkRef
-from trainstack.infra.gcp.settings import Filestore, GcpStackArgs
+from trainstack.infra.gcp.settings import Filestore
 from trainstack.infra.kubernetes.platform import shared_claim_name
 
 PROVIDER_KEYS = {"project": "gcp:project"}
@@ -81,11 +79,10 @@ class FilestoreShare(pulumi.ComponentResource):
     def __init__(self, name: str, args: FilestoreShareArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = from_inputs(FilestoreShareArgs, args)
         given, project, _ = gcp_settings(opts, args.project, None, None, takes_region=False)
-        with errors_as_part_inputs(PROVIDER_KEYS, RENAMES):
-            config = resolve_gcp(from_inputs(GcpStackArgs, {
-                "project": project, "job": Job(enabled=False, name=args.job_name, namespace=args.job_namespace),
-                "shared_filesystem": Filestore(tier=args.tier, capacity_gb=args.capacity_gb),
-                "protect_shared_filesystem": args.protect}, key=NAMESPACE), pulumi.get_stack())
+        config = part_config(PROVIDER_KEYS, RENAMES, project=project,
+                             job=Job(enabled=False, name=args.job_name, namespace=args.job_namespace),
+                             shared_filesystem=Filestore(tier=args.tier, capacity_gb=args.capacity_gb),
+                             protect_shared_filesystem=args.protect)
         tier = config.filestore.tier
         # A plain location is checked now, before anything is registered; an output once it resolves, before the
         # instance (Filestore refuses the mismatch only at create time).

@@ -8,13 +8,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from trainstack.components.gcp_part_config import part_config
 from trainstack.components.gcp_provider import gcp_settings
-from trainstack.components.part_config import errors_as_part_inputs
-from trainstack.infra.config import NAMESPACE
-from trainstack.infra.config.job_settings import Job
 from trainstack.infra.config.loader import from_inputs
-from trainstack.infra.gcp.config import resolve_gcp
-from trainstack.infra.gcp.settings import PROVIDER_FIELDS, Filestore, GcpStackArgs
+from trainstack.infra.gcp.settings import PROVIDER_FIELDS
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucket as InfraSnapshotBucket
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucketArgs as InfraSnapshotBucketArgs
 
@@ -48,11 +45,8 @@ class GcsSnapshotBucket(pulumi.ComponentResource):
         given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
         # A bucket has no zone, but the stack's resolver asks one of the region: any will do.
         zone = f"{region}-a" if region is not None else None
-        with errors_as_part_inputs(PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"}):
-            config = resolve_gcp(from_inputs(GcpStackArgs, {
-                "project": project, "region": region, "zone": zone, "labels": args.labels,
-                "delete_bucket_on_destroy": args.delete_on_destroy, "job": Job(enabled=False),
-                "shared_filesystem": Filestore(enabled=False)}, key=NAMESPACE), pulumi.get_stack())
+        config = part_config(PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"}, project=project, region=region,
+                             zone=zone, labels=args.labels, delete_bucket_on_destroy=args.delete_on_destroy)
         super().__init__("trainstack:index:GcsSnapshotBucket", name, None, opts)
 
         google = given or gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,

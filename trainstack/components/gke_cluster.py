@@ -16,20 +16,18 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from trainstack.components.gcp_part_config import part_config
 from trainstack.components.gcp_provider import gcp_settings, provider_zone, settings_known
-from trainstack.components.part_config import checked_as_inputs, errors_as_part_inputs
-from trainstack.infra.config import NAMESPACE
-from trainstack.infra.config.job_settings import Job
+from trainstack.components.part_config import checked_as_inputs
 from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.core.versions import KUEUE_CHART
 from trainstack.infra.gcp import preflight
 from trainstack.infra.gcp.cluster import GkeCluster as InfraGkeCluster
 from trainstack.infra.gcp.cluster import GkeClusterArgs as InfraGkeClusterArgs
-from trainstack.infra.gcp.config import resolve_gcp
 from trainstack.infra.gcp.control_plane_firewall import ControlPlaneFirewall, ControlPlaneFirewallArgs
 from trainstack.infra.gcp.handles import NetworkRef
 from trainstack.infra.gcp.node_pools import NodePoolArgs, SystemNodePool
-from trainstack.infra.gcp.settings import PROVIDER_FIELDS, Filestore, GcpStackArgs, GkeNetwork, GkeSystemNodes
+from trainstack.infra.gcp.settings import PROVIDER_FIELDS, GkeNetwork, GkeSystemNodes
 
 PROVIDER_KEYS = PROVIDER_FIELDS
 RENAMES = {"network.masterCidr": "masterCidr"}  # the stack file's key -> this part's input
@@ -100,8 +98,11 @@ class GkeCluster(pulumi.ComponentResource):
         args = from_inputs(GkeClusterArgs, args)
         given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
         zone = provider_zone(given, project, region, args.zone)
-        with errors_as_part_inputs(PROVIDER_KEYS, RENAMES):
-            config = resolve_gcp(stack_settings(args, project, region, zone), pulumi.get_stack())
+        # Only the cluster's settings are the caller's (no pools of its own: GkeGpuNodePool makes them).
+        same = ("regional", "cluster_name", "release_channel", "kubernetes_version", "api_authorized_networks",
+                "system_nodes", "labels")
+        config = part_config(PROVIDER_KEYS, RENAMES, **{name: getattr(args, name) for name in same}, project=project,
+                             region=region, zone=zone, network=GkeNetwork(master_cidr=args.master_cidr))
         # The resolver's default GPU pool is not this part's: no pools to check, multi-networking as asked.
         config = dataclasses.replace(config, gpu_pools=())
         super().__init__("trainstack:index:GkeCluster", name, None, opts)
@@ -144,13 +145,3 @@ class GkeCluster(pulumi.ComponentResource):
                                "systemPoolName": self.system_pool_name,
                                "controlPlanePorts": self.control_plane_ports})
 
-
-def stack_settings(args: GkeClusterArgs, project: str, region: str | None, zone: str | None) -> GcpStackArgs:
-    """The part's inputs as the GKE stack's settings (no job, no Filestore: only the cluster's settings are the
-    caller's), each field checked as a stack file's would be."""
-    same = ("regional", "cluster_name", "release_channel", "kubernetes_version", "api_authorized_networks",
-            "system_nodes", "labels")
-    return from_inputs(GcpStackArgs, {**{name: getattr(args, name) for name in same}, "project": project,
-                                      "region": region, "zone": zone, "network": GkeNetwork(master_cidr=args.master_cidr),
-                                      "job": Job(enabled=False), "shared_filesystem": Filestore(enabled=False)},
-                       key=NAMESPACE)

@@ -11,20 +11,18 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
+from trainstack.components.gcp_part_config import part_config
 from trainstack.components.gcp_provider import gcp_settings, settings_known
 from trainstack.components.gke_pool_preflight import pool_checks
 from trainstack.components.gpu_direct import per_network
-from trainstack.components.part_config import errors_as_part_inputs
-from trainstack.infra.config import NAMESPACE
 from trainstack.infra.config.errors import InputError
-from trainstack.infra.config.job_settings import Job
 from trainstack.infra.config.known_outputs import known_output
 from trainstack.infra.config.loader import from_inputs
-from trainstack.infra.gcp.config import GcpStackConfig, GpuPoolConfig, resolve_gcp
+from trainstack.infra.gcp.config import GcpStackConfig, GpuPoolConfig
 from trainstack.infra.gcp.handles import ClusterRef
 from trainstack.infra.gcp.node_pools import GpuNodePool as InfraGpuNodePool
 from trainstack.infra.gcp.node_pools import GpuNodePoolArgs as InfraGpuNodePoolArgs
-from trainstack.infra.gcp.settings import Filestore, GcpStackArgs, GkeGpuPool
+from trainstack.infra.gcp.settings import GkeGpuPool
 
 PROVIDER_KEYS = {"project": "gcp:project"}
 
@@ -104,14 +102,11 @@ class GkeGpuNodePool(pulumi.ComponentResource):
 
 
 def resolved_pool(args: GkeGpuNodePoolArgs, project: str) -> GcpStackConfig:
-    """The GKE stack's settings with this one pool (no job, no Filestore), resolved: the name first, as its own
+    """The GKE stack's settings with this one pool, resolved (gcp_part_config): the name first, as its own
     input; then the pool's settings, each error named pool.<key>."""
     for key, pool in (("poolName", GkeGpuPool()), ("pool", args.pool or GkeGpuPool())):
-        with errors_as_part_inputs(PROVIDER_KEYS, {f"gpuPools.{args.pool_name}": key}):
-            config = resolve_gcp(from_inputs(GcpStackArgs, {
-                "project": project, "gpu_pools": {args.pool_name: pool}, "labels": args.labels,
-                "job": Job(enabled=False), "shared_filesystem": Filestore(enabled=False)}, key=NAMESPACE),
-                pulumi.get_stack())
+        config = part_config(PROVIDER_KEYS, {f"gpuPools.{args.pool_name}": key}, project=project,
+                             gpu_pools={args.pool_name: pool}, labels=args.labels)
     return config
 
 
