@@ -74,6 +74,16 @@ def test_plain_range_names_are_still_checked_beside_outputs():
         resolve_gcp(args, "dev")
 
 
+def users_network() -> tuple[gcp.Provider, gcp.compute.Network, gcp.compute.Subnetwork]:
+    """The user's provider, and a VPC and subnet of theirs on it (their names are outputs)."""
+    mine = gcp.Provider("mine", project=PROJECT, region=GCP_REGION)
+    on_mine = pulumi.ResourceOptions(provider=mine)
+    network = gcp.compute.Network("net", name="research-vpc", auto_create_subnetworks=False, opts=on_mine)
+    subnetwork = gcp.compute.Subnetwork("nodes", name="research-nodes", network=network.name,
+                                        ip_cidr_range="10.2.0.0/20", opts=on_mine)
+    return mine, network, subnetwork
+
+
 def test_the_gcp_stack_hands_the_users_network_outputs_to_its_infra_stack(monkeypatch):
     handed = []
 
@@ -87,11 +97,7 @@ def test_the_gcp_stack_hands_the_users_network_outputs_to_its_infra_stack(monkey
     users = {}
 
     def program() -> None:
-        mine = gcp.Provider("mine", project=PROJECT, region=GCP_REGION)
-        on_mine = pulumi.ResourceOptions(provider=mine)
-        network = gcp.compute.Network("net", name="research-vpc", auto_create_subnetworks=False, opts=on_mine)
-        subnetwork = gcp.compute.Subnetwork("nodes", name="research-nodes", network=network.name,
-                                            ip_cidr_range="10.2.0.0/20", opts=on_mine)
+        mine, network, subnetwork = users_network()
         users.update(network=network.name, subnetwork=subnetwork.name)
         components.GcpStack("trainstack", components.GcpStackArgs(
             zone=f"{GCP_REGION}-a", job=components.Job(enabled=False),
@@ -188,17 +194,14 @@ def test_the_cluster_and_the_share_build_on_the_users_network_resources():
     # GkeCluster's network and subnetwork and FilestoreShare's network are the user's own resources' names
     # (outputs): they go to the cluster, its firewall rule and the Filestore instance as they are.
     def program() -> None:
-        mine = gcp.Provider("mine", project=PROJECT, region=GCP_REGION)
-        on_mine = pulumi.ResourceOptions(provider=mine)
-        network = gcp.compute.Network("net", name="research-vpc", auto_create_subnetworks=False, opts=on_mine)
-        subnetwork = gcp.compute.Subnetwork("nodes", name="research-nodes", network=network.name,
-                                            ip_cidr_range="10.2.0.0/20", opts=on_mine)
+        mine, network, subnetwork = users_network()
+        yours = pulumi.ResourceOptions(provider=mine)
         cluster = components.GkeCluster("research", components.GkeClusterArgs(
             cluster_name="research", network=network.name, subnetwork=subnetwork.name, pods_range_name="pods",
-            services_range_name="services", node_service_account_email=NODES_ACCOUNT), opts=on_mine)
+            services_range_name="services", node_service_account_email=NODES_ACCOUNT), opts=yours)
         components.FilestoreShare("share", components.FilestoreShareArgs(
             location=cluster.node_zone, network=network.name, kubeconfig=cluster.kubeconfig,
-            cluster_name=cluster.cluster_name), opts=on_mine)
+            cluster_name=cluster.cluster_name), opts=yours)
 
     result, stopped = run(program, calls=gcp_in(GCP_REGION))
     assert not stopped, stopped
