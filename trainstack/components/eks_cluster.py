@@ -112,7 +112,7 @@ class EksCluster(pulumi.ComponentResource):
         region, settings_known = aws_location(given, args.region)
         with errors_as_part_inputs(PROVIDER_FIELDS, RENAMES):
             config = resolve_aws(stack_settings(args, region), pulumi.get_stack())
-        # The subnets are given: their zones are not the parser's defaults (the preflight checks no zones).
+        # The subnets are given: their zones are not the resolver's defaults (the preflight checks no zones).
         config = dataclasses.replace(config, network=dataclasses.replace(config.network, availability_zones=()))
         super().__init__("trainstack:index:EksCluster", name, None, opts)
 
@@ -123,7 +123,7 @@ class EksCluster(pulumi.ComponentResource):
                                 checked=lambda check: checked_as_inputs(check, PROVIDER_FIELDS, RENAMES),
                                 settings_known=settings_known)
         child = pulumi.ResourceOptions(parent=self, providers={"aws": provider}, depends_on=checks)
-        # EFA groups are refused with existingNetwork by the parser, so no EFA subnet is needed here.
+        # EFA groups are refused with existingNetwork by resolve_aws, so no EFA subnet is needed here.
         cluster = InfraEksCluster(name, eks_cluster_args(
             config, vpc_id=args.vpc_id, public_subnet_ids=list(args.public_subnet_ids or ()),
             private_subnet_ids=list(args.private_subnet_ids), tags=tags,
