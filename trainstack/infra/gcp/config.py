@@ -19,7 +19,7 @@ import pulumi
 
 from trainstack.infra.config import NAMESPACE, ConfigError, JobConfig, gpu_nodes_for_job, raw_config, set_hint
 from trainstack.infra.config.job import resolve_job
-from trainstack.infra.config.loader import camel_case, keys_of, load_stack
+from trainstack.infra.config.loader import camel_case, keys_of, load_stack, or_default
 from trainstack.infra.config.reader import (
     PRIVATE_BLOCKS_TEXT,
     check_scaling,
@@ -31,7 +31,7 @@ from trainstack.infra.core import versions
 from trainstack.infra.core.namespaces import platform_namespaces
 from trainstack.infra.cost.budget import Budget
 from trainstack.infra.gcp.gpu_network_ranges import check_gpu_network_ranges
-from trainstack.infra.gcp.gpu_pool_config import GpuPoolConfig, or_default, resolve_gpu_pool
+from trainstack.infra.gcp.gpu_pool_config import GpuPoolConfig, resolve_gpu_pool
 from trainstack.infra.gcp.limits import (
     GCP_REGIONS,
     GOOGLE_NODE_LABELS,

@@ -6,9 +6,9 @@ checked in a stack file's terms (trainstack/infra/gcp/config.py resolves the sta
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from trainstack.infra.config import NAMESPACE, ConfigError, set_hint
+from trainstack.infra.config.loader import or_default
 from trainstack.infra.config.reader import check_scaling
 from trainstack.infra.gcp.limits import RESERVATION
 from trainstack.infra.gcp.machine_types import (
@@ -57,11 +57,6 @@ class GpuPoolConfig:
     @property
     def spot(self) -> bool:
         return self.capacity == "SPOT"
-
-
-def or_default(value: Any, default: Any) -> Any:
-    """`value`, or `default` where it is unset (None)."""
-    return default if value is None else value
 
 
 def resolve_gpu_pool(name: str, pool: GkeGpuPool) -> GpuPoolConfig:
