@@ -34,10 +34,10 @@ from trainstack.components import (
     TrainingPlatformArgs,
 )
 from trainstack.components import platform as platform_module
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.tokens import TOKENS
 from trainstack.infra.aws import config as aws_config
 from trainstack.infra.config import job as job_config
+from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.gcp import config as gcp_config
 from trainstack.provider import NAME, TrainstackProvider
 
@@ -140,12 +140,12 @@ def test_construct_hands_the_component_its_args_class_not_a_dict(monkeypatch):
     handed: list = []
     made: list = []
 
-    def recording(args_type, value):
+    def recording(args_type, value, *args, **kwargs):
         handed.append(value)
-        made.append(args_from_inputs(args_type, value))
+        made.append(from_inputs(args_type, value, *args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(platform_module, "args_from_inputs", recording)
+    monkeypatch.setattr(platform_module, "from_inputs", recording)
     inputs = {
         "kubeconfig": "apiVersion: v1\nkind: Config\n",
         "clusterName": "research",
@@ -189,7 +189,7 @@ def test_bad_input_stops_before_anything_is_registered():
 def test_python_callers_pass_the_args_class():
     # Shaped and checked as a dict would be (an Output in a plain field is refused), then equal to what was passed.
     args = GcpStackArgs(project="p", job=Job(enabled=False))
-    assert args_from_inputs(GcpStackArgs, args) == args
+    assert from_inputs(GcpStackArgs, args) == args
 
 
 def schema_names(args_type) -> set[str]:
@@ -199,7 +199,9 @@ def schema_names(args_type) -> set[str]:
 def test_hosted_stacks_take_exactly_the_stack_files_keys():
     # A key the stack file gains (or loses) must show up here, not silently be missing from the package.
     assert schema_names(GcpStackArgs) == set(gcp_config.TOP_LEVEL_KEYS) - {"cloud"} | {"project", "region"}
-    assert schema_names(AwsStackArgs) == set(aws_config.TOP_LEVEL_KEYS) - {"cloud"} | {"region", "profile"}
+    # kubeconfigRoleArn: a component's input only (the caller's assume-role), not a stack file's key.
+    assert schema_names(AwsStackArgs) == set(aws_config.TOP_LEVEL_KEYS) - {"cloud"} | {"region", "profile",
+                                                                                        "kubeconfigRoleArn"}
     assert schema_names(GkeGpuPool) == set(gcp_config.GPU_POOL_KEYS)
     assert schema_names(EksGpuNodes) == set(aws_config.GPU_NODE_KEYS)
     assert schema_names(Job) == set(job_config.JOB_KEYS) | set(job_config.RENAMED_KEYS)  # the old ones deprecated

@@ -12,7 +12,7 @@ COMPONENTS = Path(__file__).resolve().parents[2] / "trainstack" / "components"
 CLOUD_FACADES = {"aws.py": "aws", "eks_cluster.py": "aws", "efs_storage.py": "aws", "gcp.py": "gcp",
                  "gpu_direct.py": "gcp", "gke_cluster.py": "gcp", "gke_node_pool.py": "gcp", "gke_pool_preflight.py": "gcp",
                  "filestore_share.py": "gcp", "gcs_snapshot_bucket.py": "gcp", "s3_snapshot_bucket.py": "aws",
-                 "aws_provider.py": "aws", "gcp_provider.py": "gcp"}
+                 "aws_provider.py": "aws", "gcp_provider.py": "gcp", "gcp_part_config.py": "gcp"}
 
 
 @pytest.mark.parametrize("path", sorted(COMPONENTS.glob("*.py")), ids=lambda p: p.name)

@@ -11,7 +11,6 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import pytest
-from pulumi.provider.experimental.util import camel_case
 
 from tests.golden import snapshot
 from tests.library.engine_report import reported
@@ -21,7 +20,8 @@ from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack.components import HOSTED
 from trainstack.components.tokens import token
-from trainstack.components.training_job import RENAMED_INPUTS
+from trainstack.components.training_job import TrainingJobArgs as HostedTrainingJobArgs
+from trainstack.infra.config.loader import renamed_keys
 from trainstack.infra.gcp.gpu_direct import GpuDirect, GpuDirectArgs
 from trainstack.infra.gcp.gpu_networks import GpuNetworks, GpuNetworksArgs
 from trainstack.infra.gcp.machine_types import GPU_DIRECT
@@ -207,7 +207,7 @@ def test_training_job_takes_its_inputs_from_before_the_pod_rename_with_one_warni
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
     new_inputs = {"kubeconfig": KUBECONFIG, "clusterName": "research", "imageRef": IMAGE, "podsMin": 1, "podsMax": 2,
                   "podsReplicas": 2, "gpusPerPod": 4, "procsPerPod": 4, "pvcName": "shared"}
-    old_names = {camel_case(new): camel_case(old) for old, new in RENAMED_INPUTS.items()}
+    old_names = {new: old for old, new in renamed_keys(HostedTrainingJobArgs).items()}
     old_inputs = {old_names.get(key, key): value for key, value in new_inputs.items()}
     assert set(old_names.values()) <= set(old_inputs)
     new, stopped = run(construct("TrainingJob", new_inputs))

@@ -240,12 +240,12 @@ def test_the_aws_stack_takes_its_zones_from_the_users_provider_in_any_region():
 
 def test_a_python_dict_may_spell_fields_as_the_schema_does_and_a_wrong_one_is_named():
     # Before: "GpuNodes has no field(s) ['nodeSelector'] (it has: [...])", no path, snake_case only.
-    from trainstack.components.args_from_inputs import InputTypeError, args_from_inputs
+    from trainstack.infra.config.loader import InputTypeError, from_inputs
 
-    gpu = args_from_inputs(components.GpuNodes, {"gpusPerNode": 1, "nodeSelector": {"pool": "gpu"}})
+    gpu = from_inputs(components.GpuNodes, {"gpusPerNode": 1, "nodeSelector": {"pool": "gpu"}})
     assert gpu == components.GpuNodes(gpus_per_node=1, node_selector={"pool": "gpu"})
     with pytest.raises(InputTypeError) as raised:
-        args_from_inputs(components.TrainingPlatformArgs, {"gpu": {"gpusPerNode": 1, "gpuCount": 2}})
+        from_inputs(components.TrainingPlatformArgs, {"gpu": {"gpusPerNode": 1, "gpuCount": 2}})
     assert str(raised.value).startswith("gpu.gpuCount: GpuNodes has no such field. Fix: use one of accelerator")
 
 

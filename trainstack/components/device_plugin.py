@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 import pulumi
 
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import (
     check_cluster_access,
     cluster_provider,
@@ -15,6 +14,7 @@ from trainstack.components.cluster_access import (
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
 from trainstack.components.tokens import moved_from_index, token
+from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.kubernetes.nvidia_device_plugin import NvidiaDevicePlugin as InfraNvidiaDevicePlugin
 from trainstack.infra.kubernetes.nvidia_device_plugin import (
     NvidiaDevicePluginArgs as InfraNvidiaDevicePluginArgs,
@@ -44,7 +44,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
     """The plugin's namespace."""
 
     def __init__(self, name: str, args: NvidiaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(NvidiaDevicePluginArgs, args)
+        args = from_inputs(NvidiaDevicePluginArgs, args)
         plugin_args = InfraNvidiaDevicePluginArgs(provider=stand_in_provider(), **given(
             node_selector=args.node_selector,
             tolerations=tuple(config_value(t) for t in args.tolerations) if args.tolerations is not None else None,

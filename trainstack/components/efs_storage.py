@@ -19,24 +19,29 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.aws_provider import aws_location
 from trainstack.components.cluster_access import check_cluster_access, cluster_provider
-from trainstack.components.known_outputs import known_output
-from trainstack.components.part_config import NO_CLUSTER, checkable_id, parsed_as_inputs, raw_config
+from trainstack.components.part_config import errors_as_part_inputs
 from trainstack.components.providers import given_provider
-from trainstack.components.stack_config import InputError
 from trainstack.components.tokens import moved_from_index, token
-from trainstack.infra.aws.config import ExistingNetwork, parse_aws_config
+from trainstack.infra.aws.config import PROVIDER_FIELDS, ExistingNetwork, resolve_aws
 from trainstack.infra.aws.efs_storage import EfsStorage as InfraEfsStorage
 from trainstack.infra.aws.efs_storage import EfsStorageArgs as InfraEfsStorageArgs
 from trainstack.infra.aws.handles import EksClusterRef
 from trainstack.infra.aws.network import Network, NetworkArgs
 from trainstack.infra.aws.preflight import EFS_CSI_ADDON, addon_version_key
+from trainstack.infra.aws.settings import AwsExistingNetwork, AwsStackArgs
+from trainstack.infra.config import NAMESPACE
+from trainstack.infra.config.errors import InputError
+from trainstack.infra.config.job_settings import Job
+from trainstack.infra.config.known_outputs import known_output
+from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.core import versions
 from trainstack.infra.kubernetes.platform import shared_claim_name
 
-PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
+# The stack file's keys -> this part's inputs.
+RENAMES = {"job.name": "jobName", "job.namespace": "jobNamespace", "protectSharedFilesystem": "protect",
+           "existingNetwork.vpcId": "vpcId", "existingNetwork.privateSubnetIds": "subnetIds"}
 
 
 @dataclass(kw_only=True)
@@ -84,19 +89,17 @@ class EfsStorage(pulumi.ComponentResource):
     """The claim the volume is reserved for (the platform's)."""
 
     def __init__(self, name: str, args: EfsStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(EfsStorageArgs, args)
+        args = from_inputs(EfsStorageArgs, args)
         given = given_provider(opts, "aws")
         region, settings_known = aws_location(given, args.region)
-        job = {"enabled": False, "name": args.job_name, "namespace": args.job_namespace}
-        # IDs that are outputs are left out of the parser's checks (checkable_id); the IDs themselves are used.
-        raw = raw_config({"aws:region": region, "aws:profile": args.profile}, tags=args.tags,
-                         protectSharedFilesystem=args.protect,
-                         existingNetwork={"vpcId": checkable_id(args.vpc_id, "vpc"),
-                                          "privateSubnetIds": [checkable_id(s, "subnet", i) for i, s in enumerate(args.subnet_ids)]},
-                         **{**NO_CLUSTER, "job": job})
-        config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, {
-            "job.name": "jobName", "job.namespace": "jobNamespace", "protectSharedFilesystem": "protect",
-            "existingNetwork.vpcId": "vpcId", "existingNetwork.privateSubnetIds": "subnetIds"})
+        with errors_as_part_inputs(PROVIDER_FIELDS, RENAMES):
+            # The AWS stack's rules for what a file system has (region, tags, the job's claim, the VPC's IDs: plain
+            # ones checked here, outputs by EFS); a part without a cluster asks for no API endpoint: private.
+            config = resolve_aws(from_inputs(AwsStackArgs, {
+                "region": region, "profile": args.profile, "tags": args.tags, "protect_shared_filesystem": args.protect,
+                "job": Job(enabled=False, name=args.job_name, namespace=args.job_namespace), "api_endpoint": "private",
+                "existing_network": AwsExistingNetwork(vpc_id=args.vpc_id, private_subnet_ids=args.subnet_ids)},
+                key=NAMESPACE), pulumi.get_stack())
         existing = ExistingNetwork(vpc_id=args.vpc_id, public_subnet_ids=(), private_subnet_ids=tuple(args.subnet_ids),
                                    subnets_key="subnetIds")
         check_cluster_access(opts, args.kubeconfig)

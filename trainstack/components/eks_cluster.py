@@ -2,7 +2,8 @@
 
 The cluster (pulumi-eks, access entries, control-plane logs), its system and spot GPU node groups and,
 by default, the cluster autoscaler (trainstack.infra.aws.cluster_autoscaler) that grows the GPU group from
-zero. The settings go through the AWS stack's parser and its preflight before anything is created.
+zero. The settings are checked and resolved as the AWS stack's (resolve_aws), and its preflight runs, before
+anything is created.
 
 It builds with the aws provider it is given (trainstack/components/providers.py), in that provider's region;
 without one, it makes one from `region` (and `profile`). The VPC and subnet IDs may be other resources'
@@ -20,21 +21,22 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.aws import EksGpuNodes, EksSystemNodes
 from trainstack.components.aws_provider import aws_location
-from trainstack.components.known_outputs import known_output
-from trainstack.components.part_config import checkable_id, checked_as_inputs, parsed_as_inputs, raw_config
+from trainstack.components.part_config import checked_as_inputs, errors_as_part_inputs
 from trainstack.components.providers import given_provider
 from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.aws import preflight
 from trainstack.infra.aws.cluster import EksCluster as InfraEksCluster
 from trainstack.infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from trainstack.infra.aws.config import parse_aws_config
+from trainstack.infra.aws.config import PROVIDER_FIELDS, resolve_aws
+from trainstack.infra.aws.settings import AwsExistingNetwork, AwsStackArgs, EksGpuNodes, EksSystemNodes
 from trainstack.infra.aws.stack import eks_cluster_args
+from trainstack.infra.config import NAMESPACE
+from trainstack.infra.config.job_settings import Job
+from trainstack.infra.config.known_outputs import known_output
+from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.core.unknown_answers import not_known_yet
 
-PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
 # The stack file's keys -> this part's inputs.
 RENAMES = {f"existingNetwork.{key}": key for key in ("vpcId", "privateSubnetIds", "publicSubnetIds")}
 
@@ -106,18 +108,12 @@ class EksCluster(pulumi.ComponentResource):
     """The node role's name, to attach your own policies to."""
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(EksClusterArgs, args)
+        args = from_inputs(EksClusterArgs, args)
         given = given_provider(opts, "aws")
         region, settings_known = aws_location(given, args.region)
-        raw = raw_config(
-            {"aws:region": region, "aws:profile": args.profile},
-            clusterName=args.cluster_name, kubernetesVersion=args.kubernetes_version, systemNodes=args.system_nodes,
-            gpuNodes=args.gpu_nodes, clusterAdmins=args.cluster_admins, previewRoleArn=args.preview_role_arn,
-            apiEndpoint=args.api_endpoint, apiPublicAccessCidrs=args.api_public_access_cidrs,
-            controlPlaneLogs=args.control_plane_logs, clusterAutoscaler=args.cluster_autoscaler, tags=args.tags,
-            job={"enabled": False}, existingNetwork=known_network(args))
-        config = parsed_as_inputs(parse_aws_config, raw, PROVIDER_KEYS, RENAMES)
-        # The subnets are given: their zones are not the parser's defaults (the preflight checks no zones).
+        with errors_as_part_inputs(PROVIDER_FIELDS, RENAMES):
+            config = resolve_aws(stack_settings(args, region), pulumi.get_stack())
+        # The subnets are given: their zones are not the resolver's defaults (the preflight checks no zones).
         config = dataclasses.replace(config, network=dataclasses.replace(config.network, availability_zones=()))
         super().__init__(token("EksCluster"), name, None, moved_from_index("EksCluster", opts))
 
@@ -125,10 +121,10 @@ class EksCluster(pulumi.ComponentResource):
         provider = given or aws.Provider(f"{name}-aws", region=config.region, profile=config.aws_profile,
                                          opts=pulumi.ResourceOptions(parent=self))
         checks = preflight.gate(config, provider, parent=self,
-                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES),
+                                checked=lambda check: checked_as_inputs(check, PROVIDER_FIELDS, RENAMES),
                                 settings_known=settings_known)
         child = pulumi.ResourceOptions(parent=self, providers={"aws": provider}, depends_on=checks)
-        # EFA groups are refused with existingNetwork by the parser, so no EFA subnet is needed here.
+        # EFA groups are refused with existingNetwork by resolve_aws, so no EFA subnet is needed here.
         cluster = InfraEksCluster(name, eks_cluster_args(
             config, vpc_id=args.vpc_id, public_subnet_ids=list(args.public_subnet_ids or ()),
             private_subnet_ids=list(args.private_subnet_ids), tags=tags,
@@ -164,9 +160,13 @@ class EksCluster(pulumi.ComponentResource):
                                "nodeRoleArn": self.node_role_arn, "nodeRoleName": self.node_role_name})
 
 
-def known_network(args: EksClusterArgs) -> dict:
-    """The VPC and subnets as the stack parser's existingNetwork: plain IDs checked as a stack file's, outputs
-    (not known while the program runs) left to EKS (checkable_id)."""
-    return {"vpcId": checkable_id(args.vpc_id, "vpc"),
-            "privateSubnetIds": [checkable_id(s, "subnet", i) for i, s in enumerate(args.private_subnet_ids)],
-            "publicSubnetIds": [checkable_id(s, "subnet", i) for i, s in enumerate(args.public_subnet_ids or ())]}
+def stack_settings(args: EksClusterArgs, region: str) -> AwsStackArgs:
+    """The part's inputs as the AWS stack's settings (no job), each field checked as a stack file's would be. The
+    VPC and subnet IDs go through as given: plain ones are checked by resolve_aws, outputs by EKS."""
+    network = AwsExistingNetwork(vpc_id=args.vpc_id, private_subnet_ids=args.private_subnet_ids,
+                                 public_subnet_ids=args.public_subnet_ids)
+    same = ("profile", "cluster_name", "kubernetes_version", "system_nodes", "gpu_nodes", "cluster_admins",
+            "preview_role_arn", "api_endpoint", "api_public_access_cidrs", "control_plane_logs", "cluster_autoscaler",
+            "tags")
+    return from_inputs(AwsStackArgs, {**{name: getattr(args, name) for name in same}, "region": region,
+                                      "job": Job(enabled=False), "existing_network": network}, key=NAMESPACE)

@@ -11,21 +11,25 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import check_cluster_access, cluster_provider
+from trainstack.components.gcp_part_config import part_config
 from trainstack.components.gcp_provider import gcp_settings
-from trainstack.components.known_outputs import known_output
-from trainstack.components.part_config import parsed_as_inputs, raw_config
-from trainstack.components.stack_config import InputError
 from trainstack.components.tokens import moved_from_index, token
-from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.infra.config.errors import InputError
+from trainstack.infra.config.job_settings import Job
+from trainstack.infra.config.known_outputs import known_output
+from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.gcp.filestore_storage import SHARE_NAME
 from trainstack.infra.gcp.filestore_storage import FilestoreStorage as InfraFilestoreStorage
 from trainstack.infra.gcp.filestore_storage import FilestoreStorageArgs as InfraFilestoreStorageArgs
 from trainstack.infra.gcp.handles import ClusterRef, NetworkRef
+from trainstack.infra.gcp.settings import Filestore
 from trainstack.infra.kubernetes.platform import shared_claim_name
 
 PROVIDER_KEYS = {"project": "gcp:project"}
+# The stack file's keys -> this part's inputs.
+RENAMES = {"sharedFilesystem.tier": "tier", "sharedFilesystem.capacityGb": "capacityGb", "job.name": "jobName",
+           "job.namespace": "jobNamespace", "protectSharedFilesystem": "protect"}
 REGIONAL_TIERS = ("REGIONAL", "ENTERPRISE")  # the instance's location is a region; every other tier's a zone
 ZONE = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")  # us-central1-a
 REGION = re.compile(r"[a-z]+-[a-z]+\d+")  # us-central1
@@ -74,15 +78,12 @@ class FilestoreShare(pulumi.ComponentResource):
     """The claim the volume is reserved for (the platform's)."""
 
     def __init__(self, name: str, args: FilestoreShareArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(FilestoreShareArgs, args)
-        given, project, _ = gcp_settings(opts, args.project, None, None)
-        job = {"enabled": False, "name": args.job_name, "namespace": args.job_namespace}
-        raw = raw_config({"gcp:project": project}, job={k: v for k, v in job.items() if v is not None},
-                         sharedFilesystem={"tier": args.tier, "capacityGb": args.capacity_gb},
-                         protectSharedFilesystem=args.protect)
-        config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {
-            "sharedFilesystem.tier": "tier", "sharedFilesystem.capacityGb": "capacityGb", "job.name": "jobName",
-            "job.namespace": "jobNamespace", "protectSharedFilesystem": "protect"})
+        args = from_inputs(FilestoreShareArgs, args)
+        given, project, _ = gcp_settings(opts, args.project, None, None, takes_region=False)
+        config = part_config(PROVIDER_KEYS, RENAMES, project=project,
+                             job=Job(enabled=False, name=args.job_name, namespace=args.job_namespace),
+                             shared_filesystem=Filestore(tier=args.tier, capacity_gb=args.capacity_gb),
+                             protect_shared_filesystem=args.protect)
         tier = config.filestore.tier
         # A plain location is checked now, before anything is registered; an output once it resolves, before the
         # instance (Filestore refuses the mismatch only at create time).

@@ -11,9 +11,10 @@ from trainstack.components.stack_config import InputError
 
 
 def gcp_location(given: pulumi.ProviderResource | None, project: str | None, region: str | None,
-                 parent: pulumi.Resource | None = None) -> tuple[str | None, str | None]:
+                 parent: pulumi.Resource | None = None, *, takes_region: bool = True) -> tuple[str | None, str | None]:
     """(project, region) for a GCP part: the inputs, else the given provider's (gcp.organizations.getClientConfig
-    asked of it); an input that disagrees with the given provider is refused."""
+    asked of it); an input that disagrees with the given provider is refused. `takes_region`: whether the part has
+    a region input (a node pool and a Filestore share are placed by their zone or location inputs instead)."""
     if given is None:
         return project, region
     client = gcp.organizations.get_client_config(opts=pulumi.InvokeOptions(provider=given, parent=parent))
@@ -21,7 +22,8 @@ def gcp_location(given: pulumi.ProviderResource | None, project: str | None, reg
         # An empty answer (an answer always has an id): the provider's settings are other resources' outputs,
         # not known at preview (pulumi/pulumi sdk/go/common/resource/plugin/provider_plugin.go Invoke:
         # `if !pcfg.known`). The inputs must say where; the region's default would silently differ.
-        for name, value in (("project", project), ("region", region)):
+        needed = (("project", project), ("region", region)) if takes_region else (("project", project),)
+        for name, value in needed:
             if not value:
                 raise InputError(f"{name}: not set, and the given gcp provider's {name} is not known at preview "
                                  f"(its settings are other resources' outputs). Fix: set the input {name} to the "
@@ -34,15 +36,23 @@ def gcp_location(given: pulumi.ProviderResource | None, project: str | None, reg
     return project or client.project or None, region or client.region or None
 
 
+def settings_known(given: pulumi.ProviderResource | None) -> bool:
+    """Whether the given provider's settings are known now: False at a preview of a provider built on other
+    resources' outputs, whose every invoke is answered empty (see gcp_location); the preflight then asks nothing
+    (`up` asks, with the provider known)."""
+    return given is None or gcp.organizations.get_client_config(opts=pulumi.InvokeOptions(provider=given)).id is not None
+
+
 def gcp_settings(opts: pulumi.ResourceOptions | None, project: str | None, region: str | None,
-                 labels: Mapping[str, str] | None) -> tuple[pulumi.ProviderResource | None, str, str | None]:
+                 labels: Mapping[str, str] | None, *, takes_region: bool = True
+                 ) -> tuple[pulumi.ProviderResource | None, str, str | None]:
     """(the given gcp provider or None, project, region) for a GCP part (see gcp_location). A part's own provider
     carries its labels as default_labels; a given provider carries the caller's, so `labels` is refused with one."""
     given = given_provider(opts, "gcp")
     if given is not None and labels:
         raise InputError("labels: the given gcp provider labels what the part creates with its own default_labels. "
                          "Fix: set default_labels on your gcp.Provider, and remove the input labels")
-    project, region = gcp_location(given, project, region)
+    project, region = gcp_location(given, project, region, takes_region=takes_region)
     if not project and given is None:
         raise InputError("project: not set, and no gcp provider is given. Fix: set the input project, or pass your "
                          "gcp.Provider (with its project) in the resource options")

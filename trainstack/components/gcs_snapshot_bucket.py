@@ -8,16 +8,15 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from trainstack.components.args_from_inputs import args_from_inputs
+from trainstack.components.gcp_part_config import part_config
 from trainstack.components.gcp_provider import gcp_settings
-from trainstack.components.part_config import parsed_as_inputs, raw_config
 from trainstack.components.tokens import moved_from_index, token
-from trainstack.infra.gcp.config import parse_gcp_config
+from trainstack.infra.config.loader import from_inputs
+from trainstack.infra.gcp.settings import PROVIDER_FIELDS
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucket as InfraSnapshotBucket
 from trainstack.infra.gcp.snapshot_bucket import SnapshotBucketArgs as InfraSnapshotBucketArgs
 
-PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
-NO_JOB = {"enabled": False}
+PROVIDER_KEYS = PROVIDER_FIELDS
 
 
 @dataclass(kw_only=True)
@@ -43,13 +42,12 @@ class GcsSnapshotBucket(pulumi.ComponentResource):
     """gs://<bucket>: TrainingPlatform's bucket.uri."""
 
     def __init__(self, name: str, args: GcsSnapshotBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(GcsSnapshotBucketArgs, args)
+        args = from_inputs(GcsSnapshotBucketArgs, args)
         given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
-        # A bucket has no zone, but the stack parser asks one of the region: any will do.
+        # A bucket has no zone, but the stack's resolver asks one of the region: any will do.
         zone = f"{region}-a" if region is not None else None
-        raw = raw_config({"gcp:project": project, "gcp:region": region}, zone=zone, labels=args.labels,
-                         deleteBucketOnDestroy=args.delete_on_destroy, job=NO_JOB, sharedFilesystem=NO_JOB)
-        config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"})
+        config = part_config(PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"}, project=project, region=region,
+                             zone=zone, labels=args.labels, delete_bucket_on_destroy=args.delete_on_destroy)
         super().__init__(token("GcsSnapshotBucket"), name, None, moved_from_index("GcsSnapshotBucket", opts))
 
         google = given or gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,

@@ -5,8 +5,8 @@ pool is replaced by the stack's system pool (untainted CPU nodes, at least one a
 Kueue run there, the GPU pools' taint keeps them off GPU nodes), and the private control plane is let
 through to the ports the training platform's charts serve webhooks and aggregated APIs on (Kueue's 9443
 and 8082); both run as, and target, the nodes' service account. Add GkeGpuNodePool parts on its outputs.
-The settings go through the GKE stack's parser and its preflight (APIs enabled, zone, the release
-channel's version) before anything is created. The project's Compute Engine and Kubernetes Engine APIs
+The settings are checked and resolved as the GKE stack's (resolve_gcp), and its preflight runs (APIs enabled,
+zone, the release channel's version), before anything is created. The project's Compute Engine and Kubernetes Engine APIs
 must be enabled already (the preflight says so).
 """
 
@@ -16,24 +16,22 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.gcp import GkeSystemNodes
-from trainstack.components.gcp_provider import gcp_settings, provider_zone
-from trainstack.components.part_config import checked_as_inputs, parsed_as_inputs, raw_config
+from trainstack.components.gcp_part_config import part_config
+from trainstack.components.gcp_provider import gcp_settings, provider_zone, settings_known
+from trainstack.components.part_config import checked_as_inputs
 from trainstack.components.tokens import moved_from_index, token
+from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.core.versions import KUEUE_CHART
 from trainstack.infra.gcp import preflight
 from trainstack.infra.gcp.cluster import GkeCluster as InfraGkeCluster
 from trainstack.infra.gcp.cluster import GkeClusterArgs as InfraGkeClusterArgs
-from trainstack.infra.gcp.config import parse_gcp_config
 from trainstack.infra.gcp.control_plane_firewall import ControlPlaneFirewall, ControlPlaneFirewallArgs
 from trainstack.infra.gcp.handles import NetworkRef
 from trainstack.infra.gcp.node_pools import NodePoolArgs, SystemNodePool
+from trainstack.infra.gcp.settings import PROVIDER_FIELDS, GkeNetwork, GkeSystemNodes
 
-PROVIDER_KEYS = {"project": "gcp:project", "region": "gcp:region"}
+PROVIDER_KEYS = PROVIDER_FIELDS
 RENAMES = {"network.masterCidr": "masterCidr"}  # the stack file's key -> this part's input
-# Only the cluster's settings are the caller's: the stack parser's job and filestore stay off.
-NO_JOB = {"enabled": False}
 # What TrainingPlatform may install on this cluster, by control_plane_firewall's table keys: the rule opens
 # the ports of all of them, since the cluster cannot know whether the platform's job queues (Kueue).
 PLATFORM_CHARTS = (KUEUE_CHART.chart, "training-job")
@@ -98,23 +96,23 @@ class GkeCluster(pulumi.ComponentResource):
     """The node ports the control plane may call (Kueue's webhook and visibility API): depend on the cluster before installing the platform."""
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(GkeClusterArgs, args)
+        args = from_inputs(GkeClusterArgs, args)
         given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
-        raw = raw_config(
-            {"gcp:project": project, "gcp:region": region},
-            zone=provider_zone(given, project, region, args.zone), regional=args.regional, clusterName=args.cluster_name, releaseChannel=args.release_channel,
-            kubernetesVersion=args.kubernetes_version, apiAuthorizedNetworks=args.api_authorized_networks,
-            systemNodes=args.system_nodes, labels=args.labels, job=NO_JOB, sharedFilesystem=NO_JOB,
-            network={"masterCidr": args.master_cidr} if args.master_cidr is not None else None)
-        config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, RENAMES)
-        # The parser's default GPU pool is not this part's: no pools to check, multi-networking as asked.
+        zone = provider_zone(given, project, region, args.zone)
+        # Only the cluster's settings are the caller's (no pools of its own: GkeGpuNodePool makes them).
+        same = ("regional", "cluster_name", "release_channel", "kubernetes_version", "api_authorized_networks",
+                "system_nodes", "labels")
+        config = part_config(PROVIDER_KEYS, RENAMES, **{name: getattr(args, name) for name in same}, project=project,
+                             region=region, zone=zone, network=GkeNetwork(master_cidr=args.master_cidr))
+        # The resolver's default GPU pool is not this part's: no pools to check, multi-networking as asked.
         config = dataclasses.replace(config, gpu_pools=())
         super().__init__(token("GkeCluster"), name, None, moved_from_index("GkeCluster", opts))
 
         google = given or gcp.Provider(f"{name}-gcp", project=config.project, region=config.region,
                               default_labels=dict(config.labels), opts=pulumi.ResourceOptions(parent=self))
         checks = preflight.gate(config, google, parent=self,
-                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES))
+                                checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES),
+                                settings_known=settings_known(given))
         cluster = InfraGkeCluster(name, InfraGkeClusterArgs(
             config=config,
             network=NetworkRef(network_name=args.network, subnetwork_name=args.subnetwork,
@@ -147,3 +145,4 @@ class GkeCluster(pulumi.ComponentResource):
                                "endpoint": self.endpoint, "kubeconfig": self.kubeconfig,
                                "systemPoolName": self.system_pool_name,
                                "controlPlanePorts": self.control_plane_ports})
+

@@ -11,22 +11,21 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from trainstack.components.args_from_inputs import args_from_inputs
-from trainstack.components.gcp import GkeGpuPool
-from trainstack.components.gcp_provider import gcp_settings
+from trainstack.components.gcp_part_config import part_config
+from trainstack.components.gcp_provider import gcp_settings, settings_known
 from trainstack.components.gke_pool_preflight import pool_checks
 from trainstack.components.gpu_direct import per_network
-from trainstack.components.known_outputs import known_output
-from trainstack.components.part_config import parsed_as_inputs, raw_config
-from trainstack.components.stack_config import InputError
 from trainstack.components.tokens import moved_from_index, token
-from trainstack.infra.gcp.config import GpuPoolConfig, parse_gcp_config
+from trainstack.infra.config.errors import InputError
+from trainstack.infra.config.known_outputs import known_output
+from trainstack.infra.config.loader import from_inputs
+from trainstack.infra.gcp.config import GcpStackConfig, GpuPoolConfig
 from trainstack.infra.gcp.handles import ClusterRef
 from trainstack.infra.gcp.node_pools import GpuNodePool as InfraGpuNodePool
 from trainstack.infra.gcp.node_pools import GpuNodePoolArgs as InfraGpuNodePoolArgs
+from trainstack.infra.gcp.settings import GkeGpuPool
 
 PROVIDER_KEYS = {"project": "gcp:project"}
-NO_JOB = {"enabled": False}
 
 
 @dataclass(kw_only=True)
@@ -72,13 +71,9 @@ class GkeGpuNodePool(pulumi.ComponentResource):
     """The pool's most nodes (pool.max: the autoscaler's bound)."""
 
     def __init__(self, name: str, args: GkeGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(GkeGpuNodePoolArgs, args)
-        given, project, _ = gcp_settings(opts, args.project, None, args.labels)
-        # The name first, as its own input; then the pool's settings, each error named pool.<key>.
-        for key, pool in (("poolName", GkeGpuPool()), ("pool", args.pool or GkeGpuPool())):
-            raw = raw_config({"gcp:project": project}, gpuPools={args.pool_name: pool}, labels=args.labels,
-                             job=NO_JOB, sharedFilesystem=NO_JOB)
-            config = parsed_as_inputs(parse_gcp_config, raw, PROVIDER_KEYS, {f"gpuPools.{args.pool_name}": key})
+        args = from_inputs(GkeGpuNodePoolArgs, args)
+        given, project, _ = gcp_settings(opts, args.project, None, args.labels, takes_region=False)
+        config = resolved_pool(args, project)
         pool = config.gpu_pools[0]
         gpu_networks = gpu_network_pairs(f"GkeGpuNodePool {name!r}", pool, args)
         super().__init__(token("GkeGpuNodePool"), name, None, moved_from_index("GkeGpuNodePool", opts))
@@ -88,7 +83,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         # The stack's checks of this pool (machine type in the zone; GPUDirect's cluster version), before the pool.
         ready = pool_checks(pool, config.project, args.cluster_name, args.location, args.node_zone,
                             {f"gpuPools.{pool.name}": "pool", "the input zone": "the input nodeZone"},
-                            pulumi.InvokeOutputOptions(parent=self, provider=google))
+                            pulumi.InvokeOutputOptions(parent=self, provider=google), settings_known(given))
         node_pool = InfraGpuNodePool(name, InfraGpuNodePoolArgs(
             cluster=ClusterRef(cluster_name=args.cluster_name, location=args.location, node_zone=args.node_zone),
             service_account_email=args.node_service_account_email, labels=config.labels, config=pool,
@@ -105,6 +100,15 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         self.register_outputs({"poolName": self.pool_name, "nodeSelector": self.node_selector,
                                "tolerations": self.tolerations, "gpusPerNode": self.gpus_per_node,
                                "accelerator": self.accelerator, "max": self.max})
+
+
+def resolved_pool(args: GkeGpuNodePoolArgs, project: str) -> GcpStackConfig:
+    """The GKE stack's settings with this one pool, resolved (gcp_part_config): the name first, as its own
+    input; then the pool's settings, each error named pool.<key>."""
+    for key, pool in (("poolName", GkeGpuPool()), ("pool", args.pool or GkeGpuPool())):
+        config = part_config(PROVIDER_KEYS, {f"gpuPools.{args.pool_name}": key}, project=project,
+                             gpu_pools={args.pool_name: pool}, labels=args.labels)
+    return config
 
 
 def gpu_network_pairs(component: str, pool: GpuPoolConfig, args: GkeGpuNodePoolArgs) -> list[tuple[pulumi.Input[str], pulumi.Input[str]]]:

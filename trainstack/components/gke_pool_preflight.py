@@ -6,7 +6,8 @@ cluster that exists by the time its name resolves, so here they are asked before
 - for a GPUDirect machine: is the cluster's GKE version at least the one GPUDirect needs for its minor
   (GpuDirectProfile.min_versions), and is multi-networking on, which attaching the GPU VPCs needs?
   (container getCluster: gcp.container.get_cluster_output, only for such pools)
-Each answer is an Output whose apply raises a one-line InputError naming the part's inputs.
+Each answer is an Output whose apply raises a one-line InputError naming the part's inputs. Nothing is asked of a
+given provider whose settings are other resources' outputs, not known at preview (every answer empty): `up` asks.
 """
 
 from collections.abc import Mapping
@@ -38,9 +39,11 @@ def checked_cluster(result: gcp.container.GetClusterResult, profile: GpuDirectPr
 
 def pool_checks(pool: GpuPoolConfig, project: str, cluster_name: pulumi.Input[str], location: pulumi.Input[str],
                 node_zone: pulumi.Input[str], renames: Mapping[str, str],
-                invoke: pulumi.InvokeOutputOptions) -> pulumi.Output[list]:
+                invoke: pulumi.InvokeOutputOptions, settings_known: bool = True) -> pulumi.Output[list]:
     """[] once every answer passed: the node pool depends on it. `renames` maps the stack's config paths to the
-    part's inputs (gpuPools.<name>: pool, zone: nodeZone)."""
+    part's inputs (gpuPools.<name>: pool, zone: nodeZone). `settings_known` False: nothing asked (see above)."""
+    if not settings_known:
+        return pulumi.Output.from_input([])
     machine = checked_as_inputs(checked_machine_type, {"project": "gcp:project"}, renames)
     checks = [gcp.compute.get_machine_types_output(
         project=project, zone=node_zone, filter=f"name = {pool.machine_type}", opts=invoke).apply(

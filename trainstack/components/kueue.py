@@ -6,7 +6,6 @@ from typing import Any
 
 import pulumi
 
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import (
     check_cluster_access,
     cluster_provider,
@@ -16,6 +15,7 @@ from trainstack.components.cluster_access import (
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value
 from trainstack.components.tokens import moved_from_index, token
+from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.kubernetes.kueue import Kueue as InfraKueue
 from trainstack.infra.kubernetes.kueue import KueueArgs as InfraKueueArgs
 
@@ -59,7 +59,7 @@ class Kueue(pulumi.ComponentResource):
     """The ClusterQueue holding the quota."""
 
     def __init__(self, name: str, args: KueueArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(KueueArgs, args)
+        args = from_inputs(KueueArgs, args)
         kueue_args = InfraKueueArgs(provider=stand_in_provider(), **given(
             namespace=args.namespace, gpu_quota=args.gpu_quota, cpu_quota=args.cpu_quota,
             memory_quota=args.memory_quota, node_labels=args.node_labels,

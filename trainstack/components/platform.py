@@ -14,20 +14,19 @@ sized from them while the program runs.
 """
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import check_cluster_access, cluster_provider, stand_in_provider
 from trainstack.components.job_args import Job
 from trainstack.components.kubernetes_args import Toleration
 from trainstack.components.stack_config import config_value, stack_errors_as_inputs
 from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.config.job import KEY as JOB_KEY
-from trainstack.infra.config.job import parse_job
+from trainstack.infra.config.job import resolve_job
+from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.core import validation
 from trainstack.infra.core.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
 from trainstack.infra.core.contracts import SharedStorage as InfraSharedStorage
@@ -117,7 +116,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     """The Kueue LocalQueue the jobs are submitted to, when job.queue is on."""
 
     def __init__(self, name: str, args: TrainingPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(TrainingPlatformArgs, args)
+        args = from_inputs(TrainingPlatformArgs, args)
         component = f"TrainingPlatform {name!r}"
         gpu = args.gpu
         # Everything checked before anything is registered: the job by the same rules as trainstack:job in a
@@ -127,10 +126,9 @@ class TrainingPlatform(pulumi.ComponentResource):
         # clusters are made for training and get a queue per GPU pool).
         job_args = args.job or Job()
         job_args = dataclasses.replace(job_args, queue=bool(job_args.queue))
-        job_config = {JOB_KEY: json.dumps(config_value(job_args))}
         with stack_errors_as_inputs({}):
-            job = parse_job(job_config, gpu.gpus_per_node, "GPU node",
-                            platform_namespaces(device_plugin=args.install_device_plugin is not False))
+            job = resolve_job(from_inputs(Job, job_args, key=JOB_KEY), gpu.gpus_per_node, "GPU node",
+                              platform_namespaces(device_plugin=args.install_device_plugin is not False))
         placement = GpuPlacement(node_selector=dict(gpu.node_selector or {}),
                                  tolerations=tuple(config_value(t) for t in gpu.tolerations or ()),
                                  gpus_per_node=gpu.gpus_per_node, accelerator=gpu.accelerator or "",

@@ -11,17 +11,16 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.aws_provider import aws_region
-from trainstack.components.part_config import parsed_as_inputs, raw_config
+from trainstack.components.part_config import errors_as_part_inputs
 from trainstack.components.providers import given_provider
 from trainstack.components.tokens import moved_from_index, token
-from trainstack.infra.aws.config import parse_region, parse_tags
+from trainstack.infra.aws.config import PROVIDER_FIELDS, check_region, check_tags
+from trainstack.infra.aws.settings import AwsStackArgs
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucket as InfraSnapshotBucket
 from trainstack.infra.aws.snapshot_bucket import SnapshotBucketArgs as InfraSnapshotBucketArgs
-from trainstack.infra.config.reader import as_bool, top
-
-PROVIDER_KEYS = {"region": "aws:region", "profile": "aws:profile"}
+from trainstack.infra.config import NAMESPACE
+from trainstack.infra.config.loader import from_inputs
 
 
 @dataclass(kw_only=True)
@@ -52,15 +51,15 @@ class S3SnapshotBucket(pulumi.ComponentResource):
     """An IAM policy document that lists the bucket and reads and writes its objects, for the job's role."""
 
     def __init__(self, name: str, args: S3SnapshotBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = args_from_inputs(S3SnapshotBucketArgs, args)
+        args = from_inputs(S3SnapshotBucketArgs, args)
         given = given_provider(opts, "aws")
         region = aws_region(given, args.region)
-        raw = raw_config({"aws:region": region}, tags=args.tags, deleteBucketOnDestroy=args.delete_on_destroy)
         # Only the settings a bucket has: the AWS stack's region and tag rules, not its network or cluster.
-        region, tags, delete_on_destroy = parsed_as_inputs(
-            lambda config, _stack: (parse_region(config), parse_tags(config),
-                                    top(config, "deleteBucketOnDestroy", as_bool, False)),
-            raw, PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"})
+        with errors_as_part_inputs(PROVIDER_FIELDS, {"deleteBucketOnDestroy": "deleteOnDestroy"}):
+            settings = from_inputs(AwsStackArgs, {"region": region, "tags": args.tags,
+                                                  "delete_bucket_on_destroy": args.delete_on_destroy}, key=NAMESPACE)
+            region, tags = check_region(settings.region), check_tags(settings.tags)
+        delete_on_destroy = bool(settings.delete_bucket_on_destroy)
         super().__init__(token("S3SnapshotBucket"), name, None, moved_from_index("S3SnapshotBucket", opts))
 
         provider = given or aws.Provider(f"{name}-aws", region=region, profile=args.profile,

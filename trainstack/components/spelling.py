@@ -1,13 +1,11 @@
-"""Python field names as the schema spells them (`gpus_per_node` -> `gpusPerNode`).
+"""Python field names as the schema spells them (`gpus_per_node` -> `gpusPerNode`): the loader's rule
+(trainstack/infra/config/loader.py camel_case), which is pulumi.provider.experimental.util.camel_case's.
 
-The same rule as pulumi.provider.experimental.util.camel_case (pulumi 3.272), which the schema inference
-uses; not imported from there because importing pulumi.provider.experimental registers Pulumi's copy of
+Not imported from the SDK because importing pulumi.provider.experimental registers Pulumi's copy of
 google.rpc.Status in protobuf's default pool, and google-api-core (gcsfs) then fails to import in that
-process with "duplicate symbol 'google.rpc.Status'". A Pulumi program never needs it; tests that run the
-stacks and the trainer in one process would.
+process with "duplicate symbol 'google.rpc.Status'".
 """
 
+from trainstack.infra.config.loader import camel_case
 
-def camel_case(name: str) -> str:
-    first, *rest = name.split("_")
-    return first + "".join(word[:1].upper() + word[1:] for word in rest)
+__all__ = ["camel_case"]

@@ -1,13 +1,13 @@
-"""A hosted stack's Args as the stack config the Pulumi CLI would hand `__main__.py`.
+"""What the stack components (GcpStack, AwsStack) share: their settings resolved and budget-checked in the
+caller's terms, their typed outputs, and the alias that keeps the resources `__main__.py` built before them.
 
-The stack façades (GcpStack, AwsStack) take the same settings as `Pulumi.<stack>.yaml`, typed, and turn
-them back into `trainstack:<key>` config so that the stack's own parser checks them: one set of rules
-and one set of error messages for a stack file and for a library caller.
+The stack components take the same settings as `Pulumi.<stack>.yaml` as the stack's one typed model; the
+stack's resolver checks them: one set of rules and one set of error messages for a stack file and for a
+library caller, whose errors name input paths instead of config keys (as_input_terms).
 """
 
 import contextlib
 import dataclasses
-import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -16,7 +16,7 @@ import pulumi
 
 from trainstack.components.spelling import camel_case
 from trainstack.infra.config import NAMESPACE
-from trainstack.infra.config.errors import ConfigError
+from trainstack.infra.config.errors import ConfigError, InputError
 from trainstack.infra.cost import check_budget
 
 
@@ -32,29 +32,10 @@ def config_value(value: Any) -> Any:
     return value
 
 
-def stack_config(args: Any, provider_keys: Mapping[str, str]) -> dict[str, str]:
-    """`args` as raw stack config: `<cloud>:<key>` for the fields in provider_keys, `trainstack:<key>` else.
-
-    Values are strings as the CLI passes them (objects and lists as JSON text).
-    """
-    raw: dict[str, str] = {}
-    for key, value in config_value(args).items():
-        if value is None:
-            continue
-        python_name = next(f.name for f in dataclasses.fields(args) if camel_case(f.name) == key)
-        full_key = provider_keys.get(python_name, f"{NAMESPACE}:{key}")
-        raw[full_key] = value if isinstance(value, str) else json.dumps(value)
-    return raw
-
-
 # The repository's own stacks built their infra stack at the root before __main__.py built them through the
 # façades: this alias keeps every existing resource (the engine aliases each child through its parent's
 # alias: pulumi/pulumi pkg/resource/deploy/step_generator.go, generateAliases and inheritedChildAlias).
 FROM_ROOT = [pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
-
-
-class InputError(pulumi.RunError):
-    """A component input that cannot work: one line, `<property path>: <problem>. Fix: <how>`."""
 
 
 @contextlib.contextmanager
@@ -98,12 +79,12 @@ def publish_stack_outputs(component: pulumi.ComponentResource, outputs: Mapping[
                                 "stackOutputs": component.stack_outputs})
 
 
-def checked_stack_config(label: str, args: Any, provider_keys: Mapping[str, str],
-                         parse: Callable[[dict[str, str], str], Any], estimate: Callable[[Any], Any]) -> Any:
-    """A stack façade's settings through the stack file's own parser and budget check, and the training
-    image's build context confirmed, all before anything is registered (`label` names the component)."""
+def checked_stack(label: str, provider_keys: Mapping[str, str], resolve: Callable[[], Any],
+                  estimate: Callable[[Any], Any]) -> Any:
+    """A stack component's settings resolved (`resolve()`) and through the budget check, and the training image's
+    build context confirmed, all before anything is registered (`label` names the component), in its terms."""
     with stack_errors_as_inputs(provider_keys):
-        config = parse(stack_config(args, provider_keys), pulumi.get_stack())
+        config = resolve()
         check_budget(estimate(config), config.budget, config.job.enabled)
     from trainstack.infra.image.training_image import missing_build_context  # [aws]/[gcp] only
 

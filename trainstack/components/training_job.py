@@ -6,7 +6,6 @@ from typing import Any
 
 import pulumi
 
-from trainstack.components.args_from_inputs import args_from_inputs
 from trainstack.components.cluster_access import (
     check_cluster_access,
     cluster_provider,
@@ -15,9 +14,9 @@ from trainstack.components.cluster_access import (
 )
 from trainstack.components.job_args import SecretEnv
 from trainstack.components.kubernetes_args import Toleration
-from trainstack.components.renamed_inputs import with_new_names
 from trainstack.components.stack_config import config_value
 from trainstack.components.tokens import moved_from_index, token
+from trainstack.infra.config.loader import from_inputs, setting
 from trainstack.infra.kubernetes.training_job import SecretEnv as InfraSecretEnv
 from trainstack.infra.kubernetes.training_job import TrainingJob as InfraTrainingJob
 from trainstack.infra.kubernetes.training_job import TrainingJobArgs as InfraTrainingJobArgs
@@ -79,21 +78,16 @@ class TrainingJobArgs:
     """How long Helm waits for the release's Deployments (default 600)."""
     extra_values: dict[str, Any] | None = None
     """Chart values deep-merged last."""
-    nodes_min: int | None = None
+    nodes_min: int | None = setting(renamed_to="pods_min")
     """Deprecated: the old name of podsMin (a pod of the job was once called a node); use podsMin."""
-    nodes_max: int | None = None
+    nodes_max: int | None = setting(renamed_to="pods_max")
     """Deprecated: the old name of podsMax; use podsMax."""
-    nodes_replicas: int | None = None
+    nodes_replicas: int | None = setting(renamed_to="pods_replicas")
     """Deprecated: the old name of podsReplicas; use podsReplicas."""
-    gpus_per_node: int | None = None
+    gpus_per_node: int | None = setting(renamed_to="gpus_per_pod")
     """Deprecated: the old name of gpusPerPod (GPUs per pod, not per node); use gpusPerPod."""
-    procs_per_node: int | None = None
+    procs_per_node: int | None = setting(renamed_to="procs_per_pod")
     """Deprecated: the old name of procsPerPod; use procsPerPod."""
-
-
-# The inputs from before the pod/node rename -> their names now (trainstack/components/renamed_inputs.py).
-RENAMED_INPUTS = {"nodes_min": "pods_min", "nodes_max": "pods_max", "nodes_replicas": "pods_replicas",
-                  "gpus_per_node": "gpus_per_pod", "procs_per_node": "procs_per_pod"}
 
 
 class TrainingJob(pulumi.ComponentResource):
@@ -110,7 +104,8 @@ class TrainingJob(pulumi.ComponentResource):
     """The pods' service account."""
 
     def __init__(self, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        args = with_new_names(args_from_inputs(TrainingJobArgs, args), RENAMED_INPUTS, f"TrainingJob {name!r}")
+        # The inputs from before the pod/node rename move to their names now, one warning each (loader.setting).
+        args = from_inputs(TrainingJobArgs, args, component=f"TrainingJob {name!r}")
         job_args = InfraTrainingJobArgs(provider=stand_in_provider(), image_ref=args.image_ref, **given(
             namespace=args.namespace, create_namespace=args.create_namespace, release_name=args.release_name,
             pods_min=args.pods_min, pods_max=args.pods_max, pods_replicas=args.pods_replicas,

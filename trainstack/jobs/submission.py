@@ -1,6 +1,6 @@
 """A submission checked with the stack's own job checks, then turned into the chart's values.
 
-The checks are `trainstack:job`'s (trainstack/infra/config/job.py parse_job: the name, the node range, one
+The checks are `trainstack:job`'s (trainstack/infra/config/job.py resolve_job: the name, the node range, one
 process per GPU, the queue's name, every trainer flag through the trainer's own parser, W&B's key)
 plus the GPU pool's size, as the clouds check it (gpu_nodes_for_job against the pool's maximum).
 """
@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from trainstack.contract.cli import build_parser
-from trainstack.infra.config import ConfigError, gpu_nodes_for_job, parse_job
+from trainstack.infra.config import ConfigError, gpu_nodes_for_job
 from trainstack.infra.config.job import KEY as KEY_JOB
-from trainstack.infra.config.job import JobConfig
+from trainstack.infra.config.job import JobConfig, resolve_job
+from trainstack.infra.config.job_settings import Job
+from trainstack.infra.config.loader import load
 from trainstack.infra.config.train_args import train_keys
 from trainstack.infra.kubernetes.pod_requests import format_quantity, parse_quantity, pod_requests
 from trainstack.infra.kubernetes.training_job import (
@@ -155,7 +156,7 @@ def check(outputs: StackOutputs, name: str, pods: tuple[int, int] | None, target
     if target.is_trainer:
         section["train"] = _train_values(target.trainer_flags)
     try:
-        job = parse_job({KEY_JOB: json.dumps(section)}, outputs.gpus_per_node, outputs.node_type)
+        job = resolve_job(load(Job, section, KEY_JOB), outputs.gpus_per_node, outputs.node_type)
     except ConfigError as error:
         raise _cli_error(error, pods_flag) from None
     check_object_names(name)

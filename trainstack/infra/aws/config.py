@@ -1,4 +1,5 @@
-"""The AWS stack's configuration: every `trainstack:*` key parsed and checked once, at program start.
+"""The AWS stack's configuration resolved: the typed settings (settings.py), loaded from a stack file or given to
+a component, with defaults applied and the rules between them checked once, before anything is registered.
 
 Bad config stops the program before any resource is registered, with one line that names the key and
 the fix (ConfigError is a pulumi.RunError, which the Pulumi runtime prints as a single error line
@@ -30,37 +31,22 @@ from trainstack.infra.aws.limits import (
     TAG_UNICODE_CATEGORIES,
     VPC_LARGEST_PREFIX,
 )
+from trainstack.infra.aws.settings import AwsStackArgs, EksGpuNodes, EksSystemNodes
 from trainstack.infra.aws.topology import TOPOLOGY_REGIONS, topology_aware_default
-from trainstack.infra.config import (
-    NAMESPACE,
-    ConfigError,
-    JobConfig,
-    gpu_nodes_for_job,
-    parse_job,
-    raw_config,
-    set_hint,
-)
+from trainstack.infra.config import NAMESPACE, ConfigError, JobConfig, gpu_nodes_for_job, raw_config, set_hint
+from trainstack.infra.config.job import resolve_job
+from trainstack.infra.config.loader import keys_of, load_stack, or_default
 from trainstack.infra.config.reader import (
     PRIVATE_BLOCKS_TEXT,
     RFC1918_BLOCKS,
-    Section,
-    as_bool,
-    as_choice,
-    as_cidr_list,
-    as_int,
-    as_str,
-    as_str_list,
-    as_str_map,
     check_scaling,
-    check_stack_keys,
     ipv4_block,
     is_private_block,
-    top,
     unroutable_reason,
 )
 from trainstack.infra.core import versions
 from trainstack.infra.core.namespaces import CLUSTER_AUTOSCALER, platform_namespaces
-from trainstack.infra.cost.budget import BUDGET_KEYS, Budget, parse_budget
+from trainstack.infra.cost.budget import Budget
 
 # NVIDIA GPUs per instance, for the x86_64 families the AL2023_x86_64_NVIDIA AMI runs on
 # (ARM families such as g5g are left out: that AMI cannot boot them).
@@ -104,6 +90,7 @@ DEFAULT_ZONES: Mapping[str, tuple[str, ...]] = {
 
 # trainstack builds its AWS provider explicitly from these; any other aws:* key would be ignored.
 AWS_PROVIDER_KEYS = ("region", "profile")
+PROVIDER_FIELDS = {name: f"aws:{name}" for name in AWS_PROVIDER_KEYS}
 
 _IAM_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>\d{12}):(?P<kind>role|user)/(?P<path>[\w+=,.@/-]+)$")
 # Addresses the public endpoint never sees (they reach it only through the private one).
@@ -114,7 +101,7 @@ _CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 class ExistingNetwork:
     """A VPC the stack uses instead of creating one (its CIDR is looked up, never copied by hand)."""
 
-    vpc_id: pulumi.Input[str]  # a component's caller may pass its own resources' IDs (outputs)
+    vpc_id: pulumi.Input[str]  # a component's caller may pass its own resources' IDs (outputs), which EKS checks
     public_subnet_ids: tuple[pulumi.Input[str], ...]
     private_subnet_ids: tuple[pulumi.Input[str], ...]
     # How an error names the private subnets: the stack file's key, or the part's input.
@@ -194,28 +181,8 @@ class AwsStackConfig:
 
 # --- the sections -----------------------------------------------------------------------------------
 
-TOP_LEVEL_KEYS = (
-    "cloud",
-    "clusterName",
-    "kubernetesVersion",
-    "availabilityZones",
-    "vpcCidr",
-    "natGatewayPerZone",
-    "existingNetwork",
-    "systemNodes",
-    "gpuNodes",
-    "job",
-    *BUDGET_KEYS,  # maxHourlyUsd, maxRunUsd
-    "deleteBucketOnDestroy",
-    "protectSharedFilesystem",
-    "clusterAdmins",
-    "previewRoleArn",
-    "apiEndpoint",
-    "apiPublicAccessCidrs",
-    "controlPlaneLogs",
-    "clusterAutoscaler",
-    "tags",
-)
+# What a stack file may set under trainstack: (the model's fields, aws:region and aws:profile aside).
+TOP_LEVEL_KEYS = ("cloud", *(key for key in keys_of(AwsStackArgs) if key not in AWS_PROVIDER_KEYS))
 
 
 def _instance_gpus(instance_type: str, key: str) -> int:
@@ -237,25 +204,27 @@ def _instance_gpus(instance_type: str, key: str) -> int:
     return sizes[size]
 
 
-def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
+def _network(args: AwsStackArgs, region: str) -> NetworkConfig:
+    """The VPC the stack creates, or the one given: IDs that are other resources' outputs go through as they are
+    (EKS and EFS check them); plain IDs are checked here."""
     zones_key = f"{NAMESPACE}:availabilityZones"
-    zones = top(raw, "availabilityZones", as_str_list, DEFAULT_ZONES.get(region, ()), allow_empty=True)
+    zones = tuple(or_default(args.availability_zones, DEFAULT_ZONES.get(region, ())))
     existing = None
     existing_key = f"{NAMESPACE}:existingNetwork"
-    if existing_key in raw:
-        section = Section(existing_key, raw[existing_key], ("vpcId", "publicSubnetIds", "privateSubnetIds"))
-        vpc_id = section.get("vpcId", as_str, None)
-        if vpc_id is None or not vpc_id.startswith("vpc-"):
+    if args.existing_network is not None:
+        given = args.existing_network
+        vpc_id = given.vpc_id
+        if vpc_id is None or (isinstance(vpc_id, str) and not vpc_id.startswith("vpc-")):
             raise ConfigError(f"{existing_key}.vpcId", f"expected a VPC ID like vpc-0123abcd, got {vpc_id!r}",
                               set_hint(f"{existing_key}.vpcId", "vpc-0123abcd"))
-        private = section.get("privateSubnetIds", as_str_list, ())
-        public = section.get("publicSubnetIds", as_str_list, (), allow_empty=True)
+        private = tuple(given.private_subnet_ids or ())
+        public = tuple(given.public_subnet_ids or ())
         if not private:
             raise ConfigError(f"{existing_key}.privateSubnetIds", "no private subnets given (nodes and EFS mount "
                               "targets live there)", set_hint(f"{existing_key}.privateSubnetIds[0]", "subnet-..."))
         for subnet_key, subnets in (("privateSubnetIds", private), ("publicSubnetIds", public)):
             for subnet in subnets:
-                if not subnet.startswith("subnet-"):
+                if isinstance(subnet, str) and not subnet.startswith("subnet-"):
                     raise ConfigError(f"{existing_key}.{subnet_key}", f"{subnet!r} is not a subnet ID",
                                       "use IDs like subnet-0123abcd")
         existing = ExistingNetwork(vpc_id=vpc_id, public_subnet_ids=public, private_subnet_ids=private)
@@ -275,7 +244,7 @@ def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
             raise ConfigError(zones_key, f"{zone!r} is not a zone of region {region}",
                               f"use zones like {region}a, {region}b")
     cidr_key = f"{NAMESPACE}:vpcCidr"
-    cidr = top(raw, "vpcCidr", as_str, "10.0.0.0/16")
+    cidr = or_default(args.vpc_cidr, "10.0.0.0/16")
     network = ipv4_block(cidr, cidr_key, set_hint(cidr_key, "10.0.0.0/16"))
     # Two subnets per zone, each a /20 or larger when the VPC is a /16: see network.py.
     # RFC 1918 and 100.64.0.0/10, or another private range (198.18.0.0/15, ...) a stack may already use; never
@@ -293,7 +262,7 @@ def _parse_network(raw: Mapping[str, str], region: str) -> NetworkConfig:
         raise ConfigError(cidr_key, f"{cidr} is larger than a VPC may be (AWS allows /{VPC_LARGEST_PREFIX} to /28)",
                           set_hint(cidr_key, f"{network.network_address}/{VPC_LARGEST_PREFIX}"))
     return NetworkConfig(availability_zones=zones, vpc_cidr=str(network),
-                         nat_gateway_per_zone=top(raw, "natGatewayPerZone", as_bool, False), existing=existing)
+                         nat_gateway_per_zone=or_default(args.nat_gateway_per_zone, False), existing=existing)
 
 
 # Graviton (Arm) families: the system nodes boot the x86_64 AL2023 AMI, which cannot run on them.
@@ -301,9 +270,9 @@ _ARM_FAMILY = re.compile(r"^(a1|[a-z]+\d+g[a-z]*)$")
 _INSTANCE_TYPE = re.compile(r"^([a-z][a-z0-9-]*)\.(nano|micro|small|medium|large|metal|\d*xlarge|metal-\d+xl)$")
 
 
-def _system_instance_type(section: Section) -> str:
-    key = f"{section.key}.instanceType"
-    value = section.get("instanceType", as_str, "t3.medium")
+def _system_instance_type(nodes: EksSystemNodes) -> str:
+    key = f"{NAMESPACE}:systemNodes.instanceType"
+    value = or_default(nodes.instance_type, "t3.medium")
     match = _INSTANCE_TYPE.fullmatch(value)
     if match is None:
         raise ConfigError(key, f"{value!r} is not an EC2 instance type (family.size, e.g. t3.medium)",
@@ -334,9 +303,10 @@ def _check_tag_characters(key: str, name: str, value: str) -> None:
         raise ConfigError(f"{key}.{name}", problem, set_hint(f"{key}.{name}", shlex.quote(cleaned)))
 
 
-def parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
+def check_tags(tags: Mapping[str, str] | None) -> dict[str, str]:
+    """trainstack:tags (loaded): AWS's tag rules, and room for the tags trainstack adds."""
     key = f"{NAMESPACE}:tags"
-    tags = top(raw, "tags", as_str_map, {})
+    tags = dict(tags or {})
     for name in tags:
         if not name:  # IAM's and EFS's tag keys hold at least one character
             raise ConfigError(key, f"a tag with an empty key (value {tags[name]!r})", f"give that tag a key in {key}")
@@ -359,43 +329,44 @@ def parse_tags(raw: Mapping[str, str]) -> dict[str, str]:
     return tags
 
 
-def _parse_system_nodes(raw: Mapping[str, str]) -> NodeGroupConfig:
+def _system_nodes(nodes: EksSystemNodes | None) -> NodeGroupConfig:
     key = f"{NAMESPACE}:systemNodes"
-    section = Section(key, raw.get(key), ("instanceType", "min", "desired", "max", "diskSizeGb"))
-    min_size = section.get("min", as_int, 1, minimum=1)
-    desired = section.get("desired", as_int, 1, minimum=1)
-    max_size = section.get("max", as_int, 2, minimum=1)
+    nodes = nodes or EksSystemNodes()
+    min_size = or_default(nodes.min, 1)
+    desired = or_default(nodes.desired, 1)
+    max_size = or_default(nodes.max, 2)
     check_scaling(key, min_size, max_size, desired)
     return NodeGroupConfig(
-        instance_types=(_system_instance_type(section),),
+        instance_types=(_system_instance_type(nodes),),
         min_size=min_size,
         desired_size=desired,
         max_size=max_size,
-        disk_size_gb=section.get("diskSizeGb", as_int, 20, minimum=20, maximum=16384),
+        disk_size_gb=or_default(nodes.disk_size_gb, 20),
     )
 
 
-# The keys of trainstack:gpuNodes (the hosted stack's EksGpuNodes has exactly these).
-GPU_NODE_KEYS = ("instanceTypes", "min", "desired", "max", "diskSizeGb", "capacityType", "sshPublicKey",
-                 "ignoreScalingChanges", "efa", "efaInterfaces", "zone", "capacityReservationId", "placementGroup",
-                 "topologyAware")
+# The keys of trainstack:gpuNodes.
+GPU_NODE_KEYS = keys_of(EksGpuNodes)
+GPU_KEY = f"{NAMESPACE}:gpuNodes"
 _CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 
-def _parse_efa(gpu: Section, types: tuple[str, ...], zones: tuple[str, ...], existing_network: bool
-               ) -> EfaConfig | None:
+def _efa(gpu: EksGpuNodes, types: tuple[str, ...], zones: tuple[str, ...], existing_network: bool
+         ) -> EfaConfig | None:
     """gpuNodes.efa: true -> one EFA instance type from efa.py's table, all its EFAs, one zone."""
-    if not gpu.get("efa", as_bool, False):
-        for key in ("efaInterfaces", "zone", "placementGroup", "capacityReservationId"):
-            if gpu.has(key):
-                raise ConfigError(f"{gpu.key}.{key}", "set, but gpuNodes.efa is not true (it applies to EFA groups only)",
-                                  f"pulumi config set --path {gpu.key}.efa true, or pulumi config rm --path {gpu.key}.{key}")
+    if not gpu.efa:
+        for key, value in (("efaInterfaces", gpu.efa_interfaces), ("zone", gpu.zone),
+                           ("placementGroup", gpu.placement_group),
+                           ("capacityReservationId", gpu.capacity_reservation_id)):
+            if value is not None:
+                raise ConfigError(f"{GPU_KEY}.{key}", "set, but gpuNodes.efa is not true (it applies to EFA groups only)",
+                                  f"pulumi config set --path {GPU_KEY}.efa true, or pulumi config rm --path {GPU_KEY}.{key}")
         return None
     if existing_network:
-        raise ConfigError(f"{gpu.key}.efa", "not supported with trainstack:existingNetwork yet (the EFA group's one "
+        raise ConfigError(f"{GPU_KEY}.efa", "not supported with trainstack:existingNetwork yet (the EFA group's one "
                           "subnet is chosen by zone from the subnets the stack creates)",
-                          f"pulumi config rm {NAMESPACE}:existingNetwork, or pulumi config rm --path {gpu.key}.efa")
-    types_key = f"{gpu.key}.instanceTypes"
+                          f"pulumi config rm {NAMESPACE}:existingNetwork, or pulumi config rm --path {GPU_KEY}.efa")
+    types_key = f"{GPU_KEY}.instanceTypes"
     known = ", ".join(EFA_INSTANCE_TYPES)
     if len(types) != 1:
         raise ConfigError(types_key, f"{len(types)} types: an EFA group launches one instance type (its launch template "
@@ -404,35 +375,35 @@ def _parse_efa(gpu: Section, types: tuple[str, ...], zones: tuple[str, ...], exi
     if instance is None:
         raise ConfigError(types_key, f"{types[0]} is not an EFA GPU type trainstack knows ({known})",
                           f"pulumi config set --path '{types_key}[0]' p5.48xlarge")
-    interfaces = gpu.get("efaInterfaces", as_int, instance.efa_interfaces, minimum=1)
+    interfaces = or_default(gpu.efa_interfaces, instance.efa_interfaces)
     if interfaces != instance.efa_interfaces:
-        raise ConfigError(f"{gpu.key}.efaInterfaces", f"{interfaces}, but {types[0]} has {instance.efa_interfaces} "
+        raise ConfigError(f"{GPU_KEY}.efaInterfaces", f"{interfaces}, but {types[0]} has {instance.efa_interfaces} "
                           "network cards, one EFA each (fewer leaves bandwidth unused; more cannot launch)",
-                          f"pulumi config rm --path {gpu.key}.efaInterfaces")
-    zone = gpu.get("zone", as_str, zones[0] if zones else None)
+                          f"pulumi config rm --path {GPU_KEY}.efaInterfaces")
+    zone = or_default(gpu.zone, zones[0] if zones else None)
     if zone is None or (zones and zone not in zones):
-        raise ConfigError(f"{gpu.key}.zone", f"{zone!r} is not one of {NAMESPACE}:availabilityZones ({', '.join(zones)})"
+        raise ConfigError(f"{GPU_KEY}.zone", f"{zone!r} is not one of {NAMESPACE}:availabilityZones ({', '.join(zones)})"
                           if zone else "not set, and there are no availability zones to take it from",
-                          f"pulumi config set --path {gpu.key}.zone {zones[0] if zones else '<a zone of the VPC>'}")
-    placement_group = gpu.get("placementGroup", as_str, None)
+                          f"pulumi config set --path {GPU_KEY}.zone {zones[0] if zones else '<a zone of the VPC>'}")
+    placement_group = gpu.placement_group
     # EC2 CreatePlacementGroup: "Up to 255 ASCII characters".
     if placement_group is not None and not (0 < len(placement_group) <= 255 and placement_group.isascii()
                                             and placement_group.isprintable()):
-        raise ConfigError(f"{gpu.key}.placementGroup", f"{placement_group!r} is not a placement group name (1 to 255 "
-                          "ASCII characters)", f"pulumi config set --path {gpu.key}.placementGroup <the group's name>")
+        raise ConfigError(f"{GPU_KEY}.placementGroup", f"{placement_group!r} is not a placement group name (1 to 255 "
+                          "ASCII characters)", f"pulumi config set --path {GPU_KEY}.placementGroup <the group's name>")
     return EfaConfig(instance=instance, zone=zone, placement_group=placement_group)
 
 
-def _parse_capacity(gpu: Section, efa: EfaConfig | None) -> tuple[str, str | None]:
+def _capacity(gpu: EksGpuNodes, efa: EfaConfig | None) -> tuple[str, str | None]:
     """(capacityType, capacityReservationId): SPOT, ON_DEMAND (optionally into a reservation) or CAPACITY_BLOCK."""
-    type_key, reservation_key = f"{gpu.key}.capacityType", f"{gpu.key}.capacityReservationId"
-    capacity = gpu.get("capacityType", as_str, "SPOT").upper()
+    type_key, reservation_key = f"{GPU_KEY}.capacityType", f"{GPU_KEY}.capacityReservationId"
+    capacity = or_default(gpu.capacity_type, "SPOT").upper()
     allowed = ("SPOT", "ON_DEMAND", "CAPACITY_BLOCK") if efa else ("SPOT", "ON_DEMAND")
     if capacity not in allowed:
         raise ConfigError(type_key, f"expected {' or '.join(allowed)}, got {capacity!r}"
                           + ("" if efa or capacity != "CAPACITY_BLOCK" else " (Capacity Blocks are for gpuNodes.efa groups)"),
                           set_hint(type_key, "SPOT"))
-    reservation = gpu.get("capacityReservationId", as_str, None)
+    reservation = gpu.capacity_reservation_id
     if reservation is not None and not _CAPACITY_RESERVATION_ID.fullmatch(reservation):
         raise ConfigError(reservation_key, f"{reservation!r} is not a capacity reservation ID (cr- and 8 or 17 hex digits)",
                           set_hint(reservation_key, "cr-0123456789abcdef0"))
@@ -448,10 +419,10 @@ def _parse_capacity(gpu: Section, efa: EfaConfig | None) -> tuple[str, str | Non
     return capacity, reservation
 
 
-def _parse_topology_aware(gpu: Section, efa: EfaConfig | None, region: str, capacity: tuple[str, str | None]) -> bool:
+def _topology_aware(gpu: EksGpuNodes, efa: EfaConfig | None, region: str, capacity: tuple[str, str | None]) -> bool:
     """gpuNodes.topologyAware: on by default on an EFA group with reserved capacity (topology.py)."""
-    key = f"{gpu.key}.topologyAware"
-    topology_aware = gpu.get("topologyAware", as_bool, topology_aware_default(
+    key = f"{GPU_KEY}.topologyAware"
+    topology_aware = or_default(gpu.topology_aware, topology_aware_default(
         efa=efa is not None, region=region, capacity_type=capacity[0], reservation_id=capacity[1]))
     if topology_aware and efa is None:
         raise ConfigError(key, "true needs an EFA group (gpuNodes.efa): trainstack reads the EC2 instance topology "
@@ -464,36 +435,35 @@ def _parse_topology_aware(gpu: Section, efa: EfaConfig | None, region: str, capa
     return topology_aware
 
 
-def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tuple[str, ...] = (),
-                             existing_network: bool = False, *, region: str
-                             ) -> tuple[GpuNodeGroupConfig, JobConfig]:
+def _gpu_nodes_and_job(args: AwsStackArgs, autoscaler: bool, zones: tuple[str, ...] = (),
+                       existing_network: bool = False, *, region: str) -> tuple[GpuNodeGroupConfig, JobConfig]:
     """The GPU node group and the job together: unless set, the node count follows the job (or, with the
     cluster autoscaler, the job's pending pods)."""
-    gpu_key = f"{NAMESPACE}:gpuNodes"
-    gpu = Section(gpu_key, raw.get(gpu_key), GPU_NODE_KEYS)
-    types = gpu.get("instanceTypes", as_str_list, DEFAULT_GPU_INSTANCE_TYPES)
+    gpu_key = GPU_KEY
+    gpu = args.gpu_nodes or EksGpuNodes()
+    types = tuple(or_default(gpu.instance_types, DEFAULT_GPU_INSTANCE_TYPES))
     gpus_by_type = {t: _instance_gpus(t, f"{gpu_key}.instanceTypes") for t in types}
     if len(set(gpus_by_type.values())) > 1:
         raise ConfigError(f"{gpu_key}.instanceTypes", f"types with different GPU counts cannot share one job: "
                           f"{gpus_by_type}", "list instance types with the same number of GPUs")
     gpus_per_node = next(iter(gpus_by_type.values()))
-    job = parse_job(raw, gpus_per_node, "GPU instance type", {
+    job = resolve_job(args.job, gpus_per_node, "GPU instance type", {
         **platform_namespaces(device_plugin=True), CLUSTER_AUTOSCALER: "the cluster autoscaler"})
 
     pods_per_node = gpus_per_node // job.gpus_per_pod
     instances_to_start, instances_for_job = gpu_nodes_for_job(job, gpus_per_node)
-    min_size = gpu.get("min", as_int, 0, minimum=0)
-    max_size = gpu.get("max", as_int, max(instances_for_job, min_size), minimum=1)
+    min_size = or_default(gpu.min, 0)
+    max_size = or_default(gpu.max, max(instances_for_job, min_size))
     # No job, no GPU nodes: spot GPUs are the bill, so they scale to zero unless asked otherwise. With the
     # autoscaler the job's pending pods grow the group; without it, `pulumi up` sets the size.
     follows_job = instances_for_job if job.enabled and not autoscaler else 0
-    desired = gpu.get("desired", as_int, max(min_size, follows_job), minimum=0)
+    desired = or_default(gpu.desired, max(min_size, follows_job))
     check_scaling(gpu_key, min_size, max_size, desired)
     if instances_for_job > max_size:
         raise ConfigError(f"{NAMESPACE}:job.podsMax", f"{job.pods_max} pods need {instances_for_job} GPU nodes "
                           f"({pods_per_node} per {types[0]}), but {gpu_key}.max is {max_size}",
                           f"raise {gpu_key}.max to {instances_for_job} or lower {NAMESPACE}:job.podsMax")
-    ignore_scaling = gpu.get("ignoreScalingChanges", as_bool, autoscaler)
+    ignore_scaling = or_default(gpu.ignore_scaling_changes, autoscaler)
     if autoscaler and not ignore_scaling:
         raise ConfigError(f"{gpu_key}.ignoreScalingChanges", "false while the cluster autoscaler owns the GPU "
                           "group: every `pulumi up` would reset the size the autoscaler set",
@@ -502,10 +472,10 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
     if job.enabled and not ignore_scaling and desired < instances_to_start:
         raise ConfigError(f"{gpu_key}.desired", f"the job needs {instances_to_start} GPU nodes to start, "
                           f"desired is {desired}", set_hint(f"{gpu_key}.desired", str(instances_to_start)))
-    efa = _parse_efa(gpu, types, zones, existing_network)
-    capacity, reservation = _parse_capacity(gpu, efa)
-    topology_aware = _parse_topology_aware(gpu, efa, region, (capacity, reservation))
-    ssh_key = gpu.get("sshPublicKey", as_str, None)
+    efa = _efa(gpu, types, zones, existing_network)
+    capacity, reservation = _capacity(gpu, efa)
+    topology_aware = _topology_aware(gpu, efa, region, (capacity, reservation))
+    ssh_key = gpu.ssh_public_key
     if ssh_key is not None and not re.match(r"^(ssh-(rsa|ed25519)|ecdsa-sha2-nistp\d+) [A-Za-z0-9+/=]+", ssh_key):
         raise ConfigError(f"{gpu_key}.sshPublicKey", "expected an OpenSSH public key (ssh-ed25519 AAAA...)",
                           f"pulumi config set --path '{gpu_key}.sshPublicKey' \"$(cat ~/.ssh/id_ed25519.pub)\"")
@@ -514,7 +484,7 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
         min_size=min_size,
         desired_size=desired,
         max_size=max_size,
-        disk_size_gb=gpu.get("diskSizeGb", as_int, 100, minimum=20, maximum=16384),
+        disk_size_gb=or_default(gpu.disk_size_gb, 100),
         capacity_type=capacity,
         gpus_per_node=gpus_per_node,
         ssh_public_key=ssh_key,
@@ -529,16 +499,16 @@ def _parse_gpu_nodes_and_job(raw: Mapping[str, str], autoscaler: bool, zones: tu
 def access_entry_key(arn: str) -> str:
     """A stable name for an access entry of `arn`: reordering the list never replaces an entry."""
     match = _IAM_ARN.fullmatch(arn)
-    assert match is not None, arn  # checked by _parse_access
+    assert match is not None, arn  # checked by _access
     return re.sub(r"[^A-Za-z0-9_.-]", "-", f"{match['account']}-{match['kind']}-{match['path']}")
 
 
-def _parse_access(raw: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+def _access(args: AwsStackArgs) -> tuple[tuple[str, ...], str | None]:
     """(cluster admin ARNs, the preview role's ARN): IAM roles or users, each given one access entry."""
     admins_key = f"{NAMESPACE}:clusterAdmins"
-    admins = top(raw, "clusterAdmins", as_str_list, (), allow_empty=True)
+    admins = tuple(or_default(args.cluster_admins, ()))
     preview_key = f"{NAMESPACE}:previewRoleArn"
-    preview_role = top(raw, "previewRoleArn", as_str, None)
+    preview_role = args.preview_role_arn
     for key, arns in ((admins_key, admins), (preview_key, (preview_role,) if preview_role else ())):
         for arn in arns:
             if not _IAM_ARN.fullmatch(arn):
@@ -556,21 +526,21 @@ def _parse_access(raw: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
     return admins, preview_role
 
 
-def _parse_api_endpoint(raw: Mapping[str, str]) -> ApiEndpointConfig:
+def _api_endpoint(args: AwsStackArgs) -> ApiEndpointConfig:
     """Private, or public for an explicit allow-list: there is no default that opens the API to everyone."""
     endpoint_key = f"{NAMESPACE}:apiEndpoint"
-    endpoint = top(raw, "apiEndpoint", as_choice, "public", choices=("public", "private"))
+    endpoint = or_default(args.api_endpoint, "public")
     cidrs_key = f"{NAMESPACE}:apiPublicAccessCidrs"
     if endpoint == "private":
-        if cidrs_key in raw:
+        if args.api_public_access_cidrs is not None:
             raise ConfigError(cidrs_key, "set, but trainstack:apiEndpoint is private (no public endpoint to limit)",
                               f"pulumi config rm {cidrs_key}, or pulumi config set {endpoint_key} public")
         return ApiEndpointConfig(private=True, public_access_cidrs=())
-    if cidrs_key not in raw:
+    if args.api_public_access_cidrs is None:
         raise ConfigError(cidrs_key, "not set: the public Kubernetes API endpoint would accept any address",
                           f"pulumi config set --path '{cidrs_key}[0]' \"$(curl -s https://checkip.amazonaws.com)/32\" "
                           f"(list 0.0.0.0/0 to accept any address, or set {endpoint_key} private)")
-    cidrs = top(raw, "apiPublicAccessCidrs", as_cidr_list, ())
+    cidrs = tuple(args.api_public_access_cidrs)
     if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
         raise ConfigError(cidrs_key, f"{len(cidrs)} blocks: EKS accepts at most {MAX_PUBLIC_ACCESS_CIDRS} public "
                           "access CIDR ranges per cluster", f"merge blocks until at most {MAX_PUBLIC_ACCESS_CIDRS} remain")
@@ -587,9 +557,9 @@ def _parse_api_endpoint(raw: Mapping[str, str]) -> ApiEndpointConfig:
     return ApiEndpointConfig(private=False, public_access_cidrs=cidrs)
 
 
-def _parse_control_plane_logs(raw: Mapping[str, str]) -> tuple[str, ...]:
+def _control_plane_logs(args: AwsStackArgs) -> tuple[str, ...]:
     key = f"{NAMESPACE}:controlPlaneLogs"
-    logs = top(raw, "controlPlaneLogs", as_str_list, DEFAULT_CONTROL_PLANE_LOGS, allow_empty=True)
+    logs = tuple(or_default(args.control_plane_logs, DEFAULT_CONTROL_PLANE_LOGS))
     for log in logs:
         if log not in CONTROL_PLANE_LOG_TYPES:
             raise ConfigError(key, f"{log!r} is not an EKS control-plane log type",
@@ -597,9 +567,9 @@ def _parse_control_plane_logs(raw: Mapping[str, str]) -> tuple[str, ...]:
     return logs
 
 
-def _parse_kubernetes_version(raw: Mapping[str, str]) -> str:
+def _kubernetes_version(args: AwsStackArgs) -> str:
     key = f"{NAMESPACE}:kubernetesVersion"
-    version = top(raw, "kubernetesVersion", as_str, versions.EKS_KUBERNETES_VERSION)
+    version = or_default(args.kubernetes_version, versions.EKS_KUBERNETES_VERSION)
     if version not in versions.EKS_SUPPORTED_KUBERNETES_VERSIONS:
         supported = ", ".join(versions.EKS_SUPPORTED_KUBERNETES_VERSIONS)
         raise ConfigError(key, f"Kubernetes {version} is not one trainstack supports ({supported})",
@@ -607,9 +577,8 @@ def _parse_kubernetes_version(raw: Mapping[str, str]) -> str:
     return version
 
 
-def parse_region(raw: Mapping[str, str]) -> str:
+def check_region(region: str | None) -> str:
     """aws:region: set, a Region of the aws partition that trainstack knows."""
-    region = raw.get("aws:region")
     if not region:
         raise ConfigError("aws:region", "not set", "pulumi config set aws:region us-west-2")
     partition = next((p for prefix, p in OTHER_PARTITIONS.items() if region.startswith(prefix)), None)
@@ -626,40 +595,47 @@ def parse_region(raw: Mapping[str, str]) -> str:
 
 
 def parse_aws_config(raw: Mapping[str, str] | None = None, stack: str | None = None) -> AwsStackConfig:
-    """All of the AWS stack's config, typed and checked; raises ConfigError on the first bad key."""
+    """All of a stack file's AWS config (`raw`: every key as the CLI hands it), loaded and resolved; raises
+    ConfigError on the first bad key."""
     raw = raw_config() if raw is None else raw
+    return resolve_aws(load_stack(AwsStackArgs, raw, "aws", PROVIDER_FIELDS,
+                                  " and set the matching AWS_* environment variable instead"), stack)
+
+
+def resolve_aws(args: AwsStackArgs, stack: str | None = None) -> AwsStackConfig:
+    """The AWS stack's settings (loaded: trainstack/infra/config/loader.py) with every default applied and the rules
+    between them checked, in a stack file's terms. IDs that are other resources' outputs (an existing network's)
+    pass through; EKS and EFS check them."""
     stack = pulumi.get_stack() if stack is None else stack
-    check_stack_keys(raw, TOP_LEVEL_KEYS, "aws", AWS_PROVIDER_KEYS,
-                     " and set the matching AWS_* environment variable instead")
-    region = parse_region(raw)
+    region = check_region(args.region)
 
     name_key = f"{NAMESPACE}:clusterName"
-    cluster_name = top(raw, "clusterName", as_str, f"{NAMESPACE}-{stack}")
+    cluster_name = or_default(args.cluster_name, f"{NAMESPACE}-{stack}")
     if not _CLUSTER_NAME.fullmatch(cluster_name):
         raise ConfigError(name_key, f"{cluster_name!r} is not a valid EKS cluster name (letters, digits, - and _, "
                           "at most 100)", set_hint(name_key, f"{NAMESPACE}-{stack}"))
 
-    autoscaler = top(raw, "clusterAutoscaler", as_bool, True)
-    network = _parse_network(raw, region)
-    gpu_nodes, job = _parse_gpu_nodes_and_job(raw, autoscaler, network.availability_zones, network.existing is not None,
-                                              region=region)
-    admins, preview_role = _parse_access(raw)
+    autoscaler = or_default(args.cluster_autoscaler, True)
+    network = _network(args, region)
+    gpu_nodes, job = _gpu_nodes_and_job(args, autoscaler, network.availability_zones, network.existing is not None,
+                                        region=region)
+    admins, preview_role = _access(args)
     return AwsStackConfig(
         region=region,
-        aws_profile=raw.get("aws:profile") or None,
+        aws_profile=args.profile or None,
         cluster_name=cluster_name,
-        kubernetes_version=_parse_kubernetes_version(raw),
+        kubernetes_version=_kubernetes_version(args),
         network=network,
-        system_nodes=_parse_system_nodes(raw),
+        system_nodes=_system_nodes(args.system_nodes),
         gpu_nodes=gpu_nodes,
         job=job,
-        delete_bucket_on_destroy=top(raw, "deleteBucketOnDestroy", as_bool, False),
-        protect_shared_filesystem=top(raw, "protectSharedFilesystem", as_bool, True),
+        delete_bucket_on_destroy=or_default(args.delete_bucket_on_destroy, False),
+        protect_shared_filesystem=or_default(args.protect_shared_filesystem, True),
         cluster_admin_arns=admins,
-        api_endpoint=_parse_api_endpoint(raw),
-        tags=parse_tags(raw),
-        budget=parse_budget(raw),
+        api_endpoint=_api_endpoint(args),
+        tags=check_tags(args.tags),
+        budget=Budget(max_hourly_usd=args.max_hourly_usd, max_run_usd=args.max_run_usd),
         preview_role_arn=preview_role,
         cluster_autoscaler=autoscaler,
-        control_plane_logs=_parse_control_plane_logs(raw),
+        control_plane_logs=_control_plane_logs(args),
     )

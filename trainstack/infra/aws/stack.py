@@ -91,6 +91,8 @@ class AwsStackArgs:
     provider: aws.Provider | None = None
     # False for a caller's provider whose settings are not known yet (preview): the account checks wait for up.
     provider_settings_known: bool = True
+    # The IAM role the kubeconfig (and the cluster's Kubernetes provider) assumes: the caller's assume-role ARN.
+    kubeconfig_role_arn: pulumi.Input[str] | None = None
 
 
 class AwsStack(pulumi.ComponentResource):
@@ -120,6 +122,7 @@ class AwsStack(pulumi.ComponentResource):
             cfg, vpc_id=network.vpc_id, public_subnet_ids=network.public_subnet_ids,
             private_subnet_ids=network.private_subnet_ids, tags=tags,
             efa_subnet_id=network.mount_subnet_ids[cfg.gpu_nodes.efa.zone] if cfg.gpu_nodes.efa else None,
+            kubeconfig_role_arn=args.kubeconfig_role_arn,
         ), opts=child)
         # Kueue asks the autoscaler for a topology pool's nodes by ProvisioningRequest (topology.py).
         provisioning = serves_provisioning_requests(cluster.gpu_placement.topology, autoscaler=cfg.cluster_autoscaler,

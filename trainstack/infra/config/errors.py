@@ -18,3 +18,7 @@ class ConfigError(pulumi.RunError):
 def set_hint(key: str, example: str) -> str:
     """The command that sets `key` (a full `namespace:path` key) to `example`."""
     return f"pulumi config set --path '{key}' {example}"
+
+
+class InputError(pulumi.RunError):
+    """A component input that cannot work: one line, `<property path>: <problem>. Fix: <how>`."""

@@ -1,10 +1,8 @@
-"""`trainstack:job.*`: the training job every cloud runs, parsed into JobConfig.
+"""`trainstack:job`: the training job every cloud runs, its typed settings (job_settings.Job) resolved into JobConfig.
 
 The rules a job must follow wherever it runs (pods min/max, one process per GPU, names the chart can
 use, `train` keys the chart knows) live here once; each cloud only says how many GPUs its node type has.
 A pod is one pod of the job (torchrun calls it a node); a node is a Kubernetes node, one machine.
-Secrets (a W&B key) reach the pods only by reference: `secretEnv` names Kubernetes Secrets the user
-created, and the chart mounts them as secretKeyRef; no secret value passes through Pulumi.
 """
 
 from __future__ import annotations
@@ -15,12 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pulumi
-
 from trainstack.contract.config import TrainConfig
 from trainstack.infra.config.errors import NAMESPACE, ConfigError, set_hint
-from trainstack.infra.config.reader import Section, as_bool, as_int, as_str, decoded, reject_unknown
-from trainstack.infra.config.train_args import parse_train, trainer_args
+from trainstack.infra.config.job_settings import WANDB_SECRET_EXAMPLE, Job
+from trainstack.infra.config.loader import as_written, keys_of, load, or_default, renamed_from, renamed_keys
+from trainstack.infra.config.train_args import trainer_args
 from trainstack.infra.core.namespaces import (
     CLOUD_RESERVED,
     CLOUD_RESERVED_PREFIXES,
@@ -31,21 +28,11 @@ from trainstack.infra.kubernetes.training_job import SecretEnv
 KEY = f"{NAMESPACE}:job"
 _K8S_NAME_MAX = 63
 _DATA_PREFIX_MAX = 768
-# Kubernetes IsConfigMapKey: these characters, at most 253, neither "." nor starting with "..".
-_SECRET_KEY = re.compile(r"(?!\.$)(?!\.\.)[-._a-zA-Z0-9]{1,253}")
 _DATA_PREFIX = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")  # what shlex.quote leaves as it is (ASCII)
 # The keys from before "pod" and "node" had one meaning each ("node" meant a pod here): still read, each
-# renamed by _renamed with a warning, so JOB_KEYS (what Section accepts) lists the new names only.
-RENAMED_KEYS = {"nodesMin": "podsMin", "nodesMax": "podsMax", "gpusPerNode": "gpusPerPod",
-                "procsPerNode": "procsPerPod"}
-JOB_KEYS = ("enabled", "name", "namespace", "podsMin", "podsMax", "gpusPerPod", "procsPerPod", "dataPrefix",
-            "tensorboard", "queue", "queueName", "train", "secretEnv")
-_SECRET_ENV_KEYS = ("name", "secretName", "key")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# A DNS-1123 subdomain (Kubernetes IsDNS1123Subdomain): dot-separated labels, at most 253 in all.
-_SECRET_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-# How a user gives the job their W&B key: a Secret they create, named here; the key never enters Pulumi.
-WANDB_SECRET_EXAMPLE = "[{name: WANDB_API_KEY, secretName: wandb, key: api-key}]"
+# moved to its new name by the loader with a warning, so JOB_KEYS lists the new names only.
+RENAMED_KEYS = renamed_keys(Job)
+JOB_KEYS = keys_of(Job)
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 # The chart names the Job, its Service and its pods' hostnames after the release: at most 50 characters.
 _JOB_NAME_MAX = 50
@@ -73,34 +60,42 @@ class JobConfig:
 
 def parse_job(raw: Mapping[str, str], gpus_per_node: int, node_type: str,
               installed_namespaces: Mapping[str, str] | None = None) -> JobConfig:
-    """trainstack:job, for nodes with `gpus_per_node` GPUs each (`node_type` names them in errors).
-    `installed_namespaces`: the namespaces the caller installs into -> what it installs there, when it
-    creates the job's namespace; None for a job submitted into a namespace that already exists."""
-    value, renamed = _renamed(raw.get(KEY))
+    """trainstack:job of a stack file's config (`raw`: every key as the CLI hands it), loaded and resolved."""
+    return resolve_job(load(Job, raw.get(KEY), KEY), gpus_per_node, node_type, installed_namespaces)
+
+
+def resolve_job(job: Job | None, gpus_per_node: int, node_type: str,
+                installed_namespaces: Mapping[str, str] | None = None) -> JobConfig:
+    """The job (loaded: trainstack/infra/config/loader.py) for nodes with `gpus_per_node` GPUs each (`node_type`
+    names them in errors), defaults applied and checked. `installed_namespaces`: the namespaces the caller installs
+    into -> what it installs there, when it creates the job's namespace; None for a job submitted into a namespace
+    that already exists."""
+    job = job or Job()
     try:
-        return _parse_job(Section(KEY, value, JOB_KEYS), gpus_per_node, node_type, installed_namespaces)
+        return _resolved(job, gpus_per_node, node_type, installed_namespaces)
     except ConfigError as error:
-        raise _as_written(error, renamed) from None
+        raise as_written(error, renamed_from(job), KEY) from None
 
 
-def _parse_job(section: Section, gpus_per_node: int, node_type: str,
-               installed_namespaces: Mapping[str, str] | None) -> JobConfig:
-    pods_min = section.get("podsMin", as_int, 1, minimum=1)
-    pods_max = section.get("podsMax", as_int, max(pods_min, 2), minimum=1)
+def _resolved(job: Job, gpus_per_node: int, node_type: str,
+              installed_namespaces: Mapping[str, str] | None) -> JobConfig:
+    pods_min = or_default(job.pods_min, 1)
+    pods_max = or_default(job.pods_max, max(pods_min, 2))
     if pods_min > pods_max:
         raise ConfigError(f"{KEY}.podsMin", f"podsMin ({pods_min}) is greater than podsMax ({pods_max})",
                           set_hint(f"{KEY}.podsMin", str(pods_max)))
-    gpus = section.get("gpusPerPod", as_int, gpus_per_node, minimum=1)
+    gpus = or_default(job.gpus_per_pod, gpus_per_node)
     if gpus > gpus_per_node:
         raise ConfigError(f"{KEY}.gpusPerPod", f"{gpus} GPUs per pod, but the {node_type} has "
                           f"{gpus_per_node}", set_hint(f"{KEY}.gpusPerPod", str(gpus_per_node)))
-    procs = section.get("procsPerPod", as_int, gpus, minimum=1)
+    procs = or_default(job.procs_per_pod, gpus)
     if procs != gpus:
         raise ConfigError(f"{KEY}.procsPerPod", f"{procs} processes for {gpus} GPUs (torchrun starts one process "
                           "per GPU)", set_hint(f"{KEY}.procsPerPod", str(gpus)))
     names = {}
-    for name_key, default in (("name", "train"), ("namespace", "default"), ("queueName", "training")):
-        names[name_key] = value = section.get(name_key, as_str, default)
+    for name_key, field_name, default in (("name", "name", "train"), ("namespace", "namespace", "default"),
+                                          ("queueName", "queue_name", "training")):
+        names[name_key] = value = or_default(getattr(job, field_name), default)
         if name_key == "name" and len(value) > _JOB_NAME_MAX:
             raise ConfigError(f"{KEY}.name", f"{len(value)} characters; the chart names the Job, its Service and "
                               f"its pods' hostnames after it, so it holds at most {_JOB_NAME_MAX}",
@@ -114,7 +109,7 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str,
                               "-, starting with a letter)", set_hint(f"{KEY}.{name_key}", default))
     if installed_namespaces is not None:
         _check_namespace(names["namespace"], installed_namespaces)
-    data_prefix = section.get("dataPrefix", as_str, "data").strip("/")
+    data_prefix = or_default(job.data_prefix, "data").strip("/")
     if "://" in data_prefix or not data_prefix:
         raise ConfigError(f"{KEY}.dataPrefix", f"expected a prefix inside the snapshot bucket, got {data_prefix!r}",
                           set_hint(f"{KEY}.dataPrefix", "data"))
@@ -138,11 +133,11 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str,
         raise ConfigError(f"{KEY}.dataPrefix", f"{data_prefix!r} has characters outside ASCII letters, digits and "
                           "'_@%+=:,./-' (object keys allow them, but every command that names the prefix would need "
                           "quoting)", set_hint(f"{KEY}.dataPrefix", shlex.quote(kept)))
-    train: dict[str, Any] = section.get("train", parse_train, {})
-    secret_env = section.get("secretEnv", _secret_env, ())
+    train: dict[str, Any] = or_default(job.train, {})
+    secret_env = tuple(or_default(job.secret_env, ()))
     _check_wandb_key(train, secret_env)
     return JobConfig(
-        enabled=section.get("enabled", as_bool, False),  # the shipped stack files start without a job (data first)
+        enabled=or_default(job.enabled, False),  # the shipped stack files start without a job (data first)
         name=names["name"],
         namespace=names["namespace"],
         pods_min=pods_min,
@@ -150,8 +145,8 @@ def _parse_job(section: Section, gpus_per_node: int, node_type: str,
         procs_per_pod=procs,
         gpus_per_pod=gpus,
         data_prefix=data_prefix,
-        tensorboard=section.get("tensorboard", as_bool, True),
-        queue=section.get("queue", as_bool, True),
+        tensorboard=or_default(job.tensorboard, True),
+        queue=or_default(job.queue, True),
         queue_name=names["queueName"],
         train=train,
         secret_env=secret_env,
@@ -172,97 +167,6 @@ def _check_namespace(namespace: str, installed_namespaces: Mapping[str, str]) ->
     raise ConfigError(f"{KEY}.namespace", f"{namespace!r} is {whose}; the stack creates the job's namespace and "
                       "deletes it on destroy", f"{set_hint(f'{KEY}.namespace', 'training')} (a namespace of the "
                       "job's own, or default)")
-
-
-def _renamed(value: Any) -> tuple[Any, dict[str, str]]:
-    """The section with each old key under its new name, one warning per old key; both set is an error.
-    Also the renames made, new -> old, so that an error names the key the user wrote."""
-    if value is None:
-        return None, {}
-    section = decoded(value)
-    if not isinstance(section, dict):
-        return section, {}  # Section names the problem
-    section = dict(section)
-    renamed = {}
-    for old, new in RENAMED_KEYS.items():
-        if old not in section:
-            continue
-        if new in section:
-            raise ConfigError(f"{KEY}.{old}", f"both {old} and {new} are set ({new} replaces {old})",
-                              f"pulumi config rm --path '{KEY}.{old}'")
-        pulumi.log.warn(f"{KEY}.{old} is deprecated: rename it to {KEY}.{new} (same meaning: per pod of the job)")
-        section[new] = section.pop(old)
-        renamed[new] = old
-    return section, renamed
-
-
-def _as_written(error: ConfigError, renamed: Mapping[str, str]) -> ConfigError:
-    """An error on a key the user wrote under its old name, in that name, with the hint to rename it:
-    the hint alone would set the new key beside the old one, which is refused as both set."""
-    if not renamed:
-        return error
-    field = error.key.removeprefix(f"{KEY}.")
-    problem, _, fix = str(error)[len(error.key) + 2:].rpartition(". Fix: ")
-    for new, old in renamed.items():
-        problem = re.sub(rf"\b{new}\b", old, problem)
-    if field not in renamed:
-        return ConfigError(error.key, problem, fix)
-    old = renamed[field]
-    return ConfigError(f"{KEY}.{old}", problem, f"rename {old} to {field}: pulumi config rm --path '{KEY}.{old}' "
-                       f"&& {fix}")
-
-
-# torchrun's per-worker environment (torch/distributed/elastic/agent/server/local_elastic_agent.py) and
-# what the chart's templates set (workloads/charts/training-job/templates).
-_RESERVED_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
-                 "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "HOME", "HF_HOME",
-                 "XDG_CACHE_HOME", "CLOUDSDK_CONFIG", "PYTHONUNBUFFERED", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH",
-                 "PYTHONPATH", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE",
-                 # the GPUs the device plugin hands the pod, and IRSA's web identity (EKS pod identity webhook)
-                 "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
-                 # a path to a key file: a Secret's value would be the key itself (mount the Secret instead)
-                 "GOOGLE_APPLICATION_CREDENTIALS")
-# PET_*: torchrun's flags as variables (torch/distributed/argparse_util.py env); NCCL_* and FI_*: the chart's
-# gpuNetworking modes set them per machine.
-_RESERVED_ENV_PREFIXES = ("TORCHELASTIC_", "TORCH_ELASTIC_", "TRAINSTACK_", "NCCL_", "PET_", "FI_")
-
-
-def _secret_env(value: Any, key: str) -> tuple[SecretEnv, ...]:
-    """[{name, secretName, key}]: each variable is read from a Secret in the job's namespace (secretKeyRef)."""
-    items = decoded(value)
-    if not isinstance(items, list):
-        raise ConfigError(key, f"expected a list of {{name, secretName, key}}, got {items!r}",
-                          f"write it in Pulumi.<stack>.yaml as {key}: {WANDB_SECRET_EXAMPLE}")
-    result = []
-    for i, item in enumerate(items):
-        at = f"{key}[{i}]"
-        if not isinstance(item, dict) or set(item) != set(_SECRET_ENV_KEYS):
-            if isinstance(item, dict):
-                reject_unknown(f"{at}.", item.keys(), _SECRET_ENV_KEYS)
-            raise ConfigError(at, f"expected {{name, secretName, key}}, got {item!r}",
-                              f"write it as {WANDB_SECRET_EXAMPLE[1:-1]} (the Secret's name and the key inside it)")
-        name, secret, secret_key = (item[k] for k in _SECRET_ENV_KEYS)
-        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
-            raise ConfigError(f"{at}.name", f"{name!r} is not an environment variable name", set_hint(f"{at}.name", "WANDB_API_KEY"))
-        if name in _RESERVED_ENV or name.startswith(_RESERVED_ENV_PREFIXES):
-            # torchrun sets these for each worker, and the chart its own: a Secret's value would replace
-            # them (Kubernetes keeps the last of two env entries of one name) and split or hang the job.
-            raise ConfigError(f"{at}.name", f"{name} is set for each pod by torchrun, the chart or the cloud "
-                              "identity (or names a file); a Secret must not replace it",
-                              f"name the variable something else (e.g. MY_{name}) and read that")
-        if not isinstance(secret, str) or not _SECRET_NAME.fullmatch(secret):
-            raise ConfigError(f"{at}.secretName", f"{secret!r} is not a Secret name (lowercase letters, digits, - and .)",
-                              set_hint(f"{at}.secretName", "wandb"))
-        if not isinstance(secret_key, str) or not _SECRET_KEY.fullmatch(secret_key):
-            # Kubernetes' IsConfigMapKey (and the chart's values.schema.json): letters, digits, '-', '_', '.'.
-            raise ConfigError(f"{at}.key", f"expected the key inside Secret {secret!r} (letters, digits, '-', '_' and "
-                              f"'.', at most 253), got {secret_key!r}", set_hint(f"{at}.key", "api-key"))
-        result.append(SecretEnv(name=name, secret_name=secret, key=secret_key))
-    names = [s.name for s in result]
-    if len(set(names)) != len(names):
-        raise ConfigError(key, f"a variable is set twice: {sorted({n for n in names if names.count(n) > 1})}",
-                          "keep one entry per name")
-    return tuple(result)
 
 
 def _check_wandb_key(train: Mapping[str, Any], secret_env: tuple[SecretEnv, ...]) -> None:

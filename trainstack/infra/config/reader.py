@@ -2,7 +2,7 @@
 
 The Pulumi CLI hands a program its config as strings (objects and lists as JSON text). These readers
 turn them into typed values or raise ConfigError with the key, the problem and the command that fixes
-it; `Section` also refuses keys nobody reads, with a "did you mean" for typos.
+it; `reject_unknown` also refuses keys nobody reads, with a "did you mean" for typos.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import difflib
 import ipaddress
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pulumi
@@ -204,38 +204,6 @@ def reject_unknown(prefix: str, keys: Iterable[str], allowed: tuple[str, ...]) -
             close = difflib.get_close_matches(name, allowed, n=1)
             hint = f"did you mean {prefix}{close[0]}?" if close else f"known keys: {', '.join(allowed)}"
             raise ConfigError(f"{prefix}{name}", "unknown key", f"remove it or rename it ({hint})")
-
-
-class Section:
-    """The keys of one config object, read one by one; a key not in `allowed` is refused up front."""
-
-    def __init__(self, key: str, value: Any, allowed: tuple[str, ...]) -> None:
-        value = {} if value is None else decoded(value)
-        if not isinstance(value, dict):
-            raise ConfigError(key, f"expected an object with keys {', '.join(allowed)}, got {value!r}",
-                              f"write {key} as a YAML mapping in Pulumi.<stack>.yaml")
-        self.key = key
-        self._values = value
-        reject_unknown(key + ".", value.keys(), allowed)
-
-    def has(self, name: str) -> bool:
-        return self._values.get(name) is not None
-
-    def get(self, name: str, read: Callable[..., Any], default: Any, **kwargs: Any) -> Any:
-        if not self.has(name):
-            return default
-        return read(self._values[name], f"{self.key}.{name}", **kwargs)
-
-
-def top(raw: Mapping[str, str], name: str, read: Callable[..., Any], default: Any, **kwargs: Any) -> Any:
-    """A top-level `trainstack:<name>` value, read and checked, or the default when unset."""
-    key = f"{NAMESPACE}:{name}"
-    return read(raw[key], key, **kwargs) if key in raw else default
-
-
-def top_section(raw: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> Section:
-    key = f"{NAMESPACE}:{name}"
-    return Section(key, raw.get(key), allowed)
 
 
 def check_scaling(key: str, min_size: int, max_size: int, desired: int | None = None) -> None:

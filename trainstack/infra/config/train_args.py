@@ -17,6 +17,7 @@ from typing import Any
 from trainstack.contract.cli import Flag, check_train_args, train_flags
 from trainstack.contract.errors import UserError
 from trainstack.infra.config.errors import ConfigError, set_hint
+from trainstack.infra.config.loader import camel_case
 from trainstack.infra.config.reader import as_bool, as_int, as_number, as_object, as_str, reject_unknown
 from trainstack.infra.kubernetes.training_job import chart_default_values
 
@@ -25,13 +26,8 @@ from trainstack.infra.kubernetes.training_job import chart_default_values
 PLACED_BY_THE_PLATFORM = ("--data", "--out")
 
 
-def camel(dest: str) -> str:
-    head, *rest = dest.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 def train_keys() -> dict[str, Flag]:
-    return {camel(flag.dest): flag for flag in train_flags()}
+    return {camel_case(flag.dest): flag for flag in train_flags()}
 
 
 def _read(flag: Flag, value: Any, key: str) -> Any:

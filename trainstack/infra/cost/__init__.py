@@ -5,7 +5,7 @@ export the result as `estimatedHourlyUsd` / `estimatedRunUsd`, and `check_budget
 program when `trainstack:maxHourlyUsd` or `trainstack:maxRunUsd` is exceeded.
 """
 
-from trainstack.infra.cost.budget import BUDGET_KEYS, Budget, check_budget, parse_budget
+from trainstack.infra.cost.budget import Budget, check_budget
 from trainstack.infra.cost.estimate import (
            CostEstimate,
            CostInputs,
@@ -16,5 +16,5 @@ from trainstack.infra.cost.estimate import (
 )
 from trainstack.infra.cost.prices import HOURS_PER_MONTH, PriceTable, Rate
 
-__all__ = ["BUDGET_KEYS", "HOURS_PER_MONTH", "Budget", "CostEstimate", "CostInputs", "GpuNodes", "LineItem",
-           "PriceTable", "Rate", "check_budget", "estimate", "gpu_node_counts", "parse_budget"]
+__all__ = ["HOURS_PER_MONTH", "Budget", "CostEstimate", "CostInputs", "GpuNodes", "LineItem",
+           "PriceTable", "Rate", "check_budget", "estimate", "gpu_node_counts"]

@@ -4,27 +4,18 @@ is created. Over it, the program stops with one ConfigError line that shows the 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
 
 from trainstack.infra.config.errors import NAMESPACE, ConfigError
-from trainstack.infra.config.reader import as_number, top
 from trainstack.infra.cost.estimate import CostEstimate
-
-BUDGET_KEYS = ("maxHourlyUsd", "maxRunUsd")
 
 
 @dataclass(frozen=True)
 class Budget:
     max_hourly_usd: float | None = None  # the stack at its largest: GPU pool at max
     max_run_usd: float | None = None  # the configured job, start to finish
-
-
-def parse_budget(raw: Mapping[str, str]) -> Budget:
-    return Budget(max_hourly_usd=top(raw, "maxHourlyUsd", as_number, None, minimum=0.01),
-                  max_run_usd=top(raw, "maxRunUsd", as_number, None, minimum=0.01))
 
 
 def _raise_hint(key: str, needed: float) -> str:

@@ -22,6 +22,8 @@ no data source for it, so a zone without the profile fails at the RDMA VPC's cre
 Each answer is an Output whose apply raises a one-line pulumi.RunError; `gate()` combines them for
 every resource of the stack to depend on, so a wrong answer stops the preview (and `up
 --skip-preview`) before anything is registered. They need credentials; under mocks the tests answer them.
+A caller's provider whose settings are other resources' outputs answers nothing at preview (every answer
+empty, read as a refusal): then nothing is asked, and `up` asks with the provider known.
 """
 
 from __future__ import annotations
@@ -135,15 +137,20 @@ def checked_machine_type(result: gcp.compute.GetMachineTypesResult, pool: GpuPoo
 @dataclass(frozen=True)
 class Preflight:
     ready: pulumi.Output[list]  # [] once every answer passed: every resource depends on it
-    control_plane_version: pulumi.Output[str]  # the channel's version for the configured minor
+    control_plane_version: pulumi.Output[str | None]  # the channel's version for the minor (None: not asked)
 
 
 def gate(cfg: GcpStackConfig, provider: gcp.Provider, parent: pulumi.Resource,
-         checked: Callable[[Callable[..., T]], Callable[..., T]] = lambda check: check) -> Preflight:
+         checked: Callable[[Callable[..., T]], Callable[..., T]] = lambda check: check, *,
+         settings_known: bool = True) -> Preflight:
     """Every question asked at once; the stack's resources depend on `ready`, the cluster takes the version.
 
     `checked` wraps each check: a hosted part (trainstack.components) re-raises its errors in its inputs' terms.
+    `settings_known` False (the provider's settings are not known at preview): nothing asked, no version (GKE's
+    default for the channel at preview; `up` asks).
     """
+    if not settings_known:
+        return Preflight(ready=pulumi.Output.from_input([]), control_plane_version=pulumi.Output.from_input(None))
     invoke = pulumi.InvokeOutputOptions(parent=parent, provider=provider)
     gpu_direct = [pool.gpu_direct for pool in cfg.gpu_pools if pool.gpu_direct is not None]
     existing = existing_master_version(cfg, provider, parent)

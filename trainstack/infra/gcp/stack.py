@@ -61,6 +61,9 @@ class GcpStackArgs:
     # The caller's provider (GcpStack given opts.providers): used instead of one made from the config; its
     # default labels are the caller's.
     provider: gcp.Provider | None = None
+    # False when that provider's settings are other resources' outputs, not known at preview: the preflight asks
+    # nothing then (preflight.gate).
+    provider_settings_known: bool = True
 
 
 class GcpStack(pulumi.ComponentResource):
@@ -74,7 +77,7 @@ class GcpStack(pulumi.ComponentResource):
                                                default_labels=dict(cfg.labels),
                                                opts=pulumi.ResourceOptions(parent=self))
         # Nothing is created before the account confirms what only it knows (preflight.py).
-        checks = preflight.gate(cfg, google, parent=self)
+        checks = preflight.gate(cfg, google, parent=self, settings_known=args.provider_settings_known)
         child = pulumi.ResourceOptions(parent=self, providers={"gcp": google}, depends_on=checks.ready)
 
         services = ProjectServices(f"{name}-apis", ProjectServicesArgs(
