@@ -29,6 +29,7 @@ from tests.pulumi_harness import ProgramResult, run_program
 from tests.stack_runs import REPO
 from trainstack import components
 from trainstack.components import HOSTED
+from trainstack.components.tokens import token
 from trainstack.infra.aws import preflight as aws_preflight
 from trainstack.infra.aws.cluster import EksCluster, EksClusterArgs
 from trainstack.infra.aws.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
@@ -99,7 +100,7 @@ def run(program, cloud: str = "gcp", calls=None) -> tuple[ProgramResult, list[Ba
 
 def construct(component: str, inputs: dict):
     """Construct as a program in another language reaches it: the inputs cross the wire first."""
-    return lambda: TrainstackProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}",
+    return lambda: TrainstackProvider(HOSTED, NAME).construct("part", token(component),
                                                              over_the_wire(inputs), None)
 
 

@@ -218,7 +218,7 @@ def test_the_job_input_takes_the_keys_from_before_the_pod_rename_with_one_warnin
     runs = {}
     for label, given in (("new", job), ("old", {old_names.get(key, key): value for key, value in job.items()})):
         warnings.clear()
-        runs[label], _ = construct("trainstack:index:TrainingPlatform", {**base, "job": given}, stack="byo",
+        runs[label], _ = construct(TOKENS["TrainingPlatform"], {**base, "job": given}, stack="byo",
                                    outputs=lambda type_, name, inputs: {}, calls=lambda token, args: {})
         runs[f"{label} warnings"] = [w for w in warnings if "deprecated" in w]
     assert [(r.urn, r.inputs) for r in runs["old"].registrations] == \

@@ -56,7 +56,7 @@ def run(program) -> tuple[ProgramResult, list[BaseException]]:
 
 def construct(component: str, inputs: dict):
     """Construct as a program in another language reaches it: the inputs cross the wire first."""
-    return lambda: TrainstackProvider(HOSTED, NAME).construct("part", f"trainstack:index:{component}",
+    return lambda: TrainstackProvider(HOSTED, NAME).construct("part", token(component),
                                                              over_the_wire(inputs), None)
 
 
