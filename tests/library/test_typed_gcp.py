@@ -12,6 +12,7 @@ import pytest
 from tests.library.test_cluster_parts import NODES_ACCOUNT, PROJECT, run
 from tests.library.test_unknown_provider import UNKNOWN_PROJECT, gcp_part, unknown
 from tests.library.test_user_program import GCP_REGION, gcp_in
+from tests.pulumi_harness import UNKNOWN
 from trainstack import components
 from trainstack.components import gcp as gcp_stack_component
 from trainstack.infra.config import NAMESPACE, ConfigError
@@ -172,7 +173,7 @@ def test_a_cluster_previews_on_a_provider_not_known_yet_where_its_inputs_say(par
     assert not stopped, stopped
     cluster = result.one("gcp:container/cluster:Cluster")
     assert cluster.inputs["location"] == f"{GCP_REGION}-a"
-    assert "minMasterVersion" not in cluster.inputs  # not known at preview: asked again at `up`
+    assert cluster.inputs["minMasterVersion"] is UNKNOWN  # not known at preview (not None): asked again at `up`
     assert on_mine(result) == []
 
 

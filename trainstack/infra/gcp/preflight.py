@@ -36,6 +36,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from trainstack.infra.config import NAMESPACE
+from trainstack.infra.core.unknown_answers import not_known_yet
 from trainstack.infra.gcp.config import GcpStackConfig, GpuPoolConfig
 from trainstack.infra.gcp.machine_types import GpuDirectProfile, meets_gpu_direct_minimum
 
@@ -146,11 +147,14 @@ def gate(cfg: GcpStackConfig, provider: gcp.Provider, parent: pulumi.Resource,
     """Every question asked at once; the stack's resources depend on `ready`, the cluster takes the version.
 
     `checked` wraps each check: a hosted part (trainstack.components) re-raises its errors in its inputs' terms.
-    `settings_known` False (the provider's settings are not known at preview): nothing asked, no version (GKE's
-    default for the channel at preview; `up` asks).
+    `settings_known` False (the provider's settings are not known at preview): nothing asked, the version
+    unknown (`up` asks).
     """
     if not settings_known:
-        return Preflight(ready=pulumi.Output.from_input([]), control_plane_version=pulumi.Output.from_input(None))
+        # The version is unknown, not None: a preview without it would promise a cluster that `up`, which asks,
+        # then changes (and a saved plan would refuse the difference).
+        return Preflight(ready=pulumi.Output.from_input([]),
+                         control_plane_version=pulumi.Output.from_input(None).apply(lambda _: not_known_yet()))
     invoke = pulumi.InvokeOutputOptions(parent=parent, provider=provider)
     gpu_direct = [pool.gpu_direct for pool in cfg.gpu_pools if pool.gpu_direct is not None]
     existing = existing_master_version(cfg, provider, parent)
