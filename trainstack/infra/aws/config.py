@@ -34,7 +34,7 @@ from trainstack.infra.aws.limits import (
 from trainstack.infra.aws.settings import AwsStackArgs, EksGpuNodes, EksSystemNodes
 from trainstack.infra.aws.topology import TOPOLOGY_REGIONS, topology_aware_default
 from trainstack.infra.config import NAMESPACE, ConfigError, JobConfig, gpu_nodes_for_job, raw_config, set_hint
-from trainstack.infra.config.job import resolve_job
+from trainstack.infra.config.job import job_keys_as_written, resolve_job
 from trainstack.infra.config.loader import keys_of, load_stack, or_default
 from trainstack.infra.config.reader import (
     PRIVATE_BLOCKS_TEXT,
@@ -460,9 +460,10 @@ def _gpu_nodes_and_job(args: AwsStackArgs, autoscaler: bool, zones: tuple[str, .
     desired = or_default(gpu.desired, max(min_size, follows_job))
     check_scaling(gpu_key, min_size, max_size, desired)
     if instances_for_job > max_size:
-        raise ConfigError(f"{NAMESPACE}:job.podsMax", f"{job.pods_max} pods need {instances_for_job} GPU nodes "
-                          f"({pods_per_node} per {types[0]}), but {gpu_key}.max is {max_size}",
-                          f"raise {gpu_key}.max to {instances_for_job} or lower {NAMESPACE}:job.podsMax")
+        with job_keys_as_written(args.job):
+            raise ConfigError(f"{NAMESPACE}:job.podsMax", f"{job.pods_max} pods need {instances_for_job} GPU nodes "
+                              f"({pods_per_node} per {types[0]}), but {gpu_key}.max is {max_size}",
+                              f"raise {gpu_key}.max to {instances_for_job} or lower {NAMESPACE}:job.podsMax")
     ignore_scaling = or_default(gpu.ignore_scaling_changes, autoscaler)
     if autoscaler and not ignore_scaling:
         raise ConfigError(f"{gpu_key}.ignoreScalingChanges", "false while the cluster autoscaler owns the GPU "
