@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 GROUPS = {
     "parsers + settings": ("trainstack/infra/aws/config.py", "trainstack/infra/gcp/config.py",
                            "trainstack/infra/config/*.py", "trainstack/infra/aws/settings.py",
-                           "trainstack/infra/gcp/settings.py", "trainstack/infra/gcp/gpu_pool_config.py"),
+                           "trainstack/infra/gcp/settings.py", "trainstack/infra/gcp/gpu_pool_config.py",
+                           "trainstack/infra/aws/gpu_node_config.py"),
     "round-trip / boundary": ("trainstack/components/args_from_inputs.py", "trainstack/components/job_args.py",
                               "trainstack/components/known_outputs.py", "trainstack/components/spelling.py",
                               "trainstack/components/part_config.py", "trainstack/components/gcp_part_config.py",
