@@ -65,6 +65,9 @@ BAD_CONFIGS = [
      "2 GPUs per pod, but the GPU instance type has 1. Fix: rename gpusPerNode to gpusPerPod"),
     ("job larger than the GPU group", {JOB: {"podsMax": 3}}, (), f"{JOB}.podsMax",
      "3 pods need 3 GPU nodes (1 per g4dn.xlarge), but trainstack:gpuNodes.max is 2"),
+    ("job old key larger than the GPU group", {JOB: {"nodesMax": 3}}, (JOB,), f"{JOB}.nodesMax",
+     "3 pods need 3 GPU nodes (1 per g4dn.xlarge), but trainstack:gpuNodes.max is 2. Fix: rename nodesMax to "
+     f"podsMax: pulumi config rm --path '{JOB}.nodesMax' && raise trainstack:gpuNodes.max to 3"),
     ("instance type without a GPU", {GPU: {"instanceTypes": ["m5.large"]}}, (), f"{GPU}.instanceTypes",
      "m5.large has no NVIDIA GPU"),
     ("ARM GPU type the NVIDIA x86 AMI cannot boot", {GPU: {"instanceTypes": ["g5g.xlarge"]}}, (),

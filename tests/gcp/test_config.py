@@ -84,6 +84,9 @@ BAD_CONFIGS = [
      "is not a valid node pool name"),
     ("job larger than the pool", {JOB: {"podsMax": 3}}, (), f"{JOB}.podsMax",
      f"3 pods need 3 GPU nodes, but {POOL}.max is 2"),
+    ("job old key larger than the pool", {JOB: {"nodesMax": 3}}, (JOB,), f"{JOB}.nodesMax",
+     f"3 pods need 3 GPU nodes, but {POOL}.max is 2. Fix: rename nodesMax to podsMax: pulumi config rm --path "
+     f"'{JOB}.nodesMax' && raise {POOL}.max to 3"),
     ("more GPUs per pod than the machine has", {JOB: {"gpusPerPod": 4, "procsPerPod": 4}}, (),
      f"{JOB}.gpusPerPod", "4 GPUs per pod, but the n1-standard-4 node pool's machine type has 2"),
     ("processes not one per GPU", {JOB: {"procsPerPod": 1}}, (), f"{JOB}.procsPerPod",

@@ -99,3 +99,30 @@ def test_a_components_own_renamed_input_is_named_in_its_terms(monkeypatch):
     with pytest.raises(InputError, match=r"^TrainingJob 'x': both nodesMax and podsMax are set"):
         from_inputs(TrainingJobArgs, {"kubeconfig": "k", "imageRef": "r:1", "nodesMax": 2, "podsMax": 2},
                     component="TrainingJob 'x'")
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp"])
+def test_a_stack_components_pool_size_error_names_the_renamed_job_input_as_written(cloud, monkeypatch):
+    # The cross-check between the job's podsMax and the GPU group's (or pool's) max is the cloud resolver's, not
+    # the job's: it too names nodesMax when that is what the caller wrote (the hint alone would add podsMax
+    # beside it, which the next run refuses as both set).
+    from trainstack.components import aws, gcp
+    from trainstack.components.stack_config import stack_errors_as_inputs
+    from trainstack.infra.aws.config import PROVIDER_FIELDS as AWS_FIELDS
+    from trainstack.infra.aws.config import resolve_aws
+    from trainstack.infra.gcp.config import resolve_gcp
+    from trainstack.infra.gcp.settings import PROVIDER_FIELDS as GCP_FIELDS
+
+    monkeypatch.setattr(pulumi.log, "warn", lambda *args, **kwargs: None)
+    if cloud == "aws":
+        inputs = {"region": "us-west-2", "apiPublicAccessCidrs": ["203.0.113.7/32"], "gpuNodes": {"max": 2}}
+        fields, resolve, group = AWS_FIELDS, lambda: resolve_aws(aws.checked_args({**inputs, "job": {"nodesMax": 3}}),
+                                                                 "dev"), "gpuNodes.max"
+    else:
+        inputs = {"project": "my-project-123", "gpuPools": {"t4": {"max": 1}}}
+        fields, resolve, group = GCP_FIELDS, lambda: resolve_gcp(gcp.checked_args({**inputs, "job": {"nodesMax": 3}}),
+                                                                 "dev"), "gpuPools.t4.max"
+    with pytest.raises(InputError) as raised, stack_errors_as_inputs(fields):
+        resolve()
+    assert str(raised.value).startswith("job.nodesMax: 3 pods need ")
+    assert f"Fix: rename nodesMax to podsMax: remove the input job.nodesMax && raise {group} to " in str(raised.value)

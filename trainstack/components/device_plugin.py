@@ -12,9 +12,8 @@ from trainstack.components.cluster_access import (
     stand_in_provider,
 )
 from trainstack.components.kubernetes_args import Toleration
-from trainstack.components.stack_config import config_value
 from trainstack.components.tokens import moved_from_index, token
-from trainstack.infra.config.loader import from_inputs
+from trainstack.infra.config.loader import config_value, from_inputs
 from trainstack.infra.kubernetes.nvidia_device_plugin import NvidiaDevicePlugin as InfraNvidiaDevicePlugin
 from trainstack.infra.kubernetes.nvidia_device_plugin import (
     NvidiaDevicePluginArgs as InfraNvidiaDevicePluginArgs,

@@ -22,7 +22,7 @@ import pulumi
 import pulumi_aws as aws
 
 from trainstack.components.aws_provider import aws_location
-from trainstack.components.part_config import checked_as_inputs, errors_as_part_inputs
+from trainstack.components.part_config import checked_as_inputs, errors_as_part_inputs, shared_settings
 from trainstack.components.providers import given_provider
 from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.aws import preflight
@@ -165,8 +165,5 @@ def stack_settings(args: EksClusterArgs, region: str) -> AwsStackArgs:
     VPC and subnet IDs go through as given: plain ones are checked by resolve_aws, outputs by EKS."""
     network = AwsExistingNetwork(vpc_id=args.vpc_id, private_subnet_ids=args.private_subnet_ids,
                                  public_subnet_ids=args.public_subnet_ids)
-    same = ("profile", "cluster_name", "kubernetes_version", "system_nodes", "gpu_nodes", "cluster_admins",
-            "preview_role_arn", "api_endpoint", "api_public_access_cidrs", "control_plane_logs", "cluster_autoscaler",
-            "tags")
-    return from_inputs(AwsStackArgs, {**{name: getattr(args, name) for name in same}, "region": region,
+    return from_inputs(AwsStackArgs, {**shared_settings(args, AwsStackArgs), "region": region,
                                       "job": Job(enabled=False), "existing_network": network}, key=NAMESPACE)

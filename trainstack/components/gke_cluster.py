@@ -18,7 +18,7 @@ import pulumi_gcp as gcp
 
 from trainstack.components.gcp_part_config import part_config
 from trainstack.components.gcp_provider import gcp_settings, provider_zone, settings_known
-from trainstack.components.part_config import checked_as_inputs
+from trainstack.components.part_config import checked_as_inputs, shared_settings
 from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.config.loader import from_inputs
 from trainstack.infra.core.versions import KUEUE_CHART
@@ -28,7 +28,7 @@ from trainstack.infra.gcp.cluster import GkeClusterArgs as InfraGkeClusterArgs
 from trainstack.infra.gcp.control_plane_firewall import ControlPlaneFirewall, ControlPlaneFirewallArgs
 from trainstack.infra.gcp.handles import NetworkRef
 from trainstack.infra.gcp.node_pools import NodePoolArgs, SystemNodePool
-from trainstack.infra.gcp.settings import PROVIDER_FIELDS, GkeNetwork, GkeSystemNodes
+from trainstack.infra.gcp.settings import PROVIDER_FIELDS, GcpStackArgs, GkeNetwork, GkeSystemNodes
 
 PROVIDER_KEYS = PROVIDER_FIELDS
 RENAMES = {"network.masterCidr": "masterCidr"}  # the stack file's key -> this part's input
@@ -100,10 +100,8 @@ class GkeCluster(pulumi.ComponentResource):
         given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
         zone = provider_zone(given, project, region, args.zone)
         # Only the cluster's settings are the caller's (no pools of its own: GkeGpuNodePool makes them).
-        same = ("regional", "cluster_name", "release_channel", "kubernetes_version", "api_authorized_networks",
-                "system_nodes", "labels")
-        config = part_config(PROVIDER_KEYS, RENAMES, **{name: getattr(args, name) for name in same}, project=project,
-                             region=region, zone=zone, network=GkeNetwork(master_cidr=args.master_cidr))
+        config = part_config(PROVIDER_KEYS, RENAMES, **{**shared_settings(args, GcpStackArgs), "project": project,
+                             "region": region, "zone": zone, "network": GkeNetwork(master_cidr=args.master_cidr)})
         # The resolver's default GPU pool is not this part's: no pools to check, multi-networking as asked.
         config = dataclasses.replace(config, gpu_pools=())
         super().__init__(token("GkeCluster"), name, None, moved_from_index("GkeCluster", opts))

@@ -7,6 +7,7 @@ value is refused with the same line, except that it names the part's input (`poo
 """
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -47,3 +48,9 @@ def checked_as_inputs(check: Callable[..., T], provider_keys: Mapping[str, str],
             raise InputError(part_terms(str(error), provider_keys, renames)) from None
     return checked
 
+
+def shared_settings(args: Any, stack_args_type: type) -> dict[str, Any]:
+    """The part's inputs that are also the stack's settings (the same field name), to pass on as they are: a new
+    shared input cannot be left out by hand. The caller overrides those the part resolves itself (its region)."""
+    stack_fields = {f.name for f in dataclasses.fields(stack_args_type)}
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(args) if f.name in stack_fields}

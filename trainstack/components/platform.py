@@ -22,11 +22,11 @@ import pulumi
 from trainstack.components.cluster_access import check_cluster_access, cluster_provider, stand_in_provider
 from trainstack.components.job_args import Job
 from trainstack.components.kubernetes_args import Toleration
-from trainstack.components.stack_config import config_value, stack_errors_as_inputs
+from trainstack.components.stack_config import stack_errors_as_inputs
 from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.config.job import KEY as JOB_KEY
 from trainstack.infra.config.job import resolve_job
-from trainstack.infra.config.loader import from_inputs
+from trainstack.infra.config.loader import config_value, from_inputs
 from trainstack.infra.core import validation
 from trainstack.infra.core.contracts import GpuPlacement, ObjectStore, WorkloadIdentity
 from trainstack.infra.core.contracts import SharedStorage as InfraSharedStorage

@@ -7,7 +7,6 @@ library caller, whose errors name input paths instead of config keys (as_input_t
 """
 
 import contextlib
-import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -18,19 +17,6 @@ from trainstack.components.spelling import camel_case
 from trainstack.infra.config import NAMESPACE
 from trainstack.infra.config.errors import ConfigError, InputError
 from trainstack.infra.cost import check_budget
-
-
-def config_value(value: Any) -> Any:
-    """Dataclasses as camelCase dicts without unset (None) fields; dict keys (pool names) kept as given."""
-    if dataclasses.is_dataclass(value):
-        return {camel_case(f.name): config_value(getattr(value, f.name))
-                for f in dataclasses.fields(value) if getattr(value, f.name) is not None}
-    if isinstance(value, Mapping):
-        return {key: config_value(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [config_value(item) for item in value]
-    return value
-
 
 # The repository's own stacks built their infra stack at the root before __main__.py built them through the
 # façades: this alias keeps every existing resource (the engine aliases each child through its parent's

@@ -14,9 +14,8 @@ from trainstack.components.cluster_access import (
 )
 from trainstack.components.job_args import SecretEnv
 from trainstack.components.kubernetes_args import Toleration
-from trainstack.components.stack_config import config_value
 from trainstack.components.tokens import moved_from_index, token
-from trainstack.infra.config.loader import from_inputs, setting
+from trainstack.infra.config.loader import config_value, from_inputs, setting
 from trainstack.infra.kubernetes.training_job import SecretEnv as InfraSecretEnv
 from trainstack.infra.kubernetes.training_job import TrainingJob as InfraTrainingJob
 from trainstack.infra.kubernetes.training_job import TrainingJobArgs as InfraTrainingJobArgs

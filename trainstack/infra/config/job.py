@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,16 @@ def resolve_job(job: Job | None, gpus_per_node: int, node_type: str,
         return _resolved(job, gpus_per_node, node_type, installed_namespaces)
     except ConfigError as error:
         raise as_written(error, renamed_from(job), KEY) from None
+
+
+@contextmanager
+def job_keys_as_written(job: Job | None) -> Iterator[None]:
+    """A cloud's own checks on the job (the GPU nodes its podsMax needs) naming a renamed key as the user wrote it,
+    as resolve_job's do: the new name alone would lead the user to set it beside the old one (both set)."""
+    try:
+        yield
+    except ConfigError as error:
+        raise (as_written(error, renamed_from(job), KEY) if error.key.startswith(f"{KEY}.") else error) from None
 
 
 def _resolved(job: Job, gpus_per_node: int, node_type: str,

@@ -61,6 +61,19 @@ def camel_case(name: str) -> str:
     return first + "".join(word[:1].upper() + word[1:] for word in rest)
 
 
+def config_value(value: Any) -> Any:
+    """`value` as a stack file writes it: dataclasses as camelCase dicts without unset (None) fields; dict keys
+    (pool names) kept as given."""
+    if dataclasses.is_dataclass(value):
+        return {camel_case(f.name): config_value(getattr(value, f.name))
+                for f in dataclasses.fields(value) if getattr(value, f.name) is not None}
+    if isinstance(value, Mapping):
+        return {key: config_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [config_value(item) for item in value]
+    return value
+
+
 def keys_of(args_type: type) -> tuple[str, ...]:
     """The keys a settings dataclass takes, as a stack file spells them, renamed ones left out."""
     return tuple(camel_case(f.name) for f in dataclasses.fields(args_type) if _renamed_to(f) is None and _in_stack_files(f))

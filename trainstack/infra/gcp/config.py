@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pulumi
 
 from trainstack.infra.config import NAMESPACE, ConfigError, JobConfig, gpu_nodes_for_job, raw_config, set_hint
-from trainstack.infra.config.job import resolve_job
+from trainstack.infra.config.job import job_keys_as_written, resolve_job
 from trainstack.infra.config.loader import camel_case, keys_of, load_stack, or_default
 from trainstack.infra.config.reader import (
     PRIVATE_BLOCKS_TEXT,
@@ -164,9 +164,10 @@ def _gpu_pools_and_job(args: GcpStackArgs) -> tuple[tuple[GpuPoolConfig, ...], G
                           "sockets on the primary NIC, silently", f"{set_hint(key, 'auto')} (or a one-node job)")
     if nodes_for_max > job_pool.max_nodes:
         pool_key = f"{pools_key}.{job_pool.name}.max"
-        raise ConfigError(f"{NAMESPACE}:job.podsMax", f"{job.pods_max} pods need {nodes_for_max} GPU nodes, but "
-                          f"{pool_key} is {job_pool.max_nodes}",
-                          f"raise {pool_key} to {nodes_for_max} or lower {NAMESPACE}:job.podsMax")
+        with job_keys_as_written(args.job):
+            raise ConfigError(f"{NAMESPACE}:job.podsMax", f"{job.pods_max} pods need {nodes_for_max} GPU nodes, "
+                              f"but {pool_key} is {job_pool.max_nodes}",
+                              f"raise {pool_key} to {nodes_for_max} or lower {NAMESPACE}:job.podsMax")
     return pools, job_pool, job
 
 

@@ -16,7 +16,7 @@ import pulumi
 
 from trainstack.infra.config.errors import ConfigError
 from trainstack.infra.config.job_settings import Job
-from trainstack.infra.config.loader import camel_case, load, setting
+from trainstack.infra.config.loader import config_value, load, setting
 from trainstack.infra.config.reader import (
     as_bool,
     as_choice,
@@ -135,15 +135,7 @@ def read_gpu_pools(value: Any, key: str) -> dict[str, GkeGpuPool]:
         if not POOL_NAME.fullmatch(name):
             raise ConfigError(f"{key}.{name}", f"{name!r} is not a valid node pool name (lowercase letters, digits "
                               "and -, at most 32)", f"rename {key}.{name} to e.g. t4")
-    return {name: load(GkeGpuPool, _as_object(pool), f"{key}.{name}") for name, pool in pools.items()}
-
-
-def _as_object(pool: Any) -> Any:
-    """A GkeGpuPool as the stack file writes it (camelCase keys, unset ones left out)."""
-    if isinstance(pool, GkeGpuPool):
-        return {camel_case(f.name): getattr(pool, f.name) for f in dataclasses.fields(pool)
-                if getattr(pool, f.name) is not None}
-    return pool
+    return {name: load(GkeGpuPool, config_value(pool), f"{key}.{name}") for name, pool in pools.items()}
 
 
 @dataclass(kw_only=True)
