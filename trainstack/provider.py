@@ -17,13 +17,13 @@ import re
 from typing import Any
 
 import pulumi
-from pulumi import Output
 from pulumi.errors import InputPropertiesError, InputPropertyError
 from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.server import ComponentInitError
 
 from trainstack.components.stack_config import InputError
 from trainstack.components.tokens import TOKENS, component_of, index_token
+from trainstack.infra.config.loader import NOT_PLAIN
 from trainstack.infra.core.validation import InvalidArgsError
 from trainstack.package_metadata import VERSION, with_package_metadata
 
@@ -124,14 +124,14 @@ class TrainstackProvider(ComponentProvider):
         (fn::secret, a secret config object) or another resource's output. The SDK maps it as {} (pulumi
         3.272, ComponentProvider.map_input_properties: `input_val if isinstance(input_val, dict) else {}`),
         so the component would silently build its defaults instead of what the caller wrote."""
-        if isinstance(inputs, Output):
+        if isinstance(inputs, NOT_PLAIN):
             raise InputPropertyError(property_path, WHOLE_OUTPUT)
         for name in sorted(set(inputs) - set(properties)) if isinstance(inputs, dict) else ():
             # The SDK would drop it: a typo (gpuCount for gpusPerNode) would silently build the default.
             raise InputPropertyError(_joined(property_path, name), unknown_property(name, properties))
         for schema_name, prop in properties.items():
             value = inputs.get(schema_name) if isinstance(inputs, dict) else None
-            if not isinstance(value, Output):
+            if not isinstance(value, NOT_PLAIN):
                 continue
             if prop.ref:
                 type_def = self.get_type_definition(prop)

@@ -95,6 +95,9 @@ def wired(value):
     ("TrainingPlatform", {**PLATFORM, "gpu": {"gpusPerNode": wired(2)}}, None, "gpu.gpusPerNode",
      "takes a plain value"),
     ("GkeGpuNodePool", {**POOL, "pool": {**POOL["pool"], "max": wired(2)}}, None, "pool.max", "takes a plain value"),
+    # A value not known yet, sent bare (no output wrapper): the server decodes it as the SDK's raw Unknown.
+    ("TrainingPlatform", {**PLATFORM, "gpu": {"gpusPerNode": rpc.UNKNOWN}}, None, "gpu.gpusPerNode",
+     "takes a plain value"),
     # Properties the schema does not have were dropped: the default was built instead of what was meant.
     ("TrainingPlatform", {**PLATFORM, "gpu": {"gpusPerNode": 1, "gpuCount": 2}}, None, "gpu.gpuCount",
      "unknown property"),

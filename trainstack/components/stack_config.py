@@ -40,7 +40,7 @@ def stack_errors_as_inputs(provider_keys: Mapping[str, str]) -> Iterator[None]:
 def as_input_terms(message: str, provider_keys: Mapping[str, str]) -> str:
     """`message` with config commands and keys rewritten as component inputs (see stack_errors_as_inputs)."""
     paths = {full_key: camel_case(name) for name, full_key in provider_keys.items()}
-    key = r"'?([\w.:\[\]-]+)'?"
+    key = r"'?([\w.:\[\]<>-]+)'?"
     message = re.sub(rf"pulumi config set (?:--path )?{key} ", r"set the input \1 to ", message)
     message = re.sub(rf"pulumi config rm (?:--path )?{key}", r"remove the input \1", message)
     for full_key, path in paths.items():

@@ -167,7 +167,7 @@ def _shaped(annotation: Any, value: Any, path: str) -> Any:
         return None
     if isinstance(value, pulumi.Output) and not takes_outputs(annotation) and is_known(value):
         value = known(value)  # a part's output whose value it knew (EksCluster.gpusPerNode in Python)
-    if isinstance(value, pulumi.Output) and not takes_outputs(annotation):
+    if isinstance(value, NOT_PLAIN) and not takes_outputs(annotation):
         # YAML and other consumers can pass an output (or a secret) where the schema says plain; the
         # component needs the value itself to check it and to build its configuration.
         raise InputTypeError(f"{path}: takes a plain value, not an output or a secret. Fix: pass the value itself "
@@ -249,8 +249,13 @@ def _plain_type(annotation: Any) -> Any:
     return annotation
 
 
+# What a value not known while the program runs arrives as: an Output, or, decoded from the wire without its
+# dependencies, the SDK's raw Unknown (rpc.deserialize_properties(keep_unknowns=True), pulumi 3.272).
+NOT_PLAIN = (pulumi.Output, pulumi.output.Unknown)
+
+
 def _has_output(value: Any) -> bool:
-    if isinstance(value, pulumi.Output):
+    if isinstance(value, NOT_PLAIN):
         return True
     if isinstance(value, (list, tuple)):
         return any(_has_output(item) for item in value)
@@ -263,7 +268,18 @@ def _checked(f: dataclasses.Field, value: Any, key: str) -> Any:
     """The field's declared check on `value`; a value with outputs in it goes through untouched (its resolver
     checks what it can of a plain string, the cloud the rest)."""
     read, options, _ = f.metadata.get(_SETTING, (None, {}, None))
-    if read is None or _has_output(value):
+    if read is None:
+        return value
+    if isinstance(value, (list, tuple)) and _has_output(value):
+        # The plain items of a list beside outputs are still checked (a subnet listed twice, a stray space), and
+        # the outputs put back where they were.
+        plain = [item for item in value if not _has_output(item)]
+        checked = list(read(plain, key, **options)) if plain else []
+        if len(checked) != len(plain):
+            return value
+        items = iter(checked)
+        return [item if _has_output(item) else next(items) for item in value]
+    if _has_output(value):
         return value
     return read(list(value) if isinstance(value, tuple) else value, key, **options)
 
