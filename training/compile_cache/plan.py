@@ -41,6 +41,8 @@ class CompilePlan:
         self.start_step, self.max_steps, self.is_main = start_step, max_steps, is_main
         self.pending = requested != "off"  # a compile still to decide on or to do
         quiet = lambda line: None  # noqa: E731 - every rank loads; rank 0 says what was wrong
+        if self.pending:
+            blob.keep_headers_in_cache()
         self.warm = blob.load(run_dir, device, say=blob.warn if is_main else quiet) if self.pending else None
         self._compiling_step: int | None = None
         self._began = 0.0

@@ -4,6 +4,7 @@ too short to earn its compile back; the compile is kept out of the ETA."""
 
 from __future__ import annotations
 
+import tarfile
 import time
 
 import pytest
@@ -26,6 +27,8 @@ def test_a_new_node_starts_warm_from_the_runs_cache(data_dir, tmp_path, monkeypa
     assert "compiling the model (first start;" in out and "compiled the model in" in out, out
     assert (tmp_path / "run" / blob.BLOB).is_file()
     assert (tmp_path / "bucket" / blob.BLOB).read_bytes() == (tmp_path / "run" / blob.BLOB).read_bytes()
+    with tarfile.open(tmp_path / "run" / blob.BLOB) as saved:  # the C++ header the kernels are built with
+        assert any(name.startswith(f"cache/{blob.HEADERS}/") and name.endswith(".gch") for name in saved.getnames())
 
     new_node = tmp_path / "second-node"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(new_node))
