@@ -100,6 +100,18 @@ def test_the_fork_servers_imports_start_no_thread_and_leave_cuda_alone():
     assert done.stdout.strip() == "ok"
 
 
+def test_a_cpu_nodes_workers_inherit_inductors_choice_of_vector_instructions():
+    """A restarted worker's first compiled step does not build and probe the ISA test programs again."""
+    done = python("""
+        import training.elastic.warm_imports
+        from torch._inductor.cpu_vec_isa import valid_vec_isa_list  # what pick_vec_isa builds and probes, cached
+        assert valid_vec_isa_list.cache_info().currsize == 1, valid_vec_isa_list.cache_info()
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ok"
+
+
 def test_cuda_is_refused_while_preloading():
     import torch
 
