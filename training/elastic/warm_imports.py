@@ -77,9 +77,11 @@ def pick_vector_isa() -> None:
     `VecISA.check_build`), keeping the answer for the process (`pick_vec_isa` is functools.cache'd). A
     worker forked from here inherits the answer, so a restart's first step no longer waits for those
     six child processes (docs/BENCHMARKS.md, recovery). Subprocesses only: no thread, no CUDA. Any
-    failure leaves the choice to the worker, as before.
+    failure leaves the choice to the worker, as before. Skipped for `--compile off`.
     """
     if torch.cuda.is_available():  # NVML-based while preloading; GPU nodes compile Triton kernels
+        return
+    if os.environ.get("TRAINSTACK_PRELOAD_PICKS_ISA") == "0":  # --compile off (training/worker.py)
         return
     with contextlib.suppress(Exception):
         from torch._inductor.cpu_vec_isa import pick_vec_isa
