@@ -41,14 +41,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench import cold_start, common, nanogpt
-from training.checkpoints import checkpoint
-from training.checkpoints.writer import BackgroundCheckpointer
-from training.compile_cache.regions import REGIONS, compile_in_place
-from training.model.build import config_for, create_gpt, resolve_shape
-from training.observability import metrics
-from training.trainer.optim import make_optimizer
-from training.trainer.step import Stepper
+if not __package__:  # `python bench/gpu.py` (as its peers are run): the repository's packages on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import cold_start, common, nanogpt  # noqa: E402
+from training.checkpoints import checkpoint  # noqa: E402
+from training.checkpoints.writer import BackgroundCheckpointer  # noqa: E402
+from training.compile_cache.regions import REGIONS, compile_in_place  # noqa: E402
+from training.model.build import config_for, create_gpt, resolve_shape  # noqa: E402
+from training.observability import metrics  # noqa: E402
+from training.trainer.optim import make_optimizer  # noqa: E402
+from training.trainer.step import Stepper  # noqa: E402
 
 VOCAB = 50304
 
@@ -288,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=30, help="timed steps per peer run")
     parser.add_argument("--warmup", type=int, default=30, help="untimed steps (a multiple of --steps)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--peers", default="ours,ours_whole,nanogpt,hf_trainer,hf_model")
+    parser.add_argument("--peers", default="ours,ours_whole,nanogpt,hf_trainer,hf_model",
+                        help="throughput peers, comma-separated (default: ours,ours_whole,nanogpt,hf_trainer,hf_model)")
     parser.add_argument("--medium-batch", type=int, default=8, help="gpt2-medium micro-batch")
     parser.add_argument("--max-batch", type=int, default=128, help="largest micro-batch to try")
     parser.add_argument("--parts", default="first_step,throughput,medium,memory,checkpoint,sigterm")
