@@ -36,8 +36,11 @@ def blocks_of(model: torch.nn.Module) -> torch.nn.ModuleList | None:
 
 
 def regional(model: torch.nn.Module) -> bool:
-    """Whether `compile_in_place` compiles `model` by regions (blocks found and not turned off)."""
-    return blocks_of(model) is not None and os.environ.get(REGIONS, "1") != "0"
+    """Whether `compile_in_place` compiles `model` by regions: ours (blocks and a `head_loss`), unless
+    turned off. A model without `head_loss` (Hugging Face's GPT-2, bench/gpu.py's `hf_model`) would
+    lose the fused head and loss, so it is compiled whole."""
+    return (blocks_of(model) is not None and callable(getattr(model, "head_loss", None))
+            and os.environ.get(REGIONS, "1") != "0")
 
 
 def compile_in_place(model: torch.nn.Module) -> torch.nn.Module:
@@ -48,7 +51,6 @@ def compile_in_place(model: torch.nn.Module) -> torch.nn.Module:
     torch._dynamo.config.optimize_ddp = False  # the same graphs at any world size (see above)
     for block in blocks_of(model):
         block.compile()
-    head_loss = getattr(model, "head_loss", None)
-    if callable(head_loss) and not hasattr(head_loss, "_torchdynamo_orig_callable"):
-        model.head_loss = torch.compile(head_loss)
+    if not hasattr(model.head_loss, "_torchdynamo_orig_callable"):  # not compiled already
+        model.head_loss = torch.compile(model.head_loss)
     return model

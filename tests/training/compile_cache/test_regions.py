@@ -39,6 +39,16 @@ def test_regions_0_compiles_the_whole_model(monkeypatch):
     assert _compiled(model) and not any(_compiled(block) for block in model.transformer.h)
 
 
+def test_a_model_without_head_loss_is_compiled_whole(monkeypatch):
+    """Hugging Face's GPT-2 (bench/gpu.py's hf_model peer): its blocks alone would leave the head and loss eager."""
+    from training.model.build import create_model
+
+    monkeypatch.delenv(regions.REGIONS, raising=False)
+    model = create_model(config_for(resolve_shape("tiny", 1, 32, 2, 16), 256, dropout=0.0, eos_token_id=0))
+    regions.compile_in_place(model)
+    assert _compiled(model) and not any(_compiled(block) for block in model.transformer.h)
+
+
 @pytest.mark.timeout(600)
 def test_a_start_without_ddp_reuses_the_graphs_compiled_under_ddp(tmp_path, monkeypatch):
     """A lost node: the run trained under DDP (2 workers), its survivor restarts alone, without DDP. Its
