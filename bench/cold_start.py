@@ -5,17 +5,20 @@ the CLI's defaults otherwise), timed from its launch to its "step N/..." line; t
 is kept too (at --log-every 1 the compiling step's line shows its whole time). Per --n-layer, one
 cold start trains 2 steps into a RUN_DIR; copies of that RUN_DIR then resume to step 4 as:
 
-    cold          (the first start itself) empty compiler cache, empty RUN_DIR
-    cold-regions  the same, compiling each block instead of the whole model (TRAINSTACK_COMPILE_REGIONS=1)
+    cold          (the first start itself) empty compiler cache, empty RUN_DIR (blocks and head compiled)
+    cold-whole    the same, compiling the whole model instead (TRAINSTACK_COMPILE_REGIONS=0)
     warm          the cold start's compiler cache (a restart on the same machine)
     new-node      an empty compiler cache, RUN_DIR with its compile_cache.tar.gz (a replacement pod)
     new-node-bare an empty compiler cache, RUN_DIR without it (what a new node paid before)
     eager         --compile off, warm RUN_DIR
 
-The variants of one round run one after another, rounds rotate their order, and each figure carries
-the 1-minute load average when it was taken; ratios are against `warm` of the same round.
-`--step-time` also times train's step (CLI defaults: batch 8, --precision auto) eager, compiled per
-block, and compiled whole, interleaved in one process.
+Each compiler cache comes with a temp directory of its own (TMPDIR), so that nothing of an earlier
+start is found there either (Inductor's ISA probes and, before the run's cache kept it, its
+precompiled header lived under the temp directory). The variants of one round run one after
+another, rounds rotate their order, and each figure carries the 1-minute load average when it was
+taken; ratios are against `warm` of the same round. `--step-time` also times train's step (CLI
+defaults: batch 8, --precision auto) eager, compiled by regions (the default), and compiled whole,
+interleaved in one process.
 
     .venv/bin/python -m bench.cold_start                        # tiny at 2 and 6 layers, one round
     .venv/bin/python -m bench.cold_start --layers 6 --rounds 3 --step-time
@@ -38,14 +41,16 @@ from pathlib import Path
 from bench import common
 
 STEP = re.compile(r"step (\d+)/\d+ \|.*\| ([\d.,]+) ms/step")
-VARIANTS = ("cold-regions", "warm", "new-node", "new-node-bare", "eager")
+VARIANTS = ("cold-whole", "warm", "new-node", "new-node-bare", "eager")
 
 
 def start(data: Path, run: Path, cache: Path, max_steps: int, extra: list[str], env_extra: dict | None = None,
           timeout: float = 900) -> dict:
     """Launch train; seconds to its first step line, that line's ms/step, the load average at the end."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCHINDUCTOR_CACHE_DIR=str(cache), PYTHONPATH=str(common.ROOT),
-               **(env_extra or {}))
+    tmp = cache.with_name(f"{cache.name}-tmp")  # a new node's temp directory is empty too
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCHINDUCTOR_CACHE_DIR=str(cache), TMPDIR=str(tmp),
+               PYTHONPATH=str(common.ROOT), **(env_extra or {}))
     cmd = [sys.executable, "-m", "training", "train", "--data", str(data), "--out", str(run),
            "--max-steps", str(max_steps), "--log-every", "1", "--eval-every", "1000000", "--no-progress",
            "--no-export", "--compile", "on", *extra]
@@ -77,9 +82,9 @@ def one_round(data: Path, shape: list[str], order: list[str], work: Path) -> dic
         run = work / f"run-{variant}"
         shutil.copytree(work / "run", run)
         fresh = work / f"cache-{variant}"
-        if variant == "cold-regions":
+        if variant == "cold-whole":
             shutil.rmtree(run)
-            results[variant] = start(data, run, fresh, 2, shape, {"TRAINSTACK_COMPILE_REGIONS": "1"})
+            results[variant] = start(data, run, fresh, 2, shape, {"TRAINSTACK_COMPILE_REGIONS": "0"})
         elif variant == "warm":
             results[variant] = start(data, run, cache, 4, shape)
         elif variant == "new-node":
@@ -141,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", default="2,6", help="--n-layer values of --preset tiny")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"of: {', '.join(VARIANTS)} (cold always runs)")
-    parser.add_argument("--step-time", action="store_true", help="also time the step eager/per block/whole")
+    parser.add_argument("--step-time", action="store_true", help="also time the step eager/by regions/whole")
     parser.add_argument("--step-rounds", type=int, default=6, help="interleaved rounds of 5 steps per variant")
     parser.add_argument("--out", default=None, help="result JSON (default bench/results/cold_start.json)")
     args = parser.parse_args(argv)

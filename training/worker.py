@@ -24,6 +24,12 @@ from training.elastic.process_exit import exit_code, exit_now, finish
 
 PRELOAD = "training.elastic.warm_imports"
 ENV = "TRAINSTACK_WORKER_START"
+PICK_ISA_ENV = "TRAINSTACK_PRELOAD_PICKS_ISA"  # read by warm_imports.pick_vector_isa
+
+
+def _compile_off(cmd_args: Sequence[str]) -> bool:
+    args = list(cmd_args)
+    return "--compile=off" in args or any(a == "--compile" and b == "off" for a, b in zip(args, args[1:], strict=False))
 
 
 def warm_start(config, cmd, cmd_args: Sequence[str]):
@@ -33,6 +39,8 @@ def warm_start(config, cmd, cmd_args: Sequence[str]):
         return config, cmd, cmd_args
     import multiprocessing
 
+    if _compile_off(cmd_args):  # the fork server need not ask Inductor about the CPU's vector instructions
+        os.environ[PICK_ISA_ENV] = "0"
     multiprocessing.set_forkserver_preload([PRELOAD])
     config.start_method = "forkserver"
     return config, run, list(cmd_args[3:])

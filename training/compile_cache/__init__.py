@@ -10,9 +10,10 @@ replacement pod on a new node paid the whole compile again. Here:
   uploaded with the run's files to --snapshot-uri; any later start of the run unpacks them into the
   local cache before its first compile, when torch, Triton, Python and the device are the same.
   A foreign, damaged or truncated blob is ignored with one line.
-- regions.py: what is compiled: the whole model with its loss (the default), or each transformer
-  block (TRAINSTACK_COMPILE_REGIONS=1: a cold compile that does not grow with the depth, a slower
-  step on a CPU).
+  Inductor's precompiled C++ header is built in the compiler's cache directory, so it travels too.
+- regions.py: what is compiled: each transformer block (one graph for all) and the head with its
+  loss (the default: a cold compile that does not grow with the depth, graphs that do not depend on
+  DDP), or the whole model with its loss (TRAINSTACK_COMPILE_REGIONS=0).
 - plan.py: whether `--compile auto` compiles, what the console says about it, and the compile's
   seconds kept out of the progress ETA.
 """

@@ -33,6 +33,7 @@ MAX_BYTES = 1 << 30  # a larger cache is not saved: the run's directory is for c
 FREE_MARGIN_BYTES = 4 << 30  # ... nor when the disk would keep less than this free (checkpoints need it)
 # Files of the compiler's cache that are not results: its locks, and what a writer has not finished.
 SKIPPED_SUFFIXES = (".lock", ".tmp")
+HEADERS = "precompiled_headers"  # in the compiler's cache directory (keep_headers_in_cache)
 OURS = ("trainstack-", ".trainstack-")  # our own record and unpacking folder in the compiler's cache
 READ_ERRORS = (OSError, EOFError, tarfile.TarError, zlib.error, ValueError, UnicodeDecodeError, KeyError)
 
@@ -42,6 +43,24 @@ def local_cache_dir() -> Path:
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
     return Path(cache_dir())
+
+
+def keep_headers_in_cache() -> None:
+    """Build Inductor's precompiled C++ header inside the compiler's cache directory, so that it travels
+    in the blob. Inductor puts it under the temp directory (torch/_inductor/codecache.py: `_HEADER_DIR =
+    os.path.join(default_cache_dir(), "precompiled_headers")`, read when a kernel is loaded), and loads
+    it before every kernel, even one whose library is cached: a new node with the run's kernels but
+    not the header built it again, seconds of g++ before the first step. A torch without that name
+    is left as it is."""
+    from torch._inductor import codecache
+
+    wanted = str(local_cache_dir() / HEADERS)
+    if not isinstance(getattr(codecache, "_HEADER_DIR", None), str) or wanted == codecache._HEADER_DIR:
+        return
+    codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR = wanted, os.path.join(wanted, "locks")
+    forget = getattr(getattr(codecache, "_precompile_header", None), "cache_clear", None)
+    if forget is not None:  # it remembers the header's path per process (functools.cache)
+        forget()
 
 
 def fingerprint(device: torch.device) -> dict:

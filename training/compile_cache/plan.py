@@ -5,7 +5,8 @@ cache is here (a warm start costs seconds); on a cold start on a CPU it times on
 and compiles only when the steps left would earn the compile back: steps left x eager step x
 (1 - COMPILED_STEP_RATIO) > the compile's expected seconds (the last cold compile measured on this
 machine, else COLD_COMPILE_S). On a GPU `auto` compiles at once (no measured ratio there yet:
-bench/gpu.py records one).
+bench/gpu.py records one). Under DDP every rank does the same: rank 0's choice (from its own cache
+and timing) is broadcast by `agree`, so no rank steps eagerly while the others run compiled.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from training.compile_cache.regions import compile_in_place
 from trainstack.contract.log import info as log_info
 
 # A compiled step's time over an eager one's at train's CPU defaults (bench/cold_start.py --step-time,
-# docs/BENCHMARKS.md: 0.62-0.70 measured; the higher end, so that a short run is not compiled on hope).
-COMPILED_STEP_RATIO_CPU = 0.70
+# docs/BENCHMARKS.md: 0.72-0.82 measured by regions; the higher end, so that a short run is not
+# compiled on hope).
+COMPILED_STEP_RATIO_CPU = 0.82
 # A CPU that has never compiled here: between a cold start on a quiet and on a busy 2-core machine
 # (docs/BENCHMARKS.md); the first compile here replaces it with what it took (RECORD).
 COLD_COMPILE_S = 60.0
@@ -34,11 +36,14 @@ class CompilePlan:
     """Created before the first step; `before_step`/`after_step` around each step until the compile is done."""
 
     def __init__(self, requested: str, run_dir: Path, device: torch.device, start_step: int, max_steps: int,
-                 is_main: bool, say=log_info):
+                 is_main: bool, say=log_info, agree=lambda choice: choice):
         self.requested, self.run_dir, self.device, self.say = requested, run_dir, device, say
+        self.agree = agree  # rank 0's choice on every rank (training/elastic/distributed.broadcast_object)
         self.start_step, self.max_steps, self.is_main = start_step, max_steps, is_main
         self.pending = requested != "off"  # a compile still to decide on or to do
         quiet = lambda line: None  # noqa: E731 - every rank loads; rank 0 says what was wrong
+        if self.pending:
+            blob.keep_headers_in_cache()
         self.warm = blob.load(run_dir, device, say=blob.warn if is_main else quiet) if self.pending else None
         self._compiling_step: int | None = None
         self._began = 0.0
@@ -50,7 +55,7 @@ class CompilePlan:
 
     def prepare(self, model: torch.nn.Module) -> None:
         """Before the loop: compile now (the first step builds it) or wait for the eager step's timing."""
-        if self.pending and self.compile_at_once:
+        if self.pending and self.agree(self.compile_at_once):
             self._compile(model, self.start_step + 1)
 
     def _compile(self, model: torch.nn.Module, step: int) -> None:
@@ -95,7 +100,7 @@ class CompilePlan:
         left = self.max_steps - step
         expected = expected_cold_seconds() or COLD_COMPILE_S
         gain = left * eager_s * (1 - COMPILED_STEP_RATIO_CPU)
-        if gain > expected:
+        if self.agree(gain > expected):
             self._compile(model, step + 1)
             return
         self.pending = False

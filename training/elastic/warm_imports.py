@@ -60,12 +60,33 @@ def preload() -> dict[str, str]:
                     importlib.import_module(module)
                 except Exception as exc:  # noqa: BLE001 - the worker imports it again and reports a real failure
                     skipped[module] = f"{type(exc).__name__}: {exc}"
+            pick_vector_isa()
     finally:
         if nvml_check is None:
             del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
         else:
             os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = nvml_check
     return skipped
+
+
+def pick_vector_isa() -> None:
+    """On a CPU node, Inductor's choice of vector instruction set, made once here for every worker.
+
+    Before its first CPU kernel, Inductor builds a test program per candidate instruction set (or
+    finds it in the compiler's cache) and loads each in a child Python (torch/_inductor/cpu_vec_isa.py,
+    `VecISA.check_build`), keeping the answer for the process (`pick_vec_isa` is functools.cache'd). A
+    worker forked from here inherits the answer, so a restart's first step no longer waits for those
+    six child processes (docs/BENCHMARKS.md, recovery). Subprocesses only: no thread, no CUDA. Any
+    failure leaves the choice to the worker, as before. Skipped for `--compile off`.
+    """
+    if torch.cuda.is_available():  # NVML-based while preloading; GPU nodes compile Triton kernels
+        return
+    if os.environ.get("TRAINSTACK_PRELOAD_PICKS_ISA") == "0":  # --compile off (training/worker.py)
+        return
+    with contextlib.suppress(Exception):
+        from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+        pick_vec_isa()
 
 
 skipped = preload()

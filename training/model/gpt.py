@@ -150,12 +150,18 @@ class GPT(nn.Module):
         x = F.dropout(x, self.embd_pdrop, self.training)
         for block in self.transformer.h:
             x = block(x)
+        if targets is not None and not return_hidden:
+            return self.head_loss(x, targets)
         hidden = self.transformer.ln_f(x)
         logits = self.lm_head(hidden)
         if return_hidden:  # (logits, last hidden state): distillation's cosine loss (training/trainer/distill.py)
             return logits, hidden
-        if targets is None:
-            return logits
+        return logits
+
+    def head_loss(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The final LayerNorm, the head and the mean cross-entropy: one function, so that a compile of it
+        alone (training/compile_cache/regions.py) still fuses the vocabulary-sized matmul with the loss."""
+        logits = self.lm_head(self.transformer.ln_f(x))
         # the loss in at least fp32, whatever autocast computed the logits in
         flat = logits.view(-1, logits.size(-1)).to(torch.promote_types(logits.dtype, torch.float32))
         if torch.is_grad_enabled() and not torch.compiler.is_compiling():

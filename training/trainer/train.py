@@ -108,7 +108,8 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
         announce.warn_repeated_passes(data, cfg, tokens_per_step)
     console = Console(cfg, start.step, dist_info)
     compiling = CompilePlan(cfg.runtime.compile, run_dir, dist_info.device, start.step, cfg.optim.max_steps,
-                            dist_info.is_main, say=console.emit)
+                            dist_info.is_main, say=console.emit,
+                            agree=functools.partial(distributed.broadcast_object, info=dist_info))
     compiling.prepare(start.model)  # in place, so DDP's module and the eager evaluation see it
     log = TrainLog(cfg, run_dir, dist_info, writer, console, schedule, tokens_per_step, flops_token,
                    distilling=start.teacher is not None)

@@ -126,3 +126,23 @@ def test_meta_names_versions_and_device(tmp_path, cache):
     assert first.name == "meta.json"
     assert meta["fingerprint"]["torch"] == torch.__version__
     assert meta["fingerprint"]["device"].startswith("cpu")
+
+
+def test_the_precompiled_header_is_built_in_the_cache_and_travels(tmp_path, monkeypatch):
+    """Inductor loads its precompiled header before every kernel, a cached one too: a new node with the
+    run's kernels but not the header (it lay under the temp directory) built it again before its first step."""
+    from torch._inductor import codecache
+
+    monkeypatch.setattr(codecache, "_HEADER_DIR", codecache._HEADER_DIR)  # put back after the test
+    monkeypatch.setattr(codecache, "_HEADER_LOCK_DIR", codecache._HEADER_LOCK_DIR)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    blob.keep_headers_in_cache()
+    headers = tmp_path / "inductor" / blob.HEADERS
+    assert (str(headers), str(headers / "locks")) == (codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR)
+    headers.mkdir(parents=True)
+    (headers / "cabc.h").write_text("#include <torch/csrc/inductor/cpp_prefix.h>\n")
+    (headers / "cabc.h.gch").write_bytes(os.urandom(3000))
+    run, saved = _saved(tmp_path, tmp_path / "inductor")
+    fresh = tmp_path / "new-node"
+    assert blob.load(run, CPU, cache=fresh).files == 2
+    assert (fresh / blob.HEADERS / "cabc.h.gch").read_bytes() == (headers / "cabc.h.gch").read_bytes()

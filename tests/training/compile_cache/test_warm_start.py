@@ -4,6 +4,7 @@ too short to earn its compile back; the compile is kept out of the ETA."""
 
 from __future__ import annotations
 
+import tarfile
 import time
 
 import pytest
@@ -26,6 +27,8 @@ def test_a_new_node_starts_warm_from_the_runs_cache(data_dir, tmp_path, monkeypa
     assert "compiling the model (first start;" in out and "compiled the model in" in out, out
     assert (tmp_path / "run" / blob.BLOB).is_file()
     assert (tmp_path / "bucket" / blob.BLOB).read_bytes() == (tmp_path / "run" / blob.BLOB).read_bytes()
+    with tarfile.open(tmp_path / "run" / blob.BLOB) as saved:  # the C++ header the kernels are built with
+        assert any(name.startswith(f"cache/{blob.HEADERS}/") and name.endswith(".gch") for name in saved.getnames())
 
     new_node = tmp_path / "second-node"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(new_node))
@@ -98,3 +101,27 @@ def test_the_compiling_step_leaves_the_window_throughput_unless_it_is_alone(tmp_
     log.add(torch.tensor(1.0), 8)
     log.leave_out_step(40.0)
     assert (log.window_steps, log.window_start) == (1, began + 40.0)
+
+
+@pytest.mark.parametrize("rank0_compiles", [True, False])
+def test_every_rank_follows_rank_0s_choice(tmp_path, monkeypatch, rank0_compiles):
+    """Under DDP the ranks agree (rank 0's choice, broadcast): this rank's own timing says the opposite."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    compiled, asked = [], []
+    monkeypatch.setattr(plan, "compile_in_place", compiled.append)
+    plan.record_cold_seconds(30.0)
+
+    def agree(choice):  # rank 0 is cold too (no compile at once); its eager step decides otherwise
+        asked.append(choice)
+        return choice if len(asked) == 1 else rank0_compiles
+
+    max_steps = 50 if rank0_compiles else 1_000_000  # this rank alone would decide the other way
+    compiling = plan.CompilePlan("auto", tmp_path, torch.device("cpu"), 0, max_steps, False, say=print, agree=agree)
+    model = _Tiny()
+    compiling.prepare(model)
+    assert asked == [False] and compiled == []  # cold on a CPU: an eager first step, on every rank
+    compiling.before_step()
+    time.sleep(0.01)
+    compiling.after_step(1, model)
+    assert asked == [False, not rank0_compiles]
+    assert (compiled == [model]) is rank0_compiles

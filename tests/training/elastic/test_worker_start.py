@@ -6,6 +6,7 @@ check the pieces one at a time.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -98,6 +99,41 @@ def test_the_fork_servers_imports_start_no_thread_and_leave_cuda_alone():
     """)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "ok"
+
+
+def test_a_cpu_nodes_workers_inherit_inductors_choice_of_vector_instructions():
+    """A restarted worker's first compiled step does not build and probe the ISA test programs again."""
+    done = python("""
+        import training.elastic.warm_imports
+        from torch._inductor.cpu_vec_isa import valid_vec_isa_list  # what pick_vec_isa builds and probes, cached
+        assert valid_vec_isa_list.cache_info().currsize == 1, valid_vec_isa_list.cache_info()
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "ok"
+
+
+def test_the_fork_server_leaves_the_vector_instructions_alone_when_nothing_compiles(monkeypatch):
+    from types import SimpleNamespace
+
+    from training import worker
+
+    monkeypatch.setenv(worker.PICK_ISA_ENV, "")  # put back as it was after the test
+    monkeypatch.delenv(worker.PICK_ISA_ENV)
+    monkeypatch.setattr("multiprocessing.set_forkserver_preload", lambda modules: None)
+    worker.warm_start(SimpleNamespace(), sys.executable, ["-u", "-m", "training", "train", "--compile", "on"])
+    assert worker.PICK_ISA_ENV not in os.environ
+    worker.warm_start(SimpleNamespace(), sys.executable, ["-u", "-m", "training", "train", "--compile", "off"])
+    assert os.environ[worker.PICK_ISA_ENV] == "0"
+    done = python("""
+        import os
+        os.environ["TRAINSTACK_PRELOAD_PICKS_ISA"] = "0"
+        import training.elastic.warm_imports
+        from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+        assert valid_vec_isa_list.cache_info().currsize == 0, valid_vec_isa_list.cache_info()
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_cuda_is_refused_while_preloading():
