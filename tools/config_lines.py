@@ -7,6 +7,7 @@ git revision. Groups: the parsers and typed settings; the modules that carry val
 (round trips, spelling, error rewriting); the components. tokens.py (module tokens, not configuration) is left out.
 """
 
+import argparse
 import fnmatch
 import subprocess
 import sys
@@ -51,16 +52,24 @@ def grouped(files: dict[str, int]) -> dict[str, int]:
     return totals
 
 
-def main(argv: list[str]) -> None:
-    before_rev = argv[0] if argv else "d7c6ba9"
-    after_rev = argv[1] if len(argv) > 1 else None
-    before, after = grouped(_files(before_rev)), grouped(_files(after_rev))
-    print(f"{'group':<24}{before_rev:>12}{after_rev or 'now':>12}{'change':>10}")
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Lines of configuration handling, by file group, at two revisions.")
+    parser.add_argument("before", nargs="?", default="d7c6ba9", help="a git revision (default d7c6ba9)")
+    parser.add_argument("after", nargs="?", default=None, help="a git revision (default: the working tree)")
+    args = parser.parse_args(argv)
+    try:
+        before, after = grouped(_files(args.before)), grouped(_files(args.after))
+    except subprocess.CalledProcessError as error:
+        print(f"config_lines: {error.stderr.strip() or error}. Fix: name a revision of this repository "
+              "(git log --oneline)", file=sys.stderr)
+        return 2
+    print(f"{'group':<24}{args.before:>12}{args.after or 'now':>12}{'change':>10}")
     for group in GROUPS:
         print(f"{group:<24}{before[group]:>12}{after[group]:>12}{after[group] - before[group]:>+10}")
     total_before, total_after = sum(before.values()), sum(after.values())
     print(f"{'total':<24}{total_before:>12}{total_after:>12}{total_after - total_before:>+10}")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    raise SystemExit(main(sys.argv[1:]))
