@@ -211,3 +211,22 @@ def test_the_cluster_and_the_share_build_on_the_users_network_resources():
     assert result.one("gcp:compute/firewall:Firewall").inputs["network"] == "research-vpc"
     assert result.one("gcp:filestore/instance:Instance").inputs["networks"][0]["network"] == "research-vpc"
     assert on_mine(result) == []
+
+
+# GcpStack's registry asks once more, for the access token its image push signs in with (artifact_registry.py).
+@pytest.mark.parametrize(("part", "asks"), [("GkeCluster", 1), ("GcpStack", 2)])
+def test_a_part_asks_the_given_provider_for_its_settings_once(part, asks):
+    # gcp_settings asked getClientConfig for the project and region, then settings_known asked it again for the
+    # same answer: one synchronous invoke more per part on every preview and update.
+    from tests.gcp import stack_runs as gcp_runs
+
+    asked: list[str] = []
+    answers = gcp_in(GCP_REGION)
+
+    def calls(token: str, args: dict) -> dict:
+        asked.append(token)
+        return answers(token, args)
+
+    result, stopped = run(gcp_part(part, PROJECT, GCP_REGION), calls=calls)
+    assert not stopped, stopped
+    assert asked.count(gcp_runs.GET_CLIENT_CONFIG) == asks

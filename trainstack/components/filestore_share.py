@@ -79,7 +79,7 @@ class FilestoreShare(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: FilestoreShareArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = from_inputs(FilestoreShareArgs, args)
-        given, project, _ = gcp_settings(opts, args.project, None, None, takes_region=False)
+        given, project, _, _ = gcp_settings(opts, args.project, None, None, takes_region=False)
         config = part_config(PROVIDER_KEYS, RENAMES, project=project,
                              job=Job(enabled=False, name=args.job_name, namespace=args.job_namespace),
                              shared_filesystem=Filestore(tier=args.tier, capacity_gb=args.capacity_gb),

@@ -12,7 +12,7 @@ from typing import Any
 
 import pulumi
 
-from trainstack.components.gcp_provider import gcp_settings, settings_known
+from trainstack.components.gcp_provider import gcp_settings
 from trainstack.components.stack_config import (
     FROM_ROOT,
     checked_stack,
@@ -64,8 +64,7 @@ class GcpStack(pulumi.ComponentResource):
             given, config, known = None, args, True
         else:
             args = checked_args(args)
-            given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
-            known = settings_known(given)
+            given, project, region, known = gcp_settings(opts, args.project, args.region, args.labels)
             located = dataclasses.replace(args, project=project, region=region)
             config = checked_stack(f"GcpStack {name!r}", PROVIDER_KEYS,
                                    lambda: resolve_gcp(located, pulumi.get_stack()), estimate_gcp_cost)

@@ -11,12 +11,15 @@ from trainstack.components.stack_config import InputError
 
 
 def gcp_location(given: pulumi.ProviderResource | None, project: str | None, region: str | None,
-                 parent: pulumi.Resource | None = None, *, takes_region: bool = True) -> tuple[str | None, str | None]:
-    """(project, region) for a GCP part: the inputs, else the given provider's (gcp.organizations.getClientConfig
-    asked of it); an input that disagrees with the given provider is refused. `takes_region`: whether the part has
-    a region input (a node pool and a Filestore share are placed by their zone or location inputs instead)."""
+                 parent: pulumi.Resource | None = None, *, takes_region: bool = True
+                 ) -> tuple[str | None, str | None, bool]:
+    """(project, region, whether the given provider's settings are known) for a GCP part: the inputs, else the given
+    provider's (gcp.organizations.getClientConfig asked of it); an input that disagrees with the given provider is
+    refused. `takes_region`: whether the part has a region input (a node pool and a Filestore share are placed by
+    their zone or location inputs instead). The settings are not known at a preview of a provider built on other
+    resources' outputs, whose every invoke is answered empty: the preflight then asks nothing (`up` asks)."""
     if given is None:
-        return project, region
+        return project, region, True
     client = gcp.organizations.get_client_config(opts=pulumi.InvokeOptions(provider=given, parent=parent))
     if client.id is None:
         # An empty answer (an answer always has an id): the provider's settings are other resources' outputs,
@@ -28,38 +31,32 @@ def gcp_location(given: pulumi.ProviderResource | None, project: str | None, reg
                 raise InputError(f"{name}: not set, and the given gcp provider's {name} is not known at preview "
                                  f"(its settings are other resources' outputs). Fix: set the input {name} to the "
                                  "provider's")
-        return project, region
+        return project, region, False
     for name, value, known in (("project", project, client.project), ("region", region, client.region)):
         if value and known and value != known:
             raise InputError(f"{name}: {value}, but the given gcp provider's {name} is {known}. Fix: remove the "
                              f"input {name} (the provider's is used), or set it to {known}")
-    return project or client.project or None, region or client.region or None
-
-
-def settings_known(given: pulumi.ProviderResource | None) -> bool:
-    """Whether the given provider's settings are known now: False at a preview of a provider built on other
-    resources' outputs, whose every invoke is answered empty (see gcp_location); the preflight then asks nothing
-    (`up` asks, with the provider known)."""
-    return given is None or gcp.organizations.get_client_config(opts=pulumi.InvokeOptions(provider=given)).id is not None
+    return project or client.project or None, region or client.region or None, True
 
 
 def gcp_settings(opts: pulumi.ResourceOptions | None, project: str | None, region: str | None,
                  labels: Mapping[str, str] | None, *, takes_region: bool = True
-                 ) -> tuple[pulumi.ProviderResource | None, str, str | None]:
-    """(the given gcp provider or None, project, region) for a GCP part (see gcp_location). A part's own provider
+                 ) -> tuple[pulumi.ProviderResource | None, str, str | None, bool]:
+    """(the given gcp provider or None, project, region, whether its settings are known) for a GCP part (see
+    gcp_location). A part's own provider
     carries its labels as default_labels; a given provider carries the caller's, so `labels` is refused with one."""
     given = given_provider(opts, "gcp")
     if given is not None and labels:
         raise InputError("labels: the given gcp provider labels what the part creates with its own default_labels. "
                          "Fix: set default_labels on your gcp.Provider, and remove the input labels")
-    project, region = gcp_location(given, project, region, takes_region=takes_region)
+    project, region, known = gcp_location(given, project, region, takes_region=takes_region)
     if not project and given is None:
         raise InputError("project: not set, and no gcp provider is given. Fix: set the input project, or pass your "
                          "gcp.Provider (with its project) in the resource options")
     if not project:
         raise InputError("project: not set, and the given gcp provider has no project. Fix: set the input project, "
                          "or set project on your gcp.Provider")
-    return given, project, region
+    return given, project, region, known
 
 
 def provider_zone(given: pulumi.ProviderResource | None, project: str, region: str | None,

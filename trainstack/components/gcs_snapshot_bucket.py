@@ -43,7 +43,7 @@ class GcsSnapshotBucket(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GcsSnapshotBucketArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = from_inputs(GcsSnapshotBucketArgs, args)
-        given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
+        given, project, region, _ = gcp_settings(opts, args.project, args.region, args.labels)
         # A bucket has no zone, but the stack's resolver asks one of the region: any will do.
         zone = f"{region}-a" if region is not None else None
         config = part_config(PROVIDER_KEYS, {"deleteBucketOnDestroy": "deleteOnDestroy"}, project=project, region=region,

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from trainstack.components.gcp_part_config import part_config
-from trainstack.components.gcp_provider import gcp_settings, provider_zone, settings_known
+from trainstack.components.gcp_provider import gcp_settings, provider_zone
 from trainstack.components.part_config import checked_as_inputs, shared_settings
 from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.config.loader import from_inputs
@@ -97,7 +97,7 @@ class GkeCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = from_inputs(GkeClusterArgs, args)
-        given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
+        given, project, region, known = gcp_settings(opts, args.project, args.region, args.labels)
         zone = provider_zone(given, project, region, args.zone)
         # Only the cluster's settings are the caller's (no pools of its own: GkeGpuNodePool makes them).
         config = part_config(PROVIDER_KEYS, RENAMES, **{**shared_settings(args, GcpStackArgs), "project": project,
@@ -110,7 +110,7 @@ class GkeCluster(pulumi.ComponentResource):
                               default_labels=dict(config.labels), opts=pulumi.ResourceOptions(parent=self))
         checks = preflight.gate(config, google, parent=self,
                                 checked=lambda check: checked_as_inputs(check, PROVIDER_KEYS, RENAMES),
-                                settings_known=settings_known(given))
+                                settings_known=known)
         cluster = InfraGkeCluster(name, InfraGkeClusterArgs(
             config=config,
             network=NetworkRef(network_name=args.network, subnetwork_name=args.subnetwork,

@@ -12,7 +12,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from trainstack.components.gcp_part_config import part_config
-from trainstack.components.gcp_provider import gcp_settings, settings_known
+from trainstack.components.gcp_provider import gcp_settings
 from trainstack.components.gke_pool_preflight import pool_checks
 from trainstack.components.gpu_direct import per_network
 from trainstack.components.tokens import moved_from_index, token
@@ -72,7 +72,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = from_inputs(GkeGpuNodePoolArgs, args)
-        given, project, _ = gcp_settings(opts, args.project, None, args.labels, takes_region=False)
+        given, project, _, known = gcp_settings(opts, args.project, None, args.labels, takes_region=False)
         config = resolved_pool(args, project)
         pool = config.gpu_pools[0]
         gpu_networks = gpu_network_pairs(f"GkeGpuNodePool {name!r}", pool, args)
@@ -83,7 +83,7 @@ class GkeGpuNodePool(pulumi.ComponentResource):
         # The stack's checks of this pool (machine type in the zone; GPUDirect's cluster version), before the pool.
         ready = pool_checks(pool, config.project, args.cluster_name, args.location, args.node_zone,
                             {f"gpuPools.{pool.name}": "pool", "the input zone": "the input nodeZone"},
-                            pulumi.InvokeOutputOptions(parent=self, provider=google), settings_known(given))
+                            pulumi.InvokeOutputOptions(parent=self, provider=google), known)
         node_pool = InfraGpuNodePool(name, InfraGpuNodePoolArgs(
             cluster=ClusterRef(cluster_name=args.cluster_name, location=args.location, node_zone=args.node_zone),
             service_account_email=args.node_service_account_email, labels=config.labels, config=pool,

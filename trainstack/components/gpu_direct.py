@@ -71,7 +71,7 @@ class GpuDirectNetworks(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuDirectNetworksArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = args_from_inputs(GpuDirectNetworksArgs, args)
         profile = gpu_direct_profile(f"GpuDirectNetworks {name!r}", args.machine_type)
-        given, project, region = gcp_settings(opts, args.project, args.region, args.labels)
+        given, project, region, _ = gcp_settings(opts, args.project, args.region, args.labels)
         if region is None:
             raise InputError("region: not set, and the given gcp provider has no region. Fix: set the input region")
         super().__init__(token("GpuDirectNetworks"), name, None, moved_from_index("GpuDirectNetworks", opts))
