@@ -21,8 +21,8 @@ import pulumi_aws as aws
 
 from trainstack.components.aws_provider import aws_location
 from trainstack.components.cluster_access import check_cluster_access, cluster_provider
-from trainstack.components.part_config import errors_as_part_inputs
 from trainstack.components.providers import given_provider
+from trainstack.components.stack_config import stack_errors_as_inputs
 from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.aws.config import PROVIDER_FIELDS, ExistingNetwork, resolve_aws
 from trainstack.infra.aws.efs_storage import EfsStorage as InfraEfsStorage
@@ -92,7 +92,7 @@ class EfsStorage(pulumi.ComponentResource):
         args = from_inputs(EfsStorageArgs, args)
         given = given_provider(opts, "aws")
         region, settings_known = aws_location(given, args.region)
-        with errors_as_part_inputs(PROVIDER_FIELDS, RENAMES):
+        with stack_errors_as_inputs(PROVIDER_FIELDS, RENAMES):
             # The AWS stack's rules for what a file system has (region, tags, the job's claim, the VPC's IDs: plain
             # ones checked here, outputs by EFS); a part without a cluster asks for no API endpoint: private.
             config = resolve_aws(from_inputs(AwsStackArgs, {

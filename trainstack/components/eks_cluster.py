@@ -22,8 +22,9 @@ import pulumi
 import pulumi_aws as aws
 
 from trainstack.components.aws_provider import aws_location
-from trainstack.components.part_config import checked_as_inputs, errors_as_part_inputs, shared_settings
+from trainstack.components.part_config import checked_as_inputs, shared_settings
 from trainstack.components.providers import given_provider
+from trainstack.components.stack_config import stack_errors_as_inputs
 from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.aws import preflight
 from trainstack.infra.aws.cluster import EksCluster as InfraEksCluster
@@ -111,7 +112,7 @@ class EksCluster(pulumi.ComponentResource):
         args = from_inputs(EksClusterArgs, args)
         given = given_provider(opts, "aws")
         region, settings_known = aws_location(given, args.region)
-        with errors_as_part_inputs(PROVIDER_FIELDS, RENAMES):
+        with stack_errors_as_inputs(PROVIDER_FIELDS, RENAMES):
             config = resolve_aws(stack_settings(args, region), pulumi.get_stack())
         # The subnets are given: their zones are not the resolver's defaults (the preflight checks no zones).
         config = dataclasses.replace(config, network=dataclasses.replace(config.network, availability_zones=()))

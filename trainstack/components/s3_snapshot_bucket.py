@@ -12,8 +12,8 @@ import pulumi
 import pulumi_aws as aws
 
 from trainstack.components.aws_provider import aws_region
-from trainstack.components.part_config import errors_as_part_inputs
 from trainstack.components.providers import given_provider
+from trainstack.components.stack_config import stack_errors_as_inputs
 from trainstack.components.tokens import moved_from_index, token
 from trainstack.infra.aws.config import PROVIDER_FIELDS, check_region, check_tags
 from trainstack.infra.aws.settings import AwsStackArgs
@@ -55,7 +55,7 @@ class S3SnapshotBucket(pulumi.ComponentResource):
         given = given_provider(opts, "aws")
         region = aws_region(given, args.region)
         # Only the settings a bucket has: the AWS stack's region and tag rules, not its network or cluster.
-        with errors_as_part_inputs(PROVIDER_FIELDS, {"deleteBucketOnDestroy": "deleteOnDestroy"}):
+        with stack_errors_as_inputs(PROVIDER_FIELDS, {"deleteBucketOnDestroy": "deleteOnDestroy"}):
             settings = from_inputs(AwsStackArgs, {"region": region, "tags": args.tags,
                                                   "delete_bucket_on_destroy": args.delete_on_destroy}, key=NAMESPACE)
             region, tags = check_region(settings.region), check_tags(settings.tags)

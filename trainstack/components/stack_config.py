@@ -25,27 +25,36 @@ FROM_ROOT = [pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
 
 
 @contextlib.contextmanager
-def stack_errors_as_inputs(provider_keys: Mapping[str, str]) -> Iterator[None]:
-    """Re-raise the stack parser's ConfigError in the caller's terms: property paths, not config keys.
+def stack_errors_as_inputs(provider_keys: Mapping[str, str], renames: Mapping[str, str] | None = None
+                           ) -> Iterator[None]:
+    """Re-raise the stack's loader's or resolver's ConfigError in the caller's terms: property paths, not config keys.
 
-    The parsers speak to a stack file's owner (`trainstack:job.podsMax`, `pulumi config set --path ...`); a
-    TypeScript, YAML or Python caller of the component sets `job.podsMax` in its inputs instead.
+    The resolvers speak to a stack file's owner (`trainstack:job.podsMax`, `pulumi config set --path ...`); a
+    TypeScript, YAML or Python caller of the component sets `job.podsMax` in its inputs instead (as_input_terms).
     """
     try:
         yield
     except ConfigError as error:
-        raise InputError(as_input_terms(str(error), provider_keys)) from None
+        raise InputError(as_input_terms(str(error), provider_keys, renames)) from None
 
 
-def as_input_terms(message: str, provider_keys: Mapping[str, str]) -> str:
-    """`message` with config commands and keys rewritten as component inputs (see stack_errors_as_inputs)."""
+def as_input_terms(message: str, provider_keys: Mapping[str, str], renames: Mapping[str, str] | None = None) -> str:
+    """`message` with config commands and keys rewritten as component inputs (see stack_errors_as_inputs).
+
+    `provider_keys` maps an input to the provider key it sets (project: gcp:project); a part that takes a few of a
+    stack's settings also gives `renames`, from a config path as the rest of this leaves it (`gpuPools.t4`,
+    `network.masterCidr`) to the part's input that stands for it (`pool`, `masterCidr`).
+    """
     paths = {full_key: camel_case(name) for name, full_key in provider_keys.items()}
     key = r"'?([\w.:\[\]<>-]+)'?"
     message = re.sub(rf"pulumi config set (?:--path )?{key} ", r"set the input \1 to ", message)
     message = re.sub(rf"pulumi config rm (?:--path )?{key}", r"remove the input \1", message)
     for full_key, path in paths.items():
         message = re.sub(rf"\b{re.escape(full_key)}\b", path, message)
-    return re.sub(rf"\b{NAMESPACE}:(?=\w)", "", message)
+    message = re.sub(rf"\b{NAMESPACE}:(?=\w)", "", message)
+    for path, name in sorted((renames or {}).items(), key=lambda item: -len(item[0])):
+        message = re.sub(rf"(?<![\w.]){re.escape(path)}(?![\w])", name, message)
+    return message
 
 
 def publish_stack_outputs(component: pulumi.ComponentResource, outputs: Mapping[str, Any]) -> None:
