@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from training.checkpoints import snapshots
+from training.compile_cache import background
 from training.compile_cache.plan import CompilePlan
 from training.data.dataset import DataMeta, SampleOrder, load_meta, micro_batches, rank_samples
 from training.elastic import distributed
@@ -109,7 +110,11 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     console = Console(cfg, start.step, dist_info)
     compiling = CompilePlan(cfg.runtime.compile, run_dir, dist_info.device, start.step, cfg.optim.max_steps,
                             dist_info.is_main, say=console.emit,
-                            agree=functools.partial(distributed.broadcast_object, info=dist_info))
+                            agree=functools.partial(distributed.broadcast_object, info=dist_info),
+                            background=_background_compile(start, cfg, precision, dist_info),
+                            launches=dist_info.local_rank == 0,
+                            any_rank=functools.partial(distributed.all_reduce_max, info=dist_info),
+                            rank=dist_info.rank)
     compiling.prepare(start.model)  # in place, so DDP's module and the eager evaluation see it
     log = TrainLog(cfg, run_dir, dist_info, writer, console, schedule, tokens_per_step, flops_token,
                    distilling=start.teacher is not None)
@@ -147,6 +152,7 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
                 return code
         completed = True
     finally:
+        compiling.close()  # a background compile does not outlive the run
         saves.wait()  # a write in flight finishes before anything else (it may be the only copy)
         watcher.restore()
         console.close()
@@ -229,6 +235,16 @@ def _check_not_own_source(cfg: TrainConfig, run_dir: Path) -> None:
 def _batches(windows, order: SampleOrder, mine: list[int], batch_size: int) -> list:
     """This rank's micro-batches of the step (built inside the first step's out-of-memory guard)."""
     return [windows.batch([order.window_of(g) for g in mb]) for mb in micro_batches(mine, batch_size)]
+
+
+def _background_compile(start: setup.Start, cfg: TrainConfig, precision: str, dist_info: DistInfo) -> dict | None:
+    """What a cold compile builds behind eager steps (compile_cache/background.py): the model and the first
+    step's micro-batch shapes. Distillation compiles its own step around a teacher: it compiles in line."""
+    if start.teacher is not None:
+        return None
+    mine = rank_samples(start.step, start.global_batch, dist_info.rank, dist_info.world_size)
+    sizes = list(dict.fromkeys(len(mb) for mb in micro_batches(mine, cfg.optim.batch_size)))
+    return background.spec(start.model.config, dist_info.device, precision, sizes, start.block_size)
 
 
 def _flops_per_token(start: setup.Start, n_params: int) -> float:

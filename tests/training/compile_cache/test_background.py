@@ -1,0 +1,206 @@
+"""Compile behind eager steps (training/compile_cache/background.py): on a cold start `auto` trains eagerly
+at once while a child process compiles, then switches to the compiled model; a failed child leaves the
+run eager with one line; the child never outlives the trainer."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed.processes import free_port
+from tests.support.training_runs import losses, spawn, torchrun, train, train_args
+from training.compile_cache import background, blob, plan
+from training.trainer import train as train_module
+
+SWITCH = re.compile(r"^(rank \d+: )?compiled: switching at step (\d+)$", re.M)
+
+
+def _cold_caches(tmp_path: Path, monkeypatch) -> Path:
+    """Empty compiler caches of this test's own, and a record that a compile costs 1 s here, so `auto`
+    compiles a run of any length (the decision is test_warm_start's)."""
+    cache = tmp_path / "inductor"
+    cache.mkdir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (cache / plan.RECORD).write_text('{"cold_s": 1.0}')
+    return cache
+
+
+def _processes_with(cache: Path) -> list[int]:
+    """Our processes whose environment names this test's compiler cache (the trainer's children)."""
+    wanted = f"TORCHINDUCTOR_CACHE_DIR={cache}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if wanted in (proc / "environ").read_bytes().split(b"\0"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def _wait_for(log: Path, pattern: re.Pattern, proc: subprocess.Popen, count: int = 1, timeout: float = 400):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = pattern.findall(log.read_text())
+        if len(found) >= count:
+            return found
+        assert proc.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.5)
+    raise AssertionError(f"no {pattern.pattern!r} in {timeout} s: {log.read_text()[-3000:]}")
+
+
+def _stop(proc: subprocess.Popen, log: Path) -> str:
+    """SIGTERM (a preemption): the trainer saves, and exits; the child must go with it."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=120) in (0, 143), log.read_text()[-3000:]
+    return log.read_text()
+
+
+@pytest.mark.timeout(600)
+def test_a_cold_start_trains_eagerly_then_switches_to_the_compiled_model(data_dir, tmp_path, monkeypatch):
+    cache = _cold_caches(tmp_path, monkeypatch)
+    run, log = tmp_path / "run", tmp_path / "log"
+    proc = spawn([sys.executable, *train_args(data_dir, run, "--compile", "auto", "--max-steps", "100000",
+                                              "--log-every", "20", "--precision", "fp32", "--no-export")], log)
+    try:
+        switched = int(_wait_for(log, SWITCH, proc)[0][1])
+        _wait_for(log, re.compile(r"^saved the compile cache", re.M), proc)
+    finally:
+        out = _stop(proc, log)
+    assert "compiling in the background (first start; training eagerly meanwhile)" in out, out
+    assert "compiling the model (first start" not in out, out  # the first step did not wait for it
+    first = out.index("compiling in the background")
+    assert re.search(r"^step +\d+", out[:out.index("compiled: switching")], re.M) or switched > 2, out
+    assert first < out.index("compiled: switching") < out.index("compiled the model in")
+    assert switched > 1 and (run / blob.BLOB).is_file()  # saved after the switch: a later start is warm
+    assert _processes_with(cache) == []
+
+    # the same run resumed: warm from its own cache, compiled at once
+    proc = spawn([sys.executable, *train_args(data_dir, run, "--compile", "auto", "--max-steps", "100000",
+                                              "--log-every", "20", "--precision", "fp32", "--no-export")], log)
+    try:
+        _wait_for(log, re.compile(r"warm start", re.M), proc)
+    finally:
+        out = _stop(proc, log)
+    assert "compiling in the background" not in out, out
+
+
+@pytest.mark.timeout(600)
+def test_the_losses_are_the_eager_runs_across_the_switch(data_dir, tmp_path, monkeypatch):
+    """Same seed and data, eager throughout vs switching: the curve is the same within float tolerance."""
+    _cold_caches(tmp_path, monkeypatch)
+    (tmp_path / "inductor" / plan.RECORD).write_text('{"cold_s": 0.001}')
+    flags = ("--max-steps", "40", "--precision", "fp32", "--no-export")
+    assert train(data_dir, tmp_path / "eager", *flags)[0] == 0
+    switches = []
+    real_poll = plan.CompilePlan._poll
+
+    def slow_steps(self, step, model):  # the tiny model's steps are faster than any compile: wait for it
+        while self._child is not None and self._child.poll() is None:
+            time.sleep(0.2)
+        real_poll(self, step, model)
+        if not self.pending:
+            switches.append(step + 1)
+
+    monkeypatch.setattr(plan.CompilePlan, "_poll", slow_steps)
+    code, out, err = train(data_dir, tmp_path / "switched", "--compile", "auto", *flags)
+    assert code == 0, err
+    assert switches and SWITCH.search(out), out
+    eager, switched = losses(tmp_path / "eager"), losses(tmp_path / "switched")
+    assert sorted(eager) == sorted(switched) == list(range(1, 41))
+    for step in eager:
+        assert switched[step] == pytest.approx(eager[step], rel=2e-3, abs=2e-3), (step, eager[step], switched[step])
+
+
+@pytest.mark.timeout(600)
+def test_a_failed_background_compile_leaves_the_run_eager_with_one_line(data_dir, tmp_path, monkeypatch):
+    cache = _cold_caches(tmp_path, monkeypatch)
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))  # Inductor's C++ compiler (config.cpp.cxx)
+    run, log = tmp_path / "run", tmp_path / "log"
+    proc = spawn([sys.executable, *train_args(data_dir, run, "--compile", "auto", "--max-steps", "100000",
+                                              "--log-every", "50", "--precision", "fp32", "--no-export")], log)
+    try:
+        _wait_for(log, re.compile(r"^the background compile failed", re.M), proc)
+        time.sleep(2)  # a few eager steps after it
+    finally:
+        out = _stop(proc, log)
+    failures = [line for line in out.splitlines() if "background compile failed" in line]
+    assert len(failures) == 1 and "training on eagerly" in failures[0], out
+    assert "switching" not in out and not (run / blob.BLOB).exists(), out
+    assert _processes_with(cache) == []
+
+
+def test_the_child_is_ended_when_the_trainer_fails(data_dir, tmp_path, monkeypatch):
+    """An error in a step while the child compiles: train raises, and the child is gone."""
+    _cold_caches(tmp_path, monkeypatch)
+    children = []
+    real_init = background.BackgroundCompile.__init__
+
+    def remember(self, wanted):
+        real_init(self, wanted)
+        children.append(self.process)
+
+    monkeypatch.setattr(background.BackgroundCompile, "__init__", remember)
+    real_guard = train_module._first_step_guard
+    steps = []
+
+    def fail_at_step_3(*args):
+        steps.append(1)
+        if len(steps) == 3:
+            raise RuntimeError("a step failed")
+        return real_guard(*args)
+
+    monkeypatch.setattr(train_module, "_first_step_guard", fail_at_step_3)
+    with pytest.raises(RuntimeError, match="a step failed"):
+        train(data_dir, tmp_path / "run", "--compile", "auto", "--max-steps", "1000", "--no-export")
+    assert len(children) == 1 and children[0].poll() is not None
+    assert _processes_with(tmp_path / "inductor") == []
+
+
+def test_the_child_dies_with_a_killed_trainer(tmp_path, monkeypatch):
+    """kill -9 of the trainer (no `finally` runs): the kernel ends the child (PR_SET_PDEATHSIG)."""
+    cache = _cold_caches(tmp_path, monkeypatch)
+    trainer = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from transformers import GPT2Config; "
+         "from training.compile_cache import background; "
+         "c = background.BackgroundCompile(background.spec(GPT2Config(n_layer=1, n_embd=32, n_head=2, "
+         "vocab_size=64, n_positions=16), 'cpu', 'fp32', [2], 16)); print(c.process.pid, flush=True); "
+         "time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3])
+    child = int(trainer.stdout.readline())
+    time.sleep(1)  # past the child's prctl
+    trainer.kill()
+    trainer.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and child in _processes_with(cache):
+        time.sleep(0.2)
+    assert _processes_with(cache) == []
+
+
+@pytest.mark.timeout(600)
+def test_two_ranks_switch_at_the_same_step(data_dir, tmp_path, monkeypatch):
+    _cold_caches(tmp_path, monkeypatch)
+    run, log = tmp_path / "run", tmp_path / "log"
+    launcher = torchrun("--nnodes=1", "--nproc-per-node=2", "--rdzv-backend=c10d",
+                        f"--rdzv-endpoint=127.0.0.1:{free_port()}", "--max-restarts=0")
+    proc = spawn(launcher + train_args(data_dir, run, "--compile", "auto", "--max-steps", "100000",
+                                       "--log-every", "50", "--precision", "fp32", "--no-export"), log)
+    try:
+        found = _wait_for(log, SWITCH, proc, count=2)
+    finally:
+        _stop(proc, log)
+    assert sorted(prefix for prefix, _ in found) == ["", "rank 1: "], found
+    assert len({step for _, step in found}) == 1, found  # the same step on both ranks
+    assert log.read_text().count("compiling in the background") == 1
+    assert len([p for p in _processes_with(tmp_path / "inductor")]) == 0
