@@ -60,10 +60,10 @@ def _wait_for(log: Path, pattern: re.Pattern, proc: subprocess.Popen, count: int
     raise AssertionError(f"no {pattern.pattern!r} in {timeout} s: {log.read_text()[-3000:]}")
 
 
-def _stop(proc: subprocess.Popen, log: Path) -> str:
+def _stop(proc: subprocess.Popen, log: Path, codes=(0, 143)) -> str:
     """SIGTERM (a preemption): the trainer saves, and exits; the child must go with it."""
     os.killpg(proc.pid, signal.SIGTERM)
-    assert proc.wait(timeout=120) in (0, 143), log.read_text()[-3000:]
+    assert proc.wait(timeout=120) in codes, log.read_text()[-3000:]
     return log.read_text()
 
 
@@ -199,7 +199,7 @@ def test_two_ranks_switch_at_the_same_step(data_dir, tmp_path, monkeypatch):
     try:
         found = _wait_for(log, SWITCH, proc, count=2)
     finally:
-        _stop(proc, log)
+        _stop(proc, log, codes=(0, 1, 143))  # torchrun's agent exits 1 on SIGTERM
     assert sorted(prefix for prefix, _ in found) == ["", "rank 1: "], found
     assert len({step for _, step in found}) == 1, found  # the same step on both ranks
     assert log.read_text().count("compiling in the background") == 1
