@@ -11,6 +11,10 @@ cold start trains 2 steps into a RUN_DIR; copies of that RUN_DIR then resume to 
     new-node      an empty compiler cache, RUN_DIR with its compile_cache.tar.gz (a replacement pod)
     new-node-bare an empty compiler cache, RUN_DIR without it (what a new node paid before)
     eager         --compile off, warm RUN_DIR
+    cold-background  empty compiler cache, empty RUN_DIR, `--compile auto` (the default) on a long run:
+                  the first step eager at once, the compile behind eager steps; stopped (SIGTERM) 10
+                  steps after "compiled: switching at step S". Recorded: S, the seconds to the switch,
+                  the eager steps' ms while the child compiles and the compiled steps' ms after it
 
 Each compiler cache comes with a temp directory of its own (TMPDIR), so that nothing of an earlier
 start is found there either (Inductor's ISA probes and, before the run's cache kept it, its
@@ -41,7 +45,9 @@ from pathlib import Path
 from bench import common
 
 STEP = re.compile(r"step (\d+)/\d+ \|.*\| ([\d.,]+) ms/step")
-VARIANTS = ("cold-whole", "warm", "new-node", "new-node-bare", "eager")
+SWITCH = re.compile(r"compiled: switching at step (\d+)")
+VARIANTS = ("cold-whole", "warm", "new-node", "new-node-bare", "eager", "cold-background")
+LONG_RUN = 100_000  # steps: long enough for `auto` to find the compile worth it
 
 
 def start(data: Path, run: Path, cache: Path, max_steps: int, extra: list[str], env_extra: dict | None = None,
@@ -74,6 +80,47 @@ def start(data: Path, run: Path, cache: Path, max_steps: int, extra: list[str], 
     return {**first, "load_avg_1m": round(os.getloadavg()[0], 2), "said": said}
 
 
+def background_start(data: Path, run: Path, cache: Path, extra: list[str], after_switch: int = 10,
+                     timeout: float = 900) -> dict:
+    """A cold start with `--compile auto` on a long run: first step, the switch, step times before and after."""
+    tmp = cache.with_name(f"{cache.name}-tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCHINDUCTOR_CACHE_DIR=str(cache), TMPDIR=str(tmp),
+               PYTHONPATH=str(common.ROOT))
+    cmd = [sys.executable, "-m", "training", "train", "--data", str(data), "--out", str(run),
+           "--max-steps", str(LONG_RUN), "--log-every", "1", "--eval-every", "1000000", "--no-progress",
+           "--no-export", "--compile", "auto", *extra]
+    began = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=common.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    first, switch, switch_s, steps, lines = None, None, None, {}, []
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if m := STEP.search(line):
+                steps[int(m.group(1))] = float(m.group(2).replace(",", ""))
+                if first is None:
+                    first = {"first_step_s": round(time.monotonic() - began, 2), "printed_ms": steps[int(m.group(1))]}
+            elif switch is None and (m := SWITCH.search(line)):
+                switch, switch_s = int(m.group(1)), round(time.monotonic() - began, 2)
+            if (switch is not None and max(steps, default=0) >= switch + after_switch) or time.monotonic() - began > timeout:
+                proc.terminate()  # a preemption: train saves and exits
+                break
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if first is None or switch is None:
+        raise SystemExit("no first step or no switch:\n" + "\n".join(lines[-20:]))
+    overlap = [ms for step, ms in steps.items() if 1 < step < switch]
+    compiled = [ms for step, ms in steps.items() if switch < step <= switch + after_switch]
+    said = [line for line in lines if "compil" in line or "eagerly" in line]
+    return {**first, "switch_step": switch, "switch_s": switch_s,
+            "eager_ms_during_compile": common.median(overlap) if overlap else None,
+            "compiled_ms_after": common.median(compiled) if compiled else None,
+            "load_avg_1m": round(os.getloadavg()[0], 2), "said": said}
+
+
 def one_round(data: Path, shape: list[str], order: list[str], work: Path) -> dict:
     """One cold start, then each variant of `order` from a copy of its RUN_DIR; `shape`: train's model flags."""
     cache = work / "cache-first"
@@ -85,6 +132,9 @@ def one_round(data: Path, shape: list[str], order: list[str], work: Path) -> dic
         if variant == "cold-whole":
             shutil.rmtree(run)
             results[variant] = start(data, run, fresh, 2, shape, {"TRAINSTACK_COMPILE_REGIONS": "0"})
+        elif variant == "cold-background":
+            shutil.rmtree(run)
+            results[variant] = background_start(data, run, fresh, shape)
         elif variant == "warm":
             results[variant] = start(data, run, cache, 4, shape)
         elif variant == "new-node":
@@ -94,6 +144,9 @@ def one_round(data: Path, shape: list[str], order: list[str], work: Path) -> dic
             results[variant] = start(data, run, fresh, 4, shape)
         else:
             results[variant] = start(data, run, cache, 4, [*shape, "--compile", "off"])
+    if "eager" in results and "cold-background" in results:  # the step time the overlap costs
+        overlap = results["cold-background"]["eager_ms_during_compile"]
+        results["cold-background"]["x_eager_step"] = round(overlap / results["eager"]["printed_ms"], 2)
     warm = results["warm"]["first_step_s"]
     for r in results.values():
         r["x_warm"] = round(r["first_step_s"] / warm, 2)
