@@ -50,19 +50,23 @@ VARIANTS = ("cold-whole", "warm", "new-node", "new-node-bare", "eager", "cold-ba
 LONG_RUN = 100_000  # steps: long enough for `auto` to find the compile worth it
 
 
-def start(data: Path, run: Path, cache: Path, max_steps: int, extra: list[str], env_extra: dict | None = None,
-          timeout: float = 900) -> dict:
-    """Launch train; seconds to its first step line, that line's ms/step, the load average at the end."""
+def _launch(data: Path, run: Path, cache: Path, max_steps: int, extra: list[str], env_extra: dict | None = None):
+    """(launch time, the train process) with its own compiler cache and temp directory."""
     tmp = cache.with_name(f"{cache.name}-tmp")  # a new node's temp directory is empty too
     tmp.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1", TORCHINDUCTOR_CACHE_DIR=str(cache), TMPDIR=str(tmp),
                PYTHONPATH=str(common.ROOT), **(env_extra or {}))
     cmd = [sys.executable, "-m", "training", "train", "--data", str(data), "--out", str(run),
            "--max-steps", str(max_steps), "--log-every", "1", "--eval-every", "1000000", "--no-progress",
-           "--no-export", "--compile", "on", *extra]
-    began = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=common.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+           "--no-export", *extra]
+    return time.monotonic(), subprocess.Popen(cmd, cwd=common.ROOT, env=env, stdout=subprocess.PIPE,
+                                              stderr=subprocess.STDOUT, text=True)
+
+
+def start(data: Path, run: Path, cache: Path, max_steps: int, extra: list[str], env_extra: dict | None = None,
+          timeout: float = 900) -> dict:
+    """Launch train; seconds to its first step line, that line's ms/step, the load average at the end."""
+    began, proc = _launch(data, run, cache, max_steps, ["--compile", "on", *extra], env_extra)
     first, lines = None, []
     try:
         for line in proc.stdout:
@@ -83,16 +87,7 @@ def start(data: Path, run: Path, cache: Path, max_steps: int, extra: list[str], 
 def background_start(data: Path, run: Path, cache: Path, extra: list[str], after_switch: int = 10,
                      timeout: float = 900) -> dict:
     """A cold start with `--compile auto` on a long run: first step, the switch, step times before and after."""
-    tmp = cache.with_name(f"{cache.name}-tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCHINDUCTOR_CACHE_DIR=str(cache), TMPDIR=str(tmp),
-               PYTHONPATH=str(common.ROOT))
-    cmd = [sys.executable, "-m", "training", "train", "--data", str(data), "--out", str(run),
-           "--max-steps", str(LONG_RUN), "--log-every", "1", "--eval-every", "1000000", "--no-progress",
-           "--no-export", "--compile", "auto", *extra]
-    began = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=common.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    began, proc = _launch(data, run, cache, LONG_RUN, ["--compile", "auto", *extra])
     first, switch, switch_s, steps, lines = None, None, None, {}, []
     try:
         for line in proc.stdout:
