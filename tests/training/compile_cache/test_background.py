@@ -141,9 +141,7 @@ def test_a_failed_background_compile_leaves_the_run_eager_with_one_line(data_dir
     assert _processes_with(cache) == []
 
 
-def test_the_child_is_ended_when_the_trainer_fails(data_dir, tmp_path, monkeypatch):
-    """An error in a step while the child compiles: train raises, and the child is gone."""
-    _cold_caches(tmp_path, monkeypatch)
+def _remember_children(monkeypatch) -> list:
     children = []
     real_init = background.BackgroundCompile.__init__
 
@@ -152,6 +150,26 @@ def test_the_child_is_ended_when_the_trainer_fails(data_dir, tmp_path, monkeypat
         children.append(self.process)
 
     monkeypatch.setattr(background.BackgroundCompile, "__init__", remember)
+    return children
+
+
+def test_a_run_that_ends_before_the_switch_ends_the_child(data_dir, tmp_path, monkeypatch):
+    """The last step comes before the compile is done: train exits 0, eager throughout, the child gone."""
+    cache = _cold_caches(tmp_path, monkeypatch)
+    (cache / plan.RECORD).write_text('{"cold_s": 1e-6}')  # worth it however short the run
+    children = _remember_children(monkeypatch)
+    code, out, err = train(data_dir, tmp_path / "run", "--compile", "auto", "--max-steps", "4", "--no-export")
+    assert code == 0, err
+    assert "compiling in the background" in out and "switching" not in out, out
+    assert len(children) == 1 and children[0].returncode == -signal.SIGKILL
+    assert _processes_with(tmp_path / "inductor") == []
+    assert sorted(losses(tmp_path / "run")) == [1, 2, 3, 4]
+
+
+def test_the_child_is_ended_when_the_trainer_fails(data_dir, tmp_path, monkeypatch):
+    """An error in a step while the child compiles: train raises, and the child is gone."""
+    _cold_caches(tmp_path, monkeypatch)
+    children = _remember_children(monkeypatch)
     real_guard = train_module._first_step_guard
     steps = []
 
