@@ -16,4 +16,6 @@ replacement pod on a new node paid the whole compile again. Here:
   DDP), or the whole model with its loss (TRAINSTACK_COMPILE_REGIONS=0).
 - plan.py: whether `--compile auto` compiles, what the console says about it, and the compile's
   seconds kept out of the progress ETA.
+- background.py: a cold compile behind eager steps: a child process fills the compiler's caches
+  while the trainer steps eagerly; the trainer then compiles from them and switches.
 """
