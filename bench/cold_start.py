@@ -16,6 +16,12 @@ cold start trains 2 steps into a RUN_DIR; copies of that RUN_DIR then resume to 
                   steps after "compiled: switching at step S". Recorded: S, the seconds to the switch,
                   the eager steps' ms while the child compiles and the compiled steps' ms after it
 
+`--race SECONDS` answers what the first step's time does not: which start is further along after a
+while. Three cold starts of a long run (empty compiler cache, empty RUN_DIR) run for SECONDS each,
+interleaved, rotating their order per round: `on` (the compile blocks the first step), `auto` (the
+compile behind eager steps) and `off` (eager throughout). Recorded: the seconds from launch at which
+each step line came, the steps done at every 15 s, and the seconds to steps 10, 25, 50, 100, 200.
+
 Each compiler cache comes with a temp directory of its own (TMPDIR), so that nothing of an earlier
 start is found there either (Inductor's ISA probes and, before the run's cache kept it, its
 precompiled header lived under the temp directory). The variants of one round run one after
@@ -27,6 +33,7 @@ interleaved in one process.
     .venv/bin/python -m bench.cold_start                        # tiny at 2 and 6 layers, one round
     .venv/bin/python -m bench.cold_start --layers 6 --rounds 3 --step-time
     .venv/bin/python -m bench.cold_start --rounds 0 --step-time --step-rounds 12 --out bench/results/step_time.json
+    .venv/bin/python -m bench.cold_start --rounds 0 --race 120 --race-rounds 2 --layers 6 --out bench/results/cold_start_race.json
 """
 
 from __future__ import annotations
@@ -119,6 +126,55 @@ def background_start(data: Path, run: Path, cache: Path, extra: list[str], after
             "load_avg_1m": round(os.getloadavg()[0], 2), "said": said}
 
 
+RACE_MARKS_S = 15  # steps done at every multiple of this
+RACE_STEPS = (10, 25, 50, 100, 200)
+
+
+def progress(data: Path, run: Path, cache: Path, compile_flag: str, shape: list[str], seconds: float) -> dict:
+    """A cold start of a long run for `seconds`: when each step line came (seconds from launch)."""
+    began, proc = _launch(data, run, cache, LONG_RUN, ["--compile", compile_flag, *shape])
+    reached, said = [], []
+    try:
+        for line in proc.stdout:
+            now = time.monotonic() - began
+            if m := STEP.search(line):
+                reached.append((round(now, 2), int(m.group(1))))
+            elif "compil" in line or "eagerly" in line:
+                said.append(line.rstrip())
+            if now > seconds:
+                break
+    finally:
+        proc.terminate()  # a preemption: train saves and exits
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    if not reached:
+        raise SystemExit(f"--compile {compile_flag}: no step in {seconds} s:\n" + "\n".join(said[-20:]))
+    marks = range(RACE_MARKS_S, int(seconds) + 1, RACE_MARKS_S)
+    return {"steps_at_s": {t: max((step for at, step in reached if at <= t), default=0) for t in marks},
+            "s_to_step": {k: next((at for at, step in reached if step >= k), None) for k in RACE_STEPS},
+            "first_step_s": reached[0][0], "reached": reached, "load_avg_1m": round(os.getloadavg()[0], 2),
+            "said": said}
+
+
+def race(data: Path, shape: list[str], seconds: float, rounds: int) -> dict:
+    """--compile on / auto / off from cold, interleaved: which is further along, and when."""
+    flags = ["on", "auto", "off"]
+    runs = {flag: [] for flag in flags}
+    for r in range(rounds):
+        for flag in flags[r % 3:] + flags[:r % 3]:
+            with tempfile.TemporaryDirectory(prefix="bench-race-") as tmp:
+                runs[flag].append(progress(data, Path(tmp) / "run", Path(tmp) / "cache", flag, shape, seconds))
+            print(f"race round {r + 1} --compile {flag}: {json.dumps(runs[flag][-1]['steps_at_s'])}",
+                  file=sys.stderr, flush=True)
+    marks = runs["on"][0]["steps_at_s"].keys()
+    return {"seconds": seconds, "rounds": rounds,
+            "median_steps_at_s": {flag: {t: common.median([run["steps_at_s"][t] for run in runs[flag]])
+                                         for t in marks} for flag in flags},
+            "runs": runs}
+
+
 def one_round(data: Path, shape: list[str], order: list[str], work: Path) -> dict:
     """One cold start, then each variant of `order` from a copy of its RUN_DIR; `shape`: train's model flags."""
     cache = work / "cache-first"
@@ -199,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"of: {', '.join(VARIANTS)} (cold always runs)")
     parser.add_argument("--step-time", action="store_true", help="also time the step eager/by regions/whole")
     parser.add_argument("--step-rounds", type=int, default=6, help="interleaved rounds of 5 steps per variant")
+    parser.add_argument("--race", type=float, default=0, help="also race --compile on/auto/off from cold for SECONDS")
+    parser.add_argument("--race-rounds", type=int, default=1)
     parser.add_argument("--out", default=None, help="result JSON (default bench/results/cold_start.json)")
     args = parser.parse_args(argv)
 
@@ -217,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
             "median_first_step_s": {v: common.median([r[v]["first_step_s"] for r in rounds]) for v in names},
             "median_x_warm": {v: common.median([r[v]["x_warm"] for r in rounds]) for v in names},
             "rounds": rounds}
+    if args.race:
+        result["race"] = [race(data, ["--preset", "tiny", "--n-layer", n], args.race, args.race_rounds)
+                          for n in args.layers.split(",")]
     if args.step_time:
         result["step_time"] = [step_times(int(n), args.step_rounds, steps=5) for n in args.layers.split(",")]
     result["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -9,6 +9,13 @@ the precompiled header, the built kernels); the trainer's own compile afterwards
 it costs about a warm start. A process, not a thread: Dynamo and Inductor patch global state and are
 not meant to run beside eager autograd in one interpreter.
 
+The child shares the node's cores with the trainer, and both lose when they fight over them (the
+trainer's OpenMP threads spin while the compiler holds a core): while it runs, the trainer steps on
+one thread fewer (`trainer_threads`), the child builds one kernel at a time (one Inductor compile
+worker) at a lower priority (CHILD_NICE), and a node with a single core compiles in line instead
+(`worth_it`). The child keeps the trainer's torch thread count all the same: Inductor's CPU kernels
+are built for it, and it is part of their cache key.
+
 The child asks the kernel to kill it when its parent dies (prctl PR_SET_PDEATHSIG), so a trainer
 killed with SIGKILL does not leave it behind; `close` ends it (and what it started, its own process
 group) on a normal exit or an error.
@@ -29,12 +36,37 @@ import tempfile
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+CHILD_NICE = 10  # the trainer's steps come first when the two want the same core
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity: a container's cpuset, taskset)."""
+    return len(os.sched_getaffinity(0))
+
+
+def worth_it() -> bool:
+    """A core for the child beside the trainer; on one core the two would only slow each other down."""
+    return cores() >= 2
+
+
+def trainer_threads(threads: int) -> int:
+    """The trainer's torch threads while the child compiles: one core is the child's."""
+    return max(1, min(threads, cores() - 1))
+
+
+def _torch():
+    import torch  # the trainer has it already; the module itself stays light for the child's start
+
+    return torch
 
 
 def spec(model_config, device, precision: str, micro_batch_sizes: list[int], block_size: int) -> dict:
-    """What the child needs to compile what the trainer will: the model, the device and the first step's shapes."""
+    """What the child needs to compile what the trainer will: the model, the device, the first step's shapes
+    and the trainer's torch threads (Inductor builds its CPU kernels for a thread count, which is part of
+    their cache key: compiled for another count, they would not be found)."""
     return {"model_config": model_config.to_dict(), "device": str(device), "precision": precision,
-            "micro_batch_sizes": micro_batch_sizes, "block_size": block_size, "parent": os.getpid()}
+            "micro_batch_sizes": micro_batch_sizes, "block_size": block_size, "parent": os.getpid(),
+            "threads": _torch().get_num_threads()}
 
 
 class BackgroundCompile:
@@ -45,6 +77,8 @@ class BackgroundCompile:
         self.log = tempfile.TemporaryFile(prefix="trainstack-compile-")  # noqa: SIM115
         repo = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")])))
+        # one kernel build at a time: the child has one core (compile_threads is not in Inductor's cache key)
+        env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "training.compile_cache.background", json.dumps(wanted)],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=env,
@@ -85,6 +119,7 @@ def _die_with_parent(parent: int) -> None:
 def main(argv: list[str]) -> int:
     wanted = json.loads(argv[0])
     _die_with_parent(wanted["parent"])
+    os.nice(CHILD_NICE)  # its compiler workers and g++ inherit it
     import torch
     from transformers import GPT2Config
 
@@ -92,7 +127,7 @@ def main(argv: list[str]) -> int:
     from training.compile_cache.regions import compile_in_place
     from training.model.build import create_gpt
 
-    torch.set_num_threads(1)  # the trainer's steps keep the cores; the compile is g++ and Python
+    torch.set_num_threads(wanted["threads"])  # the trainer's count, not what it steps on meanwhile: the key
     blob.keep_headers_in_cache()  # as the trainer does (plan.CompilePlan): the header in the cache
     config = GPT2Config.from_dict(wanted["model_config"])
     config.use_cache = False

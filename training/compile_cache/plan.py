@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from training.compile_cache import blob
-from training.compile_cache.background import BackgroundCompile
+from training.compile_cache.background import BackgroundCompile, trainer_threads
 from training.compile_cache.regions import compile_in_place
 from trainstack.contract.log import info as log_info
 
@@ -53,6 +53,7 @@ class CompilePlan:
         self._child: BackgroundCompile | None = None
         self._child_began: float | None = None  # perf_counter at its start, on every rank
         self._cold_s: float | None = None  # the background compile's seconds
+        self._threads: int | None = None  # the trainer's torch threads before the child took a core
         self.start_step, self.max_steps, self.is_main = start_step, max_steps, is_main
         self.pending = requested != "off"  # a compile still to decide on or to do
         quiet = lambda line: None  # noqa: E731 - every rank loads; rank 0 says what was wrong
@@ -136,6 +137,8 @@ class CompilePlan:
         self._child_began = time.perf_counter()
         if self.launches:
             self._child = BackgroundCompile(self.background)
+            self._threads = torch.get_num_threads()
+            torch.set_num_threads(trainer_threads(self._threads))
         if self.is_main:
             self.say("compiling in the background (first start; training eagerly meanwhile)")
 
@@ -163,6 +166,9 @@ class CompilePlan:
         if self._child is not None:
             self._child.close()
             self._child = None
+        if self._threads is not None:  # the child's core back to the steps
+            torch.set_num_threads(self._threads)
+            self._threads = None
 
 
 def _record_path() -> Path:

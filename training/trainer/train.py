@@ -239,8 +239,9 @@ def _batches(windows, order: SampleOrder, mine: list[int], batch_size: int) -> l
 
 def _background_compile(start: setup.Start, cfg: TrainConfig, precision: str, dist_info: DistInfo) -> dict | None:
     """What a cold compile builds behind eager steps (compile_cache/background.py): the model and the first
-    step's micro-batch shapes. Distillation compiles its own step around a teacher: it compiles in line."""
-    if start.teacher is not None:
+    step's micro-batch shapes. Distillation compiles its own step around a teacher, and a single core has
+    none to spare for a child: those compile in line."""
+    if start.teacher is not None or not background.worth_it():
         return None
     mine = rank_samples(start.step, start.global_batch, dist_info.rank, dist_info.world_size)
     sizes = list(dict.fromkeys(len(mb) for mb in micro_batches(mine, cfg.optim.batch_size)))

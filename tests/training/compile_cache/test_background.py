@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from testbed.processes import free_port
 from tests.support.training_runs import losses, spawn, torchrun, train, train_args
@@ -68,35 +69,6 @@ def _stop(proc: subprocess.Popen, log: Path, codes=(0, 143)) -> str:
 
 
 @pytest.mark.timeout(600)
-def test_a_cold_start_trains_eagerly_then_switches_to_the_compiled_model(data_dir, tmp_path, monkeypatch):
-    cache = _cold_caches(tmp_path, monkeypatch)
-    run, log = tmp_path / "run", tmp_path / "log"
-    proc = spawn([sys.executable, *train_args(data_dir, run, "--compile", "auto", "--max-steps", "100000",
-                                              "--log-every", "20", "--precision", "fp32", "--no-export")], log)
-    try:
-        switched = int(_wait_for(log, SWITCH, proc)[0][1])
-        _wait_for(log, re.compile(r"^saved the compile cache", re.M), proc)
-    finally:
-        out = _stop(proc, log)
-    assert "compiling in the background (first start; training eagerly meanwhile)" in out, out
-    assert "compiling the model (first start" not in out, out  # the first step did not wait for it
-    first = out.index("compiling in the background")
-    assert re.search(r"^step +\d+", out[:out.index("compiled: switching")], re.M) or switched > 2, out
-    assert first < out.index("compiled: switching") < out.index("compiled the model in")
-    assert switched > 1 and (run / blob.BLOB).is_file()  # saved after the switch: a later start is warm
-    assert _processes_with(cache) == []
-
-    # the same run resumed: warm from its own cache, compiled at once
-    proc = spawn([sys.executable, *train_args(data_dir, run, "--compile", "auto", "--max-steps", "100000",
-                                              "--log-every", "20", "--precision", "fp32", "--no-export")], log)
-    try:
-        _wait_for(log, re.compile(r"warm start", re.M), proc)
-    finally:
-        out = _stop(proc, log)
-    assert "compiling in the background" not in out, out
-
-
-@pytest.mark.timeout(600)
 def test_the_losses_are_the_eager_runs_across_the_switch(data_dir, tmp_path, monkeypatch):
     """Same seed and data, eager throughout vs switching: the curve is the same within float tolerance."""
     _cold_caches(tmp_path, monkeypatch)
@@ -114,9 +86,13 @@ def test_the_losses_are_the_eager_runs_across_the_switch(data_dir, tmp_path, mon
             switches.append(step + 1)
 
     monkeypatch.setattr(plan.CompilePlan, "_poll", slow_steps)
+    torch._dynamo.utils.counters.clear()
     code, out, err = train(data_dir, tmp_path / "switched", "--compile", "auto", *flags)
     assert code == 0, err
     assert switches and SWITCH.search(out), out
+    # the trainer's own compile found every graph the child built (a thread count of its own missed them all)
+    inductor = torch._dynamo.utils.counters["inductor"]
+    assert inductor["fxgraph_cache_hit"] > 0 and inductor["fxgraph_cache_miss"] == 0, dict(inductor)
     eager, switched = losses(tmp_path / "eager"), losses(tmp_path / "switched")
     assert sorted(eager) == sorted(switched) == list(range(1, 41))
     for step in eager:
@@ -207,18 +183,84 @@ def test_the_child_dies_with_a_killed_trainer(tmp_path, monkeypatch):
 
 
 @pytest.mark.timeout(600)
-def test_two_ranks_switch_at_the_same_step(data_dir, tmp_path, monkeypatch):
-    _cold_caches(tmp_path, monkeypatch)
+def test_a_cold_start_trains_eagerly_then_every_rank_switches_at_the_same_step(data_dir, tmp_path, monkeypatch):
+    """Two ranks under torchrun: eager steps at once, the child's compile on the node's rank 0, then both
+    ranks switch together; the compile cache saved after the switch makes a later start of the run warm."""
+    cache = _cold_caches(tmp_path, monkeypatch)
     run, log = tmp_path / "run", tmp_path / "log"
+    flags = ("--compile", "auto", "--max-steps", "100000", "--log-every", "1", "--precision", "fp32", "--no-export")
     launcher = torchrun("--nnodes=1", "--nproc-per-node=2", "--rdzv-backend=c10d",
                         f"--rdzv-endpoint=127.0.0.1:{free_port()}", "--max-restarts=0")
-    proc = spawn(launcher + train_args(data_dir, run, "--compile", "auto", "--max-steps", "100000",
-                                       "--log-every", "50", "--precision", "fp32", "--no-export"), log)
+    proc = spawn(launcher + train_args(data_dir, run, *flags), log)
     try:
         found = _wait_for(log, SWITCH, proc, count=2)
+        _wait_for(log, re.compile(r"^saved the compile cache", re.M), proc)
     finally:
-        _stop(proc, log, codes=(0, 1, 143))  # torchrun's agent exits 1 on SIGTERM
+        out = _stop(proc, log, codes=(0, 1, 143))  # torchrun's agent exits 1 on SIGTERM
     assert sorted(prefix for prefix, _ in found) == ["", "rank 1: "], found
     assert len({step for _, step in found}) == 1, found  # the same step on both ranks
-    assert log.read_text().count("compiling in the background") == 1
-    assert len([p for p in _processes_with(tmp_path / "inductor")]) == 0
+    switched = int(found[0][1])
+    assert out.count("compiling in the background (first start; training eagerly meanwhile)") == 1, out
+    assert "compiling the model (first start" not in out, out  # the first step did not wait for it
+    before = out[:out.index("compiled: switching")]
+    assert re.search(r"^step +1/", before, re.M), out  # a step printed before the compile was done
+    assert out.index("compiling in the background") < out.index("compiled: switching") < out.index("compiled the model in")
+    assert switched > 1 and (run / blob.BLOB).is_file()  # saved after the switch: a later start is warm
+    assert _processes_with(cache) == []
+
+    # the same run resumed: warm from its own cache, compiled at once
+    proc = spawn([sys.executable, *train_args(data_dir, run, *flags)], log)
+    try:
+        _wait_for(log, re.compile(r"warm start", re.M), proc)
+    finally:
+        out = _stop(proc, log)
+    assert "compiling in the background" not in out, out
+
+
+def test_the_child_takes_one_core_from_the_trainers_threads_until_it_is_done(tmp_path, monkeypatch):
+    """Two processes spinning on the same cores slow each other down: the trainer steps on one thread fewer
+    while the child compiles, and gets it back when the child is done (or the run ends)."""
+    _cold_caches(tmp_path, monkeypatch)
+    monkeypatch.setattr(background.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    started = []
+
+    class Child:  # the child's life is the other tests'; here only the threads count
+        def __init__(self, wanted):
+            started.append(wanted)
+
+        def poll(self):
+            return None
+
+        def close(self):
+            started.append("closed")
+
+    monkeypatch.setattr(plan, "BackgroundCompile", Child)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(4)
+        compiling = plan.CompilePlan("auto", tmp_path / "run", torch.device("cpu"), 0, 10**6, True,
+                                     say=lambda line: None, background={"model": "spec"})
+        compiling._start_background()
+        assert started == [{"model": "spec"}] and torch.get_num_threads() == 3
+        compiling.close()
+        assert started[-1] == "closed" and torch.get_num_threads() == 4
+        compiling.close()  # the trainer's `finally` after a switch: nothing more to give back
+        assert torch.get_num_threads() == 4
+    finally:
+        torch.set_num_threads(threads)
+    assert background.trainer_threads(1) == 1  # torchrun's one thread per rank: the child at a lower priority
+    monkeypatch.setattr(background.os, "sched_getaffinity", lambda pid: {0})
+    assert background.trainer_threads(1) == 1 and not background.worth_it()
+
+
+def test_one_core_compiles_in_line(data_dir, tmp_path, monkeypatch):
+    """No core to spare for a child: `auto`'s cold compile blocks a step, as before (no child started)."""
+    cache = _cold_caches(tmp_path, monkeypatch)
+    (cache / plan.RECORD).write_text('{"cold_s": 1e-6}')  # worth it however short the run
+    monkeypatch.setattr(background.os, "sched_getaffinity", lambda pid: {0})
+    children, compiled = _remember_children(monkeypatch), []
+    monkeypatch.setattr(plan, "compile_in_place", compiled.append)  # the compile itself is other tests'
+    code, out, err = train(data_dir, tmp_path / "run", "--compile", "auto", "--max-steps", "3", "--no-export")
+    assert code == 0, err
+    assert "compiling the model (first start" in out and "background" not in out, out
+    assert children == [] and len(compiled) == 1
