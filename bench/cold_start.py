@@ -201,9 +201,15 @@ def one_round(data: Path, shape: list[str], order: list[str], work: Path) -> dic
     if "eager" in results and "cold-background" in results:  # the step time the overlap costs
         overlap = results["cold-background"]["eager_ms_during_compile"]
         results["cold-background"]["x_eager_step"] = round(overlap / results["eager"]["later_ms"], 2)
-    warm = results["warm"]["first_step_s"]
+    return with_ratios(results)
+
+
+def with_ratios(results: dict) -> dict:
+    """Each start against the round's warm one: from launch to the line (x_warm) and as printed."""
+    warm = results["warm"]
     for r in results.values():
-        r["x_warm"] = round(r["first_step_s"] / warm, 2)
+        r["x_warm"] = round(r["first_step_s"] / warm["first_step_s"], 2)
+        r["x_warm_printed"] = round(r["printed_ms"] / warm["printed_ms"], 3)
     return results
 
 
@@ -274,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         result["layers"][str(n_layer)] = {
             "median_first_step_s": {v: common.median([r[v]["first_step_s"] for r in rounds]) for v in names},
             "median_x_warm": {v: common.median([r[v]["x_warm"] for r in rounds]) for v in names},
+            "median_x_warm_printed": {v: common.median([r[v]["x_warm_printed"] for r in rounds]) for v in names},
             "rounds": rounds}
     if args.race:
         result["race"] = [race(data, ["--preset", "tiny", "--n-layer", n], args.race, args.race_rounds)
