@@ -199,7 +199,7 @@ def first_step(args) -> dict:
     if args.block_size:
         shape += ["--block-size", str(args.block_size)]
     with tempfile.TemporaryDirectory(prefix="bench-gpu-first-step-") as tmp:
-        return cold_start.one_round(common.prepared_data(), shape, list(cold_start.VARIANTS), Path(tmp))
+        return cold_start.one_round(common.prepared_data(), shape, list(cold_start.GPU_VARIANTS), Path(tmp))
 
 
 def mfu_of(preset: str, block: int, tokens_per_s: float, device: torch.device) -> float | None:

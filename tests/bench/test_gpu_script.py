@@ -22,4 +22,6 @@ def test_gpu_py_answers_help_as_a_script_from_anywhere(tmp_path):
 
 
 def test_the_first_step_part_records_cold_cached_and_warm():
-    assert {"cold-whole", "warm", "new-node", "new-node-bare", "eager"} == set(cold_start.VARIANTS)
+    assert {"cold-whole", "warm", "new-node", "new-node-bare", "eager"} == set(cold_start.GPU_VARIANTS)
+    # `auto` compiles in line on a GPU: a background variant there would wait for a switch that never comes
+    assert set(cold_start.VARIANTS) - set(cold_start.GPU_VARIANTS) == {"cold-background"}
