@@ -10,15 +10,17 @@ it costs about a warm start. A process, not a thread: Dynamo and Inductor patch 
 not meant to run beside eager autograd in one interpreter.
 
 The child shares the node's cores with the trainer, and both lose when they fight over them (the
-trainer's OpenMP threads spin while the compiler holds a core): while it runs, the trainer steps on
-one thread fewer (`trainer_threads`), the child builds one kernel at a time (one Inductor compile
-worker) at a lower priority (CHILD_NICE), and a node with a single core compiles in line instead
-(`worth_it`). The child keeps the trainer's torch thread count all the same: Inductor's CPU kernels
-are built for it, and it is part of their cache key.
+trainer's OpenMP threads spin while the compiler holds a core). So it runs only where a core can be
+its (`spare`): an idle one, or one that the node's local rank 0 gives up by stepping on one thread
+fewer until the child is done; otherwise (one core, or every core busy with a one-thread rank) the
+compile blocks a step as before. The child builds one kernel at a time (one Inductor compile worker)
+at a lower priority (CHILD_NICE), and the kernel's OOM killer takes it before the trainer. It keeps
+the trainer's torch thread count all the same: Inductor's CPU kernels are built for it, and it is
+part of their cache key.
 
-The child asks the kernel to kill it when its parent dies (prctl PR_SET_PDEATHSIG), so a trainer
-killed with SIGKILL does not leave it behind; `close` ends it (and what it started, its own process
-group) on a normal exit or an error.
+The child asks the kernel to signal it when its parent dies (prctl PR_SET_PDEATHSIG) and then ends its
+process group (g++ and Inductor's helpers with it), so a trainer killed with SIGKILL leaves nothing
+behind; `close` ends the group on a normal exit or an error.
 
 Run by the trainer as `python -m training.compile_cache.background SPEC` (SPEC: JSON, see `spec`).
 """
@@ -28,30 +30,59 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CHILD_NICE = 10  # the trainer's steps come first when the two want the same core
+SWITCH = "TRAINSTACK_COMPILE_BACKGROUND"  # 0: never compile behind eager steps; 1: even without a spare core
+CPU_QUOTA_FILES = ("/sys/fs/cgroup/cpu.max", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
+DONE = "compile_s="  # the child's last line: its own compile seconds (not its start-up or its waits)
 
 
 def cores() -> int:
-    """The cores this process may run on (its affinity: a container's cpuset, taskset)."""
-    return len(os.sched_getaffinity(0))
+    """The cores this process may use: its affinity (a cpuset, taskset) capped by a container's CPU quota
+    (a pod's CPU limit leaves every host core in the affinity mask)."""
+    usable = len(os.sched_getaffinity(0))
+    quota = _cpu_quota()
+    return max(1, min(usable, math.ceil(quota))) if quota else usable
 
 
-def worth_it() -> bool:
-    """A core for the child beside the trainer; on one core the two would only slow each other down."""
-    return cores() >= 2
+def _cpu_quota() -> float | None:
+    """CPUs of the cgroup's quota (v2 `cpu.max`: "QUOTA PERIOD" or "max PERIOD"; v1: quota_us and period_us)."""
+    for path in CPU_QUOTA_FILES:
+        try:
+            text = Path(path).read_text().split()
+            if path.endswith("cpu.max"):
+                quota, period = text[0], text[1]
+            else:
+                quota, period = text[0], Path(path).with_name("cpu.cfs_period_us").read_text().split()[0]
+        except (OSError, IndexError):
+            continue
+        if quota not in ("max", "-1") and quota.isdigit() and period.isdigit() and int(period) > 0:
+            return int(quota) / int(period)
+        return None
+    return None
 
 
-def trainer_threads(threads: int) -> int:
-    """The trainer's torch threads while the child compiles: one core is the child's."""
-    return max(1, min(threads, cores() - 1))
+def spare(local_ranks: int, threads: int) -> str | None:
+    """How the child gets a core beside this node's trainers: "free" (one is idle), "take" (local rank 0
+    steps on one thread fewer), or None (no core to give: compile in line, as two processes spinning on
+    the same cores only slow each other down). TRAINSTACK_COMPILE_BACKGROUND=0/1 overrides."""
+    forced = os.environ.get(SWITCH)
+    if forced == "0" or (cores() < 2 and forced != "1"):
+        return None
+    if cores() - local_ranks * threads >= 1:
+        return "free"
+    if threads >= 2:
+        return "take"
+    return "free" if forced == "1" else None
 
 
 def _torch():
@@ -60,12 +91,13 @@ def _torch():
     return torch
 
 
-def spec(model_config, device, precision: str, micro_batch_sizes: list[int], block_size: int) -> dict:
-    """What the child needs to compile what the trainer will: the model, the device, the first step's shapes
-    and the trainer's torch threads (Inductor builds its CPU kernels for a thread count, which is part of
-    their cache key: compiled for another count, they would not be found)."""
+def spec(model_config, device, precision: str, size_sequences: list[list[int]], block_size: int) -> dict:
+    """What the child needs to compile what the trainer will: the model, the device, the micro-batch sizes
+    of a step (one sequence per kind of rank: ranks of an uneven global batch differ, and each shape is a
+    graph of its own) and the trainer's torch threads (Inductor builds its CPU kernels for a thread count,
+    which is part of their cache key: compiled for another count, they would not be found)."""
     return {"model_config": model_config.to_dict(), "device": str(device), "precision": precision,
-            "micro_batch_sizes": micro_batch_sizes, "block_size": block_size, "parent": os.getpid(),
+            "size_sequences": size_sequences, "block_size": block_size, "parent": os.getpid(),
             "threads": _torch().get_num_threads()}
 
 
@@ -75,14 +107,20 @@ class BackgroundCompile:
     def __init__(self, wanted: dict):
         # the child's output, for a failure's line (closed by `close`)
         self.log = tempfile.TemporaryFile(prefix="trainstack-compile-")  # noqa: SIM115
+        self.compile_s: float | None = None  # the child's own compile seconds, once it finished well
         repo = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")])))
         # one kernel build at a time: the child has one core (compile_threads is not in Inductor's cache key)
         env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "training.compile_cache.background", json.dumps(wanted)],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True)  # its own process group: `close` ends the compiler's workers with it
+        try:
+            # its own process group, so that `close` ends the compiler's workers with it; not its own session,
+            # which would put it in a scheduler autogroup of its own, where its nice value counts for nothing
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "training.compile_cache.background", json.dumps(wanted)],
+                stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=env, process_group=0)
+        except BaseException:
+            self.log.close()
+            raise
 
     def poll(self) -> str | None:
         """None while it runs; "" when it finished well; else one line saying why it failed."""
@@ -90,6 +128,8 @@ class BackgroundCompile:
         if code is None:
             return None
         if code == 0:
+            line = self._last_line()
+            self.compile_s = float(line[len(DONE):]) if line.startswith(DONE) else None
             return ""
         return f"exit code {code}: {self._last_line()}" if code > 0 else f"killed by signal {-code}"
 
@@ -103,23 +143,32 @@ class BackgroundCompile:
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            # bounded: a child stuck in I/O on a shared cache volume must not hold up the trainer's exit
+            # (PR_SET_PDEATHSIG still ends it then)
+            self.process.wait(timeout=5)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)  # a compiler worker left in the group
         self.log.close()
 
 
 def _die_with_parent(parent: int) -> None:
+    """SIGTERM when the trainer's thread that started us exits (the main thread: plan.py), which ends this
+    process group, g++ and Inductor's helpers included, so that nothing is left behind a kill -9."""
+    signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the trainer died before the line above
-        os._exit(1)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0 or os.getppid() != parent:
+        os._exit(1)  # no death signal, or the trainer died before it was set
 
 
 def main(argv: list[str]) -> int:
     wanted = json.loads(argv[0])
     _die_with_parent(wanted["parent"])
     os.nice(CHILD_NICE)  # its compiler workers and g++ inherit it
+    # a second model and a step's activations: in a pod at its memory limit, the kernel's OOM killer takes
+    # this process rather than the trainer (which then trains on eagerly, said in one line)
+    with contextlib.suppress(OSError):
+        Path("/proc/self/oom_score_adj").write_text("1000")
     import torch
     from transformers import GPT2Config
 
@@ -132,14 +181,19 @@ def main(argv: list[str]) -> int:
     config = GPT2Config.from_dict(wanted["model_config"])
     config.use_cache = False
     device = torch.device(wanted["device"])
+    began = time.perf_counter()
     model = compile_in_place(create_gpt(config).to(device).train())
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(wanted["precision"])
     autocast = torch.autocast(device_type=device.type, dtype=dtype) if dtype else contextlib.nullcontext()
-    for size in wanted["micro_batch_sizes"]:
-        x = torch.randint(0, config.vocab_size, (size, wanted["block_size"]), device=device)
-        with autocast:
-            loss = model(x, x)
-        loss.backward()
+    for i, sizes in enumerate(wanted["size_sequences"]):
+        if i:  # as a rank that has only seen these sizes: Dynamo marks a size dynamic once a second one comes
+            torch._dynamo.reset()
+        for size in sizes:
+            x = torch.randint(0, config.vocab_size, (size, wanted["block_size"]), device=device)
+            with autocast:
+                loss = model(x, x)
+            loss.backward()
+    print(f"{DONE}{time.perf_counter() - began:.2f}", flush=True)
     return 0
 
 

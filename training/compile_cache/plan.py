@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from training.compile_cache import blob
-from training.compile_cache.background import BackgroundCompile, trainer_threads
+from training.compile_cache.background import BackgroundCompile
 from training.compile_cache.regions import compile_in_place
 from trainstack.contract.log import info as log_info
 
@@ -43,17 +43,20 @@ class CompilePlan:
 
     def __init__(self, requested: str, run_dir: Path, device: torch.device, start_step: int, max_steps: int,
                  is_main: bool, say=log_info, agree=lambda choice: choice, background: dict | None = None,
-                 launches: bool = True, any_rank=lambda flag: flag, rank: int = 0):
+                 spare: str | None = None, launches: bool = True, max_over_ranks=lambda value: value,
+                 rank: int = 0):
         self.requested, self.run_dir, self.device, self.say = requested, run_dir, device, say
         self.agree = agree  # rank 0's choice on every rank (training/elastic/distributed.broadcast_object)
-        self.any_rank = any_rank  # True on every rank when it is True on one (distributed.all_reduce_max)
-        # what background.py compiles (None: a cold compile blocks the step, as `--compile on` does),
-        # started by this process when `launches` (a node's local rank 0)
-        self.background, self.launches, self.rank = background, launches, rank
+        self.max_over_ranks = max_over_ranks  # the largest of every rank's value (distributed.max_over_ranks)
+        # what background.py compiles (None: a cold compile blocks the step, as `--compile on` does), how its
+        # child gets a core here (background.spare), and whether this process starts it (a node's local rank 0)
+        self.background, self.spare, self.launches, self.rank = background, spare, launches, rank
+        self._behind_began: float | None = None  # perf_counter when the compile behind eager steps began
         self._child: BackgroundCompile | None = None
-        self._child_began: float | None = None  # perf_counter at its start, on every rank
-        self._cold_s: float | None = None  # the background compile's seconds
+        self._status: str | None = None  # this node's child: None running, "" done, else why it failed
+        self._child_s: float | None = None  # the child's own compile seconds
         self._threads: int | None = None  # the trainer's torch threads before the child took a core
+        self._misses = 0  # Inductor's cache misses before the switch's compile
         self.start_step, self.max_steps, self.is_main = start_step, max_steps, is_main
         self.pending = requested != "off"  # a compile still to decide on or to do
         quiet = lambda line: None  # noqa: E731 - every rank loads; rank 0 says what was wrong
@@ -76,9 +79,11 @@ class CompilePlan:
     def _compile(self, model: torch.nn.Module, step: int) -> None:
         compile_in_place(model)
         self.pending, self._compiling_step = False, step
-        if self._child_began is None:
-            self._since = time.time() - 1.0  # the cache files this compile writes (mtime granularity)
-        if not self.is_main or self._child_began is not None:
+        if self._behind_began is not None:  # the switch: the child's files are in the cache, and counted
+            self._misses = _cache_misses()
+            return
+        self._since = time.time() - 1.0  # the cache files this compile writes (mtime granularity)
+        if not self.is_main:
             return
         if self.warm is not None:
             self.say(f"compile cache from step {self.warm.step}: warm start (the cold compile took "
@@ -95,7 +100,7 @@ class CompilePlan:
     def after_step(self, step: int, model: torch.nn.Module) -> float:
         """Seconds of this step to keep out of the ETA and step time (the compile's), 0 for other steps."""
         seconds = time.perf_counter() - self._began
-        if self.pending and self._child_began is not None:
+        if self.pending and self._behind_began is not None:
             self._poll(step, model)
             return 0.0
         if self.pending and step == self.start_step + 1:  # auto, cold, CPU: the eager step decides
@@ -104,71 +109,113 @@ class CompilePlan:
         if step != self._compiling_step:
             return 0.0
         self._compiling_step = None
+        if self._behind_began is not None:  # the switch's compile: warm from the child's cache
+            missed = _cache_misses() - self._misses
+            if missed and self.is_main:
+                self.say(f"the switch missed {missed} graphs of the background compile's cache: compiled them in "
+                         f"line in {seconds:.0f} s")
+                self._save(step, seconds)
+            return seconds
         if self.is_main:
-            cold_s = self._cold_s or seconds
             if self.warm is None:
-                self.say(f"compiled the model in {cold_s:.0f} s" + (" (behind eager steps)" if self._cold_s else ""))
-                record_cold_seconds(cold_s)
-            saved = blob.save(self.run_dir, self.device, self._since, step, cold_s if self.warm is None
-                              else self.warm.compile_s)
-            if saved is not None and self.warm is None:
-                self.say(f"saved the compile cache ({saved.files} files) to {self.run_dir / blob.BLOB}: later "
-                         "starts of this run, on any machine like this one, start warm")
+                self.say(f"compiled the model in {seconds:.0f} s")
+                record_cold_seconds(seconds)
+            self._save(step, seconds if self.warm is None else self.warm.compile_s)
         return seconds
+
+    def _save(self, step: int, cold_s: float) -> None:
+        saved = blob.save(self.run_dir, self.device, self._since, step, cold_s)
+        if saved is not None and self.warm is None:
+            self.say(f"saved the compile cache ({saved.files} files) to {self.run_dir / blob.BLOB}: later "
+                     "starts of this run, on any machine like this one, start warm")
 
     def _decide(self, step: int, eager_s: float, model: torch.nn.Module) -> None:
         left = self.max_steps - step
         expected = expected_cold_seconds() or COLD_COMPILE_S
         gain = left * eager_s * (1 - COMPILED_STEP_RATIO_CPU)
-        if self.agree(gain > expected):
-            if self.background is None:
-                self._compile(model, step + 1)
-            else:
-                self._start_background()
+        behind = self.background is not None and self.spare is not None
+        how = self.agree(("behind eager steps" if behind else "in line") if gain > expected else None)
+        if how == "behind eager steps":  # rank 0's way on every rank: the same collectives on each
+            self._start_background()
+            return
+        if how is not None:
+            self._compile(model, step + 1)
             return
         self.pending = False
         if self.is_main:
             self.say(f"running eagerly: the {left} steps left would save about {gain:.0f} s, less than a compile "
                      f"of about {expected:.0f} s on this machine (--compile on compiles anyway)")
 
-
     def _start_background(self) -> None:
         self._since = time.time() - 1.0  # the cache files the child writes (mtime granularity)
-        self._child_began = time.perf_counter()
+        self._behind_began = time.perf_counter()
+        self._status = ""  # a rank that starts no child has nothing to wait for
         if self.launches:
-            self._child = BackgroundCompile(self.background)
-            self._threads = torch.get_num_threads()
-            torch.set_num_threads(trainer_threads(self._threads))
+            try:
+                self._child, self._status = BackgroundCompile(self.background), None
+            except (OSError, TypeError, ValueError) as exc:  # TMPDIR full, no process left: the run goes on
+                self._status = f"could not start it: {exc}"
+            if self._child is not None and self.spare == "take":
+                self._threads = torch.get_num_threads()
+                torch.set_num_threads(self._threads - 1)
         if self.is_main:
             self.say("compiling in the background (first start; training eagerly meanwhile)")
 
     def _poll(self, step: int, model: torch.nn.Module) -> None:
         """Between steps: switch every rank to the compiled model once every node's child is done."""
-        status = self._child.poll() if self._child is not None else ""
-        failed = self.any_rank(bool(status))  # a failure anywhere keeps every rank eager
-        running = self.any_rank(status is None)
-        if failed:
-            self.close()
+        if self._child is not None:
+            self._status = self._child.poll()
+            if self._status is not None:  # this node's child is done: its core goes back to the steps now
+                self._child_s = self._child.compile_s
+                self._release()
+        state = self.max_over_ranks(FAILED if self._status else RUNNING if self._status is None else DONE)
+        if state == FAILED:  # a failure anywhere keeps every rank eager
+            self._release()
             self.pending = False
             if self.is_main:
-                why = status or "on another node"
-                self.say(f"the background compile failed ({why}); training on eagerly (--compile off runs "
-                         "eagerly from the start)")
-        elif not running:
-            self.close()
-            self._cold_s = time.perf_counter() - self._child_began
-            # every rank says it (the same step on each: the all-reduces above)
-            self.say(f"{'' if self.is_main else f'rank {self.rank}: '}compiled: switching at step {step + 1}")
-            self._compile(model, step + 1)
+                self.say(f"the background compile failed ({self._status or 'on another node'}); training on "
+                         "eagerly (--compile off runs eagerly from the start)")
+        elif state == RUNNING:
+            if step >= self.max_steps and self.is_main:
+                self.say("the run ends before the background compile is done: a later start compiles again")
+        else:
+            self._switch(step, model)
 
-    def close(self) -> None:
-        """End the background compile, if one runs (the trainer's way out, normal or not)."""
+    def _switch(self, step: int, model: torch.nn.Module) -> None:
+        if self.is_main:
+            cold_s = self._child_s or time.perf_counter() - self._behind_began
+            if step < self.max_steps:
+                self.say(f"compiled: switching at step {step + 1}")
+            self.say(f"compiled the model in {cold_s:.0f} s (behind eager steps)")
+            record_cold_seconds(cold_s)
+            self._save(step, cold_s)  # now, not after the switch: the run may end or be stopped first
+        elif step < self.max_steps:
+            self.say(f"rank {self.rank}: compiled: switching at step {step + 1}")  # the same step on every rank
+        if step < self.max_steps:
+            self._compile(model, step + 1)
+        else:
+            self.pending = False
+
+    def _release(self) -> None:
+        """End this node's child, if it runs, and give its core back to the steps."""
         if self._child is not None:
             self._child.close()
             self._child = None
-        if self._threads is not None:  # the child's core back to the steps
+        if self._threads is not None:
             torch.set_num_threads(self._threads)
             self._threads = None
+
+    def close(self) -> None:
+        """The trainer's way out, normal or not: no background compile outlives the run."""
+        self._release()
+
+
+# this node's background compile, as max_over_ranks compares them: one failure anywhere wins
+DONE, RUNNING, FAILED = 0, 1, 2
+
+
+def _cache_misses() -> int:
+    return torch._dynamo.utils.counters["inductor"]["fxgraph_cache_miss"]
 
 
 def _record_path() -> Path:

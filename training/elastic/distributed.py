@@ -150,11 +150,16 @@ def shutdown() -> None:
 
 def all_reduce_max(flag: bool, info: DistInfo) -> bool:
     """True when any rank says True (used every step to agree on stopping at the same step)."""
+    return max_over_ranks(int(flag), info) > 0
+
+
+def max_over_ranks(value: int, info: DistInfo) -> int:
+    """The largest of every rank's small integer (a state code, as all_reduce_max's flag)."""
     if not info.is_distributed:
-        return flag
-    t = torch.tensor([1.0 if flag else 0.0])  # on the host: no wait for the GPU's queued work
+        return value
+    t = torch.tensor([float(value)])  # on the host: no wait for the GPU's queued work
     dist.all_reduce(t, op=dist.ReduceOp.MAX, group=_HOST_GROUP)
-    return bool(t.item() > 0)
+    return int(t.item())
 
 
 def all_reduce_sum(values: list[float], info: DistInfo) -> list[float]:

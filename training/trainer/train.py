@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 from pathlib import Path
 
 import torch
@@ -112,8 +113,10 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
                             dist_info.is_main, say=console.emit,
                             agree=functools.partial(distributed.broadcast_object, info=dist_info),
                             background=_background_compile(start, cfg, precision, dist_info),
+                            spare=background.spare(int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+                                                   torch.get_num_threads()),
                             launches=dist_info.local_rank == 0,
-                            any_rank=functools.partial(distributed.all_reduce_max, info=dist_info),
+                            max_over_ranks=functools.partial(distributed.max_over_ranks, info=dist_info),
                             rank=dist_info.rank)
     compiling.prepare(start.model)  # in place, so DDP's module and the eager evaluation see it
     log = TrainLog(cfg, run_dir, dist_info, writer, console, schedule, tokens_per_step, flops_token,
@@ -152,8 +155,8 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
                 return code
         completed = True
     finally:
-        compiling.close()  # a background compile does not outlive the run
         saves.wait()  # a write in flight finishes before anything else (it may be the only copy)
+        compiling.close()  # a background compile does not outlive the run
         watcher.restore()
         console.close()
         if writer is not None:
@@ -238,14 +241,18 @@ def _batches(windows, order: SampleOrder, mine: list[int], batch_size: int) -> l
 
 
 def _background_compile(start: setup.Start, cfg: TrainConfig, precision: str, dist_info: DistInfo) -> dict | None:
-    """What a cold compile builds behind eager steps (compile_cache/background.py): the model and the first
-    step's micro-batch shapes. Distillation compiles its own step around a teacher, and a single core has
-    none to spare for a child: those compile in line."""
-    if start.teacher is not None or not background.worth_it():
+    """What a cold compile builds behind eager steps (compile_cache/background.py): the model and a step's
+    micro-batch sizes on each kind of rank (an uneven global batch gives ranks different ones; every node's
+    child builds them all). Distillation compiles its own step around a teacher: it compiles in line."""
+    if start.teacher is not None:
         return None
-    mine = rank_samples(start.step, start.global_batch, dist_info.rank, dist_info.world_size)
-    sizes = list(dict.fromkeys(len(mb) for mb in micro_batches(mine, cfg.optim.batch_size)))
-    return background.spec(start.model.config, dist_info.device, precision, sizes, start.block_size)
+    sequences = []
+    for rank in range(dist_info.world_size):
+        mine = rank_samples(start.step, start.global_batch, rank, dist_info.world_size)
+        sizes = list(dict.fromkeys(len(mb) for mb in micro_batches(mine, cfg.optim.batch_size)))
+        if sizes not in sequences:
+            sequences.append(sizes)
+    return background.spec(start.model.config, dist_info.device, precision, sequences, start.block_size)
 
 
 def _flops_per_token(start: setup.Start, n_params: int) -> float:

@@ -169,7 +169,7 @@ def test_the_child_dies_with_a_killed_trainer(tmp_path, monkeypatch):
         [sys.executable, "-c", "import sys, time; from transformers import GPT2Config; "
          "from training.compile_cache import background; "
          "c = background.BackgroundCompile(background.spec(GPT2Config(n_layer=1, n_embd=32, n_head=2, "
-         "vocab_size=64, n_positions=16), 'cpu', 'fp32', [2], 16)); print(c.process.pid, flush=True); "
+         "vocab_size=64, n_positions=16), 'cpu', 'fp32', [[2]], 16)); print(c.process.pid, flush=True); "
          "time.sleep(600)"],
         stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3])
     child = int(trainer.stdout.readline())
@@ -187,6 +187,8 @@ def test_a_cold_start_trains_eagerly_then_every_rank_switches_at_the_same_step(d
     """Two ranks under torchrun: eager steps at once, the child's compile on the node's rank 0, then both
     ranks switch together; the compile cache saved after the switch makes a later start of the run warm."""
     cache = _cold_caches(tmp_path, monkeypatch)
+    # two one-thread ranks keep both cores of this machine busy: no core is spare, so the child is forced
+    monkeypatch.setenv(background.SWITCH, "1")
     run, log = tmp_path / "run", tmp_path / "log"
     flags = ("--compile", "auto", "--max-steps", "100000", "--log-every", "1", "--precision", "fp32", "--no-export")
     launcher = torchrun("--nnodes=1", "--nproc-per-node=2", "--rdzv-backend=c10d",
@@ -217,40 +219,109 @@ def test_a_cold_start_trains_eagerly_then_every_rank_switches_at_the_same_step(d
     assert "compiling in the background" not in out, out
 
 
-def test_the_child_takes_one_core_from_the_trainers_threads_until_it_is_done(tmp_path, monkeypatch):
-    """Two processes spinning on the same cores slow each other down: the trainer steps on one thread fewer
-    while the child compiles, and gets it back when the child is done (or the run ends)."""
-    _cold_caches(tmp_path, monkeypatch)
+def test_the_child_runs_only_where_a_core_can_be_its(monkeypatch):
+    """An idle core, or one that local rank 0 gives up; none when every core steps with a one-thread rank."""
     monkeypatch.setattr(background.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    started = []
+    monkeypatch.setattr(background, "_cpu_quota", lambda: None)
+    monkeypatch.delenv(background.SWITCH, raising=False)
+    assert background.spare(local_ranks=1, threads=2) == "free"
+    assert background.spare(local_ranks=1, threads=4) == "take"  # torch's default: a thread per core
+    assert background.spare(local_ranks=2, threads=2) == "take"
+    assert background.spare(local_ranks=4, threads=1) is None  # torchrun's one thread per rank, every core
+    monkeypatch.setattr(background, "_cpu_quota", lambda: 1.5)  # a pod's CPU limit: 2 of the 4 cores
+    assert background.cores() == 2 and background.spare(local_ranks=1, threads=2) == "take"
+    assert background.spare(local_ranks=2, threads=1) is None
+    monkeypatch.setattr(background, "_cpu_quota", lambda: 0.5)
+    assert background.cores() == 1 and background.spare(local_ranks=1, threads=4) is None  # one core: in line
+    monkeypatch.setenv(background.SWITCH, "1")
+    assert background.spare(local_ranks=1, threads=1) == "free"  # forced, at the child's lower priority
+    monkeypatch.setenv(background.SWITCH, "0")
+    monkeypatch.setattr(background, "_cpu_quota", lambda: None)
+    assert background.spare(local_ranks=1, threads=1) is None
 
-    class Child:  # the child's life is the other tests'; here only the threads count
-        def __init__(self, wanted):
-            started.append(wanted)
 
-        def poll(self):
-            return None
+@pytest.mark.parametrize(("files", "cpus"), [
+    ({"cpu.max": "150000 100000"}, 1.5), ({"cpu.max": "max 100000"}, None),
+    ({"cpu.cfs_quota_us": "50000", "cpu.cfs_period_us": "100000"}, 0.5),
+    ({"cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000"}, None), ({}, None)])
+def test_the_cpu_quota_is_read_from_cgroup_v2_and_v1(tmp_path, monkeypatch, files, cpus):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text + "\n")
+    monkeypatch.setattr(background, "CPU_QUOTA_FILES", (str(tmp_path / "cpu.max"), str(tmp_path / "cpu.cfs_quota_us")))
+    assert background._cpu_quota() == cpus
 
-        def close(self):
-            started.append("closed")
 
-    monkeypatch.setattr(plan, "BackgroundCompile", Child)
+class _Child:  # the child's life is the other tests'; here only what the plan does around it
+    def __init__(self, wanted):
+        self.wanted, self.status, self.compile_s, self.closed = wanted, None, None, False
+
+    def poll(self):
+        return self.status
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize(("spare", "during"), [("take", 3), ("free", 4)])
+def test_the_child_takes_a_thread_only_when_no_core_is_idle_and_gives_it_back_when_done(
+        tmp_path, monkeypatch, spare, during):
+    _cold_caches(tmp_path, monkeypatch)
+    monkeypatch.setattr(plan, "BackgroundCompile", _Child)
+    monkeypatch.setattr(plan, "compile_in_place", lambda model: model)
     threads = torch.get_num_threads()
+    said = []
+    (tmp_path / "run").mkdir()
     try:
         torch.set_num_threads(4)
         compiling = plan.CompilePlan("auto", tmp_path / "run", torch.device("cpu"), 0, 10**6, True,
-                                     say=lambda line: None, background={"model": "spec"})
+                                     say=said.append, background={"model": "spec"}, spare=spare)
         compiling._start_background()
-        assert started == [{"model": "spec"}] and torch.get_num_threads() == 3
-        compiling.close()
-        assert started[-1] == "closed" and torch.get_num_threads() == 4
+        assert compiling._child.wanted == {"model": "spec"} and torch.get_num_threads() == during
+        compiling.after_step(5, None)
+        assert torch.get_num_threads() == during and compiling.pending  # still compiling
+        child = compiling._child
+        child.status, child.compile_s = "", 12.5
+        compiling.after_step(6, None)  # done: the core back at once, the switch at the next step
+        assert child.closed and torch.get_num_threads() == 4 and not compiling.pending
+        switching = said.index("compiled: switching at step 7")
+        assert said[switching + 1] == "compiled the model in 12 s (behind eager steps)", said
+        assert plan.expected_cold_seconds() == 12.5  # the child's own compile, not its wall time
         compiling.close()  # the trainer's `finally` after a switch: nothing more to give back
         assert torch.get_num_threads() == 4
     finally:
         torch.set_num_threads(threads)
-    assert background.trainer_threads(1) == 1  # torchrun's one thread per rank: the child at a lower priority
-    monkeypatch.setattr(background.os, "sched_getaffinity", lambda pid: {0})
-    assert background.trainer_threads(1) == 1 and not background.worth_it()
+
+
+def test_a_child_that_cannot_start_leaves_the_run_eager_with_one_line(tmp_path, monkeypatch):
+    _cold_caches(tmp_path, monkeypatch)
+
+    def no_process_left(wanted):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(plan, "BackgroundCompile", no_process_left)
+    said = []
+    compiling = plan.CompilePlan("auto", tmp_path / "run", torch.device("cpu"), 0, 10**6, True,
+                                 say=said.append, background={"model": "spec"}, spare="take")
+    threads = torch.get_num_threads()
+    compiling._start_background()
+    compiling.after_step(2, None)
+    assert not compiling.pending and torch.get_num_threads() == threads
+    assert said[-1].startswith("the background compile failed (could not start it: [Errno 11]"), said
+
+
+def test_every_kind_of_rank_has_its_micro_batch_sizes_compiled(monkeypatch):
+    """8 samples over 3 ranks are 3, 3 and 2: a rank of 2 would miss a cache built only for 3."""
+    from types import SimpleNamespace
+
+    from transformers import GPT2Config
+
+    start = SimpleNamespace(teacher=None, step=0, global_batch=8, block_size=16,
+                            model=SimpleNamespace(config=GPT2Config(n_layer=1, n_embd=32, n_head=2)))
+    cfg = SimpleNamespace(optim=SimpleNamespace(batch_size=2))
+    dist_info = SimpleNamespace(world_size=3, device=torch.device("cpu"))
+    wanted = train_module._background_compile(start, cfg, "fp32", dist_info)
+    assert wanted["size_sequences"] == [[2, 1], [2]]
+    assert wanted["threads"] == torch.get_num_threads()
 
 
 def test_one_core_compiles_in_line(data_dir, tmp_path, monkeypatch):
