@@ -4,6 +4,7 @@ run eager with one line; the child never outlives the trainer."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -335,3 +336,44 @@ def test_one_core_compiles_in_line(data_dir, tmp_path, monkeypatch):
     assert code == 0, err
     assert "compiling the model (first start" in out and "background" not in out, out
     assert children == [] and len(compiled) == 1
+
+
+_RANK = """
+import json, sys, torch
+from transformers import GPT2Config
+from training.compile_cache import blob
+from training.compile_cache.regions import compile_in_place
+from training.model.build import create_gpt
+torch.set_num_threads(1)
+blob.keep_headers_in_cache()
+config = GPT2Config.from_dict(json.loads(sys.argv[1]))
+config.use_cache = False
+model = compile_in_place(create_gpt(config).train())
+for size in json.loads(sys.argv[2]):
+    x = torch.randint(0, config.vocab_size, (size, 16))
+    model(x, x).backward()
+print(json.dumps(dict(torch._dynamo.utils.counters["inductor"])))
+"""
+
+
+@pytest.mark.timeout(600)
+def test_a_rank_with_other_micro_batch_sizes_finds_its_graphs_in_the_childs_cache(tmp_path, monkeypatch):
+    """An uneven global batch: ranks of [3] and of [2]. The child builds both, each as a rank that has seen
+    only its own sizes would (a Dynamo reset between), so neither kind of rank compiles at the switch."""
+    from transformers import GPT2Config
+
+    _cold_caches(tmp_path, monkeypatch)
+    config = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16)
+    wanted = {**background.spec(config, "cpu", "fp32", [[3], [2]], 16), "threads": 1}
+    child = background.BackgroundCompile(wanted)
+    try:
+        assert child.process.wait(timeout=500) == 0 and child.poll() == "", child._last_line()
+        assert child.compile_s is not None and child.compile_s > 0
+    finally:
+        child.close()
+    for sizes in ([2], [3]):
+        done = subprocess.run([sys.executable, "-c", _RANK, json.dumps(config.to_dict()), json.dumps(sizes)],
+                              capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[3])
+        assert done.returncode == 0, done.stderr[-3000:]
+        counters = json.loads(done.stdout.strip().splitlines()[-1])
+        assert counters.get("fxgraph_cache_miss", 0) == 0 and counters.get("fxgraph_cache_hit", 0) > 0, (sizes, counters)
