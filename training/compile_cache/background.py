@@ -43,13 +43,16 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CHILD_NICE = 10  # the trainer's steps come first when the two want the same core
 SWITCH = "TRAINSTACK_COMPILE_BACKGROUND"  # 0: never compile behind eager steps; 1: even without a spare core
 CPU_QUOTA_FILES = ("/sys/fs/cgroup/cpu.max", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
+MEMORY_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+CHILD_BASE = 2 * 2**30  # the child's interpreter, torch, transformers and Inductor's working set
 DONE = "compile_s="  # the child's last line: its own compile seconds (not its start-up or its waits)
 
 
 def cores() -> int:
     """The cores this process may use: its affinity (a cpuset, taskset) capped by a container's CPU quota
     (a pod's CPU limit leaves every host core in the affinity mask)."""
-    usable = len(os.sched_getaffinity(0))
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     quota = _cpu_quota()
     return max(1, min(usable, math.ceil(quota))) if quota else usable
 
@@ -75,7 +78,7 @@ def spare(local_ranks: int, threads: int) -> str | None:
     """How the child gets a core beside this node's trainers: "free" (one is idle), "take" (local rank 0
     steps on one thread fewer), or None (no core to give: compile in line, as two processes spinning on
     the same cores only slow each other down). TRAINSTACK_COMPILE_BACKGROUND=0/1 overrides."""
-    forced = os.environ.get(SWITCH)
+    forced = checked_switch()
     if forced == "0" or (cores() < 2 and forced != "1"):
         return None
     if cores() - local_ranks * threads >= 1:
@@ -83,6 +86,58 @@ def spare(local_ranks: int, threads: int) -> str | None:
     if threads >= 2:
         return "take"
     return "free" if forced == "1" else None
+
+
+def checked_switch() -> str | None:
+    """TRAINSTACK_COMPILE_BACKGROUND as set (None: unset), refused in one line when it is neither 0 nor 1."""
+    value = os.environ.get(SWITCH)
+    if value not in (None, "0", "1"):
+        from trainstack.contract.errors import UserError
+
+        raise UserError(f"{SWITCH}={value!r}: use 0 (never compile behind eager steps) or 1 (even without a "
+                        "spare core), or leave it unset")
+    return value
+
+
+def threads_beside_child(threads: int) -> int:
+    """Local rank 0's torch threads while the child has a core ("take"): within the cores left to it (a
+    thread count above the cores, such as torch's default under a pod's CPU limit, would starve the child)."""
+    return max(1, min(threads - 1, cores() - 1))
+
+
+def fits(model_config, largest_micro_batch: int, block_size: int) -> bool:
+    """Room for the child beside what runs now: its model and gradients, one micro-batch's activations
+    (twice the lower bound) and its Python, torch and compiler (CHILD_BASE). Under Kubernetes on cgroup v2
+    a container at its memory limit loses every process at once (memory.oom.group), so not fitting
+    means compiling in line, not hoping that the OOM killer picks the child."""
+    from training.model import memory
+
+    need = (memory.parameters(model_config) * 8 + 2 * largest_micro_batch
+            * memory.bytes_per_sequence(model_config, block_size) + CHILD_BASE)
+    free = memory_free()
+    return free is None or free > need
+
+
+def memory_free() -> int | None:
+    """Bytes that a new process could still take: the machine's MemAvailable, capped by the cgroup's limit
+    less its usage (v2 memory.max/memory.current, v1 limit_in_bytes/usage_in_bytes)."""
+    free = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                free = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit_file, usage_file in MEMORY_FILES:
+        try:
+            limit, usage = Path(limit_file).read_text().strip(), Path(usage_file).read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit() and usage.isdigit():
+            room = int(limit) - int(usage)
+            free = room if free is None else min(free, room)
+        break
+    return free
 
 
 def _torch():
@@ -113,11 +168,12 @@ class BackgroundCompile:
         # one kernel build at a time: the child has one core (compile_threads is not in Inductor's cache key)
         env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
         try:
-            # its own process group, so that `close` ends the compiler's workers with it; not its own session,
-            # which would put it in a scheduler autogroup of its own, where its nice value counts for nothing
+            # it makes itself a process group of its own (`main`), so that `close` ends the compiler's workers
+            # with it; not a session of its own, which would put it in a scheduler autogroup of its own,
+            # where its nice value counts for nothing
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "training.compile_cache.background", json.dumps(wanted)],
-                stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=env, process_group=0)
+                stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         except BaseException:
             self.log.close()
             raise
@@ -141,8 +197,11 @@ class BackgroundCompile:
     def close(self) -> None:
         """End the child and everything in its process group (idempotent)."""
         if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
+            try:
                 os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):  # not its own group yet: only the child itself
+                with contextlib.suppress(ProcessLookupError):
+                    self.process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             # bounded: a child stuck in I/O on a shared cache volume must not hold up the trainer's exit
             # (PR_SET_PDEATHSIG still ends it then)
@@ -155,6 +214,9 @@ class BackgroundCompile:
 def _die_with_parent(parent: int) -> None:
     """SIGTERM when the trainer's thread that started us exits (the main thread: plan.py), which ends this
     process group, g++ and Inductor's helpers included, so that nothing is left behind a kill -9."""
+    os.setpgid(0, 0)  # a group of its own first: the handler below ends this group, never the trainer's
+    if os.getpgrp() != os.getpid():
+        os._exit(1)
     signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0 or os.getppid() != parent:

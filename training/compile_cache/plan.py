@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from training.compile_cache import blob
-from training.compile_cache.background import BackgroundCompile
+from training.compile_cache.background import BackgroundCompile, threads_beside_child
 from training.compile_cache.regions import compile_in_place
 from trainstack.contract.log import info as log_info
 
@@ -153,11 +153,11 @@ class CompilePlan:
         if self.launches:
             try:
                 self._child, self._status = BackgroundCompile(self.background), None
-            except (OSError, TypeError, ValueError) as exc:  # TMPDIR full, no process left: the run goes on
+            except OSError as exc:  # TMPDIR full, no process left: the run goes on
                 self._status = f"could not start it: {exc}"
             if self._child is not None and self.spare == "take":
                 self._threads = torch.get_num_threads()
-                torch.set_num_threads(self._threads - 1)
+                torch.set_num_threads(threads_beside_child(self._threads))
         if self.is_main:
             self.say("compiling in the background (first start; training eagerly meanwhile)")
 

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         if dist_info.is_distributed else None
     try:
         with exit_on_signals():  # the training loop has its own handlers (PreemptionWatcher)
+            background.checked_switch()
             check_usable(Path(cfg.data), "--data")
             check_usable(run_dir, "--out")
             if cfg.snapshot.uri:
@@ -113,7 +114,7 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
                             dist_info.is_main, say=console.emit,
                             agree=functools.partial(distributed.broadcast_object, info=dist_info),
                             background=_background_compile(start, cfg, precision, dist_info),
-                            spare=background.spare(int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+                            spare=background.spare(int(os.environ.get("LOCAL_WORLD_SIZE", dist_info.world_size)),
                                                    torch.get_num_threads()),
                             launches=dist_info.local_rank == 0,
                             max_over_ranks=functools.partial(distributed.max_over_ranks, info=dist_info),
@@ -252,6 +253,8 @@ def _background_compile(start: setup.Start, cfg: TrainConfig, precision: str, di
         sizes = list(dict.fromkeys(len(mb) for mb in micro_batches(mine, cfg.optim.batch_size)))
         if sizes not in sequences:
             sequences.append(sizes)
+    if not background.fits(start.model.config, max(max(sizes) for sizes in sequences), start.block_size):
+        return None  # no room for a second model beside this one: compile in line
     return background.spec(start.model.config, dist_info.device, precision, sequences, start.block_size)
 
 

@@ -94,6 +94,7 @@ def test_the_losses_are_the_eager_runs_across_the_switch(data_dir, tmp_path, mon
     # the trainer's own compile found every graph the child built (a thread count of its own missed them all)
     inductor = torch._dynamo.utils.counters["inductor"]
     assert inductor["fxgraph_cache_hit"] > 0 and inductor["fxgraph_cache_miss"] == 0, dict(inductor)
+    torch._dynamo.reset()  # the switched model's graphs stay in this process otherwise, for later tests to find
     eager, switched = losses(tmp_path / "eager"), losses(tmp_path / "switched")
     assert sorted(eager) == sorted(switched) == list(range(1, 41))
     for step in eager:
@@ -267,6 +268,8 @@ class _Child:  # the child's life is the other tests'; here only what the plan d
 def test_the_child_takes_a_thread_only_when_no_core_is_idle_and_gives_it_back_when_done(
         tmp_path, monkeypatch, spare, during):
     _cold_caches(tmp_path, monkeypatch)
+    monkeypatch.setattr(background.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(background, "_cpu_quota", lambda: None)
     monkeypatch.setattr(plan, "BackgroundCompile", _Child)
     monkeypatch.setattr(plan, "compile_in_place", lambda model: model)
     threads = torch.get_num_threads()
@@ -377,3 +380,37 @@ def test_a_rank_with_other_micro_batch_sizes_finds_its_graphs_in_the_childs_cach
         assert done.returncode == 0, done.stderr[-3000:]
         counters = json.loads(done.stdout.strip().splitlines()[-1])
         assert counters.get("fxgraph_cache_miss", 0) == 0 and counters.get("fxgraph_cache_hit", 0) > 0, (sizes, counters)
+
+
+def test_the_child_starts_only_with_room_for_it_in_memory(tmp_path, monkeypatch):
+    """cgroup v2 in a pod: limit less usage, capped by MemAvailable; a model that does not fit compiles in line."""
+    from transformers import GPT2Config
+
+    limit, usage = tmp_path / "memory.max", tmp_path / "memory.current"
+    monkeypatch.setattr(background, "MEMORY_FILES", ((str(limit), str(usage)),))
+    limit.write_text("8589934592\n")  # 8 GiB
+    usage.write_text(str(7 * 2**30) + "\n")
+    assert 0 < background.memory_free() <= 2**30
+    small = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16)
+    assert not background.fits(small, 4, 16)  # 1 GiB left: not even the child's interpreter and torch
+    usage.write_text(str(2**30) + "\n")
+    assert background.fits(small, 4, 16) is (background.memory_free() > background.CHILD_BASE + 10**6)
+    gpt2 = GPT2Config()
+    assert not background.fits(gpt2, 64, 1024)  # 64 x 1024 tokens of GPT-2's logits: tens of GiB
+    limit.write_text("max\n")
+    assert background.memory_free() is not None  # no limit: what the machine has available
+
+
+def test_a_bad_switch_value_is_one_line_before_anything_is_written(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv(background.SWITCH, "yes")
+    code, out, err = train(data_dir, tmp_path / "run", "--max-steps", "2", "--no-export")
+    assert code == 2 and "TRAINSTACK_COMPILE_BACKGROUND='yes': use 0" in err, (out, err)
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_the_trainer_keeps_its_threads_within_the_cores_beside_the_child(monkeypatch):
+    monkeypatch.setattr(background.os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setattr(background, "_cpu_quota", lambda: 4.0)  # torch's 64 threads under a 4-CPU limit
+    assert background.threads_beside_child(64) == 3
+    monkeypatch.setattr(background, "_cpu_quota", lambda: None)
+    assert background.threads_beside_child(64) == 63 and background.threads_beside_child(2) == 1
