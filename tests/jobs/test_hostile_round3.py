@@ -126,8 +126,11 @@ def test_a_signal_leaves_no_cluster_credentials_behind(sig, tmp_path, cluster, o
     cluster.set_state({"hang": ["helm install"]})
     tmp = tmp_path / "tmp"
     tmp.mkdir()
+    # a terminal's user, whatever this test runs under (`nohup make test` ignores SIGHUP, and a child inherits
+    # that: the CLI then keeps ignoring it by design, test_nohup_keeps_sighup_ignored)
     process = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from trainstack.jobs.cli import main; sys.exit(main(sys.argv[1:]))",
+        [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL); "
+         "from trainstack.jobs.cli import main; sys.exit(main(sys.argv[1:]))",
          "submit", "exp", "--outputs", outputs_file("aws")],
         env={**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": os.getcwd()}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)
