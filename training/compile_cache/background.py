@@ -43,8 +43,6 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CHILD_NICE = 10  # the trainer's steps come first when the two want the same core
 SWITCH = "TRAINSTACK_COMPILE_BACKGROUND"  # 0: never compile behind eager steps; 1: even without a spare core
 CPU_QUOTA_FILES = ("/sys/fs/cgroup/cpu.max", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
-MEMORY_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
 CHILD_BASE = 2 * 2**30  # the child's interpreter, torch, transformers and Inductor's working set
 DONE = "compile_s="  # the child's last line: its own compile seconds (not its start-up or its waits)
 
@@ -78,10 +76,10 @@ def spare(local_ranks: int, threads: int) -> str | None:
     """How the child gets a core beside this node's trainers: "free" (one is idle), "take" (local rank 0
     steps on one thread fewer), or None (no core to give: compile in line, as two processes spinning on
     the same cores only slow each other down). TRAINSTACK_COMPILE_BACKGROUND=0/1 overrides."""
-    forced = checked_switch()
-    if forced == "0" or (cores() < 2 and forced != "1"):
+    forced, usable = checked_switch(), cores()
+    if forced == "0" or (usable < 2 and forced != "1"):
         return None
-    if cores() - local_ranks * threads >= 1:
+    if usable - local_ranks * threads >= 1:
         return "free"
     if threads >= 2:
         return "take"
@@ -114,30 +112,8 @@ def fits(model_config, largest_micro_batch: int, block_size: int) -> bool:
 
     need = (memory.parameters(model_config) * 8 + 2 * largest_micro_batch
             * memory.bytes_per_sequence(model_config, block_size) + CHILD_BASE)
-    free = memory_free()
+    free = memory.memory_free()
     return free is None or free > need
-
-
-def memory_free() -> int | None:
-    """Bytes that a new process could still take: the machine's MemAvailable, capped by the cgroup's limit
-    less its usage (v2 memory.max/memory.current, v1 limit_in_bytes/usage_in_bytes)."""
-    free = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                free = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    for limit_file, usage_file in MEMORY_FILES:
-        try:
-            limit, usage = Path(limit_file).read_text().strip(), Path(usage_file).read_text().strip()
-        except OSError:
-            continue
-        if limit.isdigit() and usage.isdigit():
-            room = int(limit) - int(usage)
-            free = room if free is None else min(free, room)
-        break
-    return free
 
 
 def _torch():

@@ -11,7 +11,7 @@ the run eager, said in one line. On a GPU `auto` compiles at once (no measured r
 bench/gpu.py records one; a second copy of the model and its activations on the GPU could take
 memory the trainer needs). Under DDP every rank does the same: rank 0's choice (from its own cache
 and timing) is broadcast by `agree`; the child runs on each node's local rank 0 (the node's cache
-directory), and `any_rank` (an all-reduce) makes every rank switch, or give up, at the same step.
+directory), and `max_over_ranks` (an all-reduce) makes every rank switch, or give up, at the same step.
 """
 
 from __future__ import annotations
@@ -42,15 +42,15 @@ class CompilePlan:
     """Created before the first step; `before_step`/`after_step` around each step until the compile is done."""
 
     def __init__(self, requested: str, run_dir: Path, device: torch.device, start_step: int, max_steps: int,
-                 is_main: bool, say=log_info, agree=lambda choice: choice, background: dict | None = None,
-                 spare: str | None = None, launches: bool = True, max_over_ranks=lambda value: value,
-                 rank: int = 0):
+                 is_main: bool, say=log_info, agree=lambda choice: choice, behind_eager=lambda: (None, None),
+                 launches: bool = True, max_over_ranks=lambda value: value, rank: int = 0):
         self.requested, self.run_dir, self.device, self.say = requested, run_dir, device, say
         self.agree = agree  # rank 0's choice on every rank (training/elastic/distributed.broadcast_object)
         self.max_over_ranks = max_over_ranks  # the largest of every rank's value (distributed.max_over_ranks)
-        # what background.py compiles (None: a cold compile blocks the step, as `--compile on` does), how its
-        # child gets a core here (background.spare), and whether this process starts it (a node's local rank 0)
-        self.background, self.spare, self.launches, self.rank = background, spare, launches, rank
+        # asked once, when `auto` decides to compile a cold CPU start (not on every start): what background.py
+        # would compile here (None: a cold compile blocks the step, as `--compile on` does) and how its child
+        # gets a core (background.spare); `launches`: whether this process starts it (a node's local rank 0)
+        self.behind_eager, self.launches, self.rank = behind_eager, launches, rank
         self._behind_began: float | None = None  # perf_counter when the compile behind eager steps began
         self._child: BackgroundCompile | None = None
         self._status: str | None = None  # this node's child: None running, "" done, else why it failed
@@ -133,10 +133,11 @@ class CompilePlan:
         left = self.max_steps - step
         expected = expected_cold_seconds() or COLD_COMPILE_S
         gain = left * eager_s * (1 - COMPILED_STEP_RATIO_CPU)
-        behind = self.background is not None and self.spare is not None
+        wanted, spare = self.behind_eager()
+        behind = wanted is not None and spare is not None
         how = self.agree(("behind eager steps" if behind else "in line") if gain > expected else None)
         if how == "behind eager steps":  # rank 0's way on every rank: the same collectives on each
-            self._start_background()
+            self._start_background(wanted, spare)
             return
         if how is not None:
             self._compile(model, step + 1)
@@ -146,16 +147,18 @@ class CompilePlan:
             self.say(f"running eagerly: the {left} steps left would save about {gain:.0f} s, less than a compile "
                      f"of about {expected:.0f} s on this machine (--compile on compiles anyway)")
 
-    def _start_background(self) -> None:
+    def _start_background(self, wanted: dict | None, spare: str | None) -> None:
         self._since = time.time() - 1.0  # the cache files the child writes (mtime granularity)
         self._behind_began = time.perf_counter()
         self._status = ""  # a rank that starts no child has nothing to wait for
-        if self.launches:
+        if self.launches and wanted is None:  # rank 0 had room for a child; this node has not
+            self._status = "could not start it: no room for a second model in memory here"
+        elif self.launches:
             try:
-                self._child, self._status = BackgroundCompile(self.background), None
+                self._child, self._status = BackgroundCompile(wanted), None
             except OSError as exc:  # TMPDIR full, no process left: the run goes on
                 self._status = f"could not start it: {exc}"
-            if self._child is not None and self.spare == "take":
+            if self._child is not None and spare == "take":
                 self._threads = torch.get_num_threads()
                 torch.set_num_threads(threads_beside_child(self._threads))
         if self.is_main:

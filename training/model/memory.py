@@ -13,6 +13,10 @@ from trainstack.contract.errors import UserError
 BYTES_PER_PARAM = 16  # fp32 weights, gradients and AdamW's two moments; activations come on top
 
 
+# A container's memory limit and usage: cgroup v2, then v1
+CGROUP_MEMORY = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
 def parameters(config) -> int:
     """GPT-2's parameter count from its configuration (embeddings tied with the output layer)."""
     d, layers = config.n_embd, config.n_layer
@@ -28,7 +32,7 @@ def device_memory(device: torch.device) -> int | None:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
-    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    for limit_file, _ in CGROUP_MEMORY:
         try:
             text = Path(limit_file).read_text().strip()
         except OSError:
@@ -36,6 +40,28 @@ def device_memory(device: torch.device) -> int | None:
         if text.isdigit():
             total = min(total, int(text))
     return total
+
+
+def memory_free() -> int | None:
+    """Bytes that a new process could still take: the machine's MemAvailable, capped by the cgroup's limit
+    less its usage (the first of CGROUP_MEMORY's versions that is there)."""
+    free = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                free = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit_file, usage_file in CGROUP_MEMORY:
+        try:
+            limit, usage = Path(limit_file).read_text().strip(), Path(usage_file).read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit() and usage.isdigit():
+            room = int(limit) - int(usage)
+            free = room if free is None else min(free, room)
+        break
+    return free
 
 
 def check_fits(config, device: torch.device, flags: str) -> None:

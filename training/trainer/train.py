@@ -113,9 +113,7 @@ def _train(cfg: TrainConfig, dist_info: DistInfo, data: DataMeta, run_dir: Path,
     compiling = CompilePlan(cfg.runtime.compile, run_dir, dist_info.device, start.step, cfg.optim.max_steps,
                             dist_info.is_main, say=console.emit,
                             agree=functools.partial(distributed.broadcast_object, info=dist_info),
-                            background=_background_compile(start, cfg, precision, dist_info),
-                            spare=background.spare(int(os.environ.get("LOCAL_WORLD_SIZE", dist_info.world_size)),
-                                                   torch.get_num_threads()),
+                            behind_eager=functools.partial(_behind_eager, start, cfg, precision, dist_info),
                             launches=dist_info.local_rank == 0,
                             max_over_ranks=functools.partial(distributed.max_over_ranks, info=dist_info),
                             rank=dist_info.rank)
@@ -239,6 +237,15 @@ def _check_not_own_source(cfg: TrainConfig, run_dir: Path) -> None:
 def _batches(windows, order: SampleOrder, mine: list[int], batch_size: int) -> list:
     """This rank's micro-batches of the step (built inside the first step's out-of-memory guard)."""
     return [windows.batch([order.window_of(g) for g in mb]) for mb in micro_batches(mine, batch_size)]
+
+
+def _behind_eager(start: setup.Start, cfg: TrainConfig, precision: str,
+                  dist_info: DistInfo) -> tuple[dict | None, str | None]:
+    """Asked when `auto` decides to compile a cold CPU start: what the child would compile, and how it would
+    get a core beside this node's ranks (background.spare)."""
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", dist_info.world_size))
+    return (_background_compile(start, cfg, precision, dist_info),
+            background.spare(local_ranks, torch.get_num_threads()))
 
 
 def _background_compile(start: setup.Start, cfg: TrainConfig, precision: str, dist_info: DistInfo) -> dict | None:

@@ -19,6 +19,7 @@ import torch
 from testbed.processes import free_port
 from tests.support.training_runs import losses, spawn, torchrun, train, train_args
 from training.compile_cache import background, blob, plan
+from training.model import memory
 from training.trainer import train as train_module
 
 SWITCH = re.compile(r"^(rank \d+: )?compiled: switching at step (\d+)$", re.M)
@@ -278,8 +279,8 @@ def test_the_child_takes_a_thread_only_when_no_core_is_idle_and_gives_it_back_wh
     try:
         torch.set_num_threads(4)
         compiling = plan.CompilePlan("auto", tmp_path / "run", torch.device("cpu"), 0, 10**6, True,
-                                     say=said.append, background={"model": "spec"}, spare=spare)
-        compiling._start_background()
+                                     say=said.append)
+        compiling._start_background({"model": "spec"}, spare)
         assert compiling._child.wanted == {"model": "spec"} and torch.get_num_threads() == during
         compiling.after_step(5, None)
         assert torch.get_num_threads() == during and compiling.pending  # still compiling
@@ -305,9 +306,9 @@ def test_a_child_that_cannot_start_leaves_the_run_eager_with_one_line(tmp_path, 
     monkeypatch.setattr(plan, "BackgroundCompile", no_process_left)
     said = []
     compiling = plan.CompilePlan("auto", tmp_path / "run", torch.device("cpu"), 0, 10**6, True,
-                                 say=said.append, background={"model": "spec"}, spare="take")
+                                 say=said.append)
     threads = torch.get_num_threads()
-    compiling._start_background()
+    compiling._start_background({"model": "spec"}, "take")
     compiling.after_step(2, None)
     assert not compiling.pending and torch.get_num_threads() == threads
     assert said[-1].startswith("the background compile failed (could not start it: [Errno 11]"), said
@@ -387,18 +388,18 @@ def test_the_child_starts_only_with_room_for_it_in_memory(tmp_path, monkeypatch)
     from transformers import GPT2Config
 
     limit, usage = tmp_path / "memory.max", tmp_path / "memory.current"
-    monkeypatch.setattr(background, "MEMORY_FILES", ((str(limit), str(usage)),))
+    monkeypatch.setattr(memory, "CGROUP_MEMORY", ((str(limit), str(usage)),))
     limit.write_text("8589934592\n")  # 8 GiB
     usage.write_text(str(7 * 2**30) + "\n")
-    assert 0 < background.memory_free() <= 2**30
+    assert 0 < memory.memory_free() <= 2**30
     small = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=16)
     assert not background.fits(small, 4, 16)  # 1 GiB left: not even the child's interpreter and torch
     usage.write_text(str(2**30) + "\n")
-    assert background.fits(small, 4, 16) is (background.memory_free() > background.CHILD_BASE + 10**6)
+    assert background.fits(small, 4, 16) is (memory.memory_free() > background.CHILD_BASE + 10**6)
     gpt2 = GPT2Config()
     assert not background.fits(gpt2, 64, 1024)  # 64 x 1024 tokens of GPT-2's logits: tens of GiB
     limit.write_text("max\n")
-    assert background.memory_free() is not None  # no limit: what the machine has available
+    assert memory.memory_free() is not None  # no limit: what the machine has available
 
 
 def test_a_bad_switch_value_is_one_line_before_anything_is_written(data_dir, tmp_path, monkeypatch):
